@@ -1,0 +1,262 @@
+#include "core/cpu.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <mutex>
+#include <stdexcept>
+
+namespace pktpath {
+
+thread_local Cpu* Cpu::tls_current_ = nullptr;
+
+namespace {
+
+// Registry of live Cpus by id, so a packet's alloc_cpu can be resolved, and the drop
+// counts of Cpus that are gone, so totals survive them.
+struct Registry {
+  std::atomic<Cpu*> cpus[kMaxCpus] = {};
+  std::mutex retired_mu;
+  std::array<uint64_t, kDropReasonCount> retired_drops = {};
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+Cpu::Cpu(PacketPool& pool, Options opts)
+    : pool_(pool), opts_(opts), headroom_(pool.headroom()), clock_(&MonotonicClock::instance()) {
+  if (opts_.cache_size == 0 || opts_.cache_batch == 0 || opts_.cache_batch > opts_.cache_size)
+    throw std::invalid_argument("cpu: need 0 < cache_batch <= cache_size");
+  cache_ = std::make_unique<Packet*[]>(opts_.cache_size);
+  Registry& r = registry();
+  for (unsigned i = 0; i < kMaxCpus; ++i) {
+    Cpu* expected = nullptr;
+    if (r.cpus[i].compare_exchange_strong(expected, this, std::memory_order_acq_rel)) {
+      id_ = static_cast<uint16_t>(i);
+      return;
+    }
+  }
+  throw std::runtime_error("cpu: more than 256 Cpu contexts");
+}
+
+Cpu::~Cpu() {
+  // Whatever others deferred to us and whatever we cache goes back to the pool.
+  defer_free_flush();
+  drain_cache();
+  Registry& r = registry();
+  {
+    std::lock_guard g(r.retired_mu);
+    for (unsigned i = 0; i < kDropReasonCount; ++i) r.retired_drops[i] += stats_.drops[i].get();
+  }
+  r.cpus[id_].store(nullptr, std::memory_order_release);
+  if (tls_current_ == this) tls_current_ = nullptr;
+}
+
+Cpu* Cpu::by_id(uint16_t id) {
+  return id < kMaxCpus ? registry().cpus[id].load(std::memory_order_acquire) : nullptr;
+}
+
+bool Cpu::bind() {
+  tls_current_ = this;
+  return opts_.core < 0 || pin_current_thread(opts_.core);
+}
+
+bool Cpu::refill() {
+  unsigned want = opts_.cache_batch;
+  unsigned got = pool_.get_bulk(cache_.get() + cache_count_, want);
+  cache_count_ += got;
+  return got != 0;
+}
+
+void Cpu::spill() {
+  unsigned n = opts_.cache_batch;
+  cache_count_ -= n;
+  pool_.put_bulk(cache_.get() + cache_count_, n);
+}
+
+bool Cpu::refill_for(unsigned n) {
+  while (cache_count_ < n) {
+    unsigned room = opts_.cache_size - cache_count_;
+    unsigned want = room < opts_.cache_batch ? room : opts_.cache_batch;
+    unsigned got = pool_.get_bulk(cache_.get() + cache_count_, want);
+    cache_count_ += got;
+    if (got == 0 || want == 0) break;
+  }
+  if (cache_count_ < n) stats_.alloc_fail.add(n - cache_count_);
+  return cache_count_ != 0;
+}
+
+void Cpu::spill_for(unsigned n) {
+  while (cache_count_ + n > opts_.cache_size && cache_count_ > 0) {
+    unsigned k = cache_count_ < opts_.cache_batch ? cache_count_ : opts_.cache_batch;
+    cache_count_ -= k;
+    pool_.put_bulk(cache_.get() + cache_count_, k);
+  }
+}
+
+void Cpu::drain_cache() {
+  pool_.put_bulk(cache_.get(), cache_count_);
+  cache_count_ = 0;
+}
+
+unsigned Cpu::alloc_bulk(Packet** out, unsigned n) {
+  unsigned done = 0;
+  while (done < n) {
+    unsigned got = cache_get_bulk(out + done, n - done);
+    if (got == 0) break;
+    const uint32_t headroom = headroom_;
+    const uint16_t id = id_;
+    for (unsigned i = done; i < done + got; ++i) out[i]->reset_for_alloc(headroom, id);
+    done += got;
+  }
+  return done;
+}
+
+void Cpu::free_bulk(Packet* const* ps, unsigned n) {
+  constexpr unsigned kChunk = 64;
+  Packet* mine[kChunk];
+  unsigned k = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    Packet* p = ps[i];
+    if (!unref(p)) continue;
+    if (PP_LIKELY(p->alloc_cpu == id_ && p->pool == &pool_)) {
+      mine[k++] = p;
+      if (PP_UNLIKELY(k == kChunk)) {
+        cache_put_bulk(mine, k);
+        k = 0;
+      }
+    } else {
+      release(p);
+    }
+  }
+  cache_put_bulk(mine, k);
+}
+
+// mirrors skb_attempt_defer_free: hand the packet back to the Cpu that allocated it,
+// unless that Cpu is gone, defer is off, or its list already holds defer_max packets.
+void Cpu::attempt_defer_free(Packet* p) {
+  Cpu* owner = by_id(p->alloc_cpu);
+  if (!owner || !opts_.defer_free) {
+    recycle(p);
+    return;
+  }
+  DeferList& d = owner->defer_;
+  if (d.count.load(std::memory_order_relaxed) >= owner->opts_.defer_max) {
+    stats_.defer_nodefer.add();
+    recycle(p);
+    return;
+  }
+  d.lock.lock();
+  d.count.store(d.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  p->next = d.list.load(std::memory_order_relaxed);
+  // Paired with the acquire load in defer_free_flush().
+  d.list.store(p, std::memory_order_release);
+  d.lock.unlock();
+  stats_.defer_queued.add();
+}
+
+// mirrors skb_defer_free_flush after document 002: plain lock (no flags save/restore),
+// detach the whole list, then free outside the lock.
+void Cpu::defer_free_flush_slow() {
+  defer_.lock.lock();
+  Packet* p = defer_.list.load(std::memory_order_relaxed);
+  defer_.list.store(nullptr, std::memory_order_relaxed);
+  defer_.count.store(0, std::memory_order_relaxed);
+  defer_.lock.unlock();
+  uint64_t n = 0;
+  while (p) {
+    Packet* next = p->next;
+    recycle(p);
+    p = next;
+    ++n;
+  }
+  stats_.defer_flushed.add(n);
+  stats_.defer_flushes.add();
+}
+
+void Cpu::schedule_work(CpuWork* w) {
+  w->next_work = nullptr;
+  if (work_tail_) work_tail_->next_work = w; else work_head_ = w;
+  work_tail_ = w;
+}
+
+void Cpu::arm_timer(CpuTimer* t, uint64_t expires_ns) {
+  if (t->armed) cancel_timer(t);
+  t->expires_ns = expires_ns;
+  t->armed = true;
+  CpuTimer** link = &timers_;
+  while (*link && (*link)->expires_ns <= expires_ns) link = &(*link)->next_timer;
+  t->next_timer = *link;
+  *link = t;
+}
+
+void Cpu::cancel_timer(CpuTimer* t) {
+  for (CpuTimer** link = &timers_; *link; link = &(*link)->next_timer) {
+    if (*link == t) {
+      *link = t->next_timer;
+      break;
+    }
+  }
+  t->armed = false;
+  t->next_timer = nullptr;
+}
+
+void Cpu::run_timers() {
+  uint64_t now = clock_->now_ns();
+  while (timers_ && timers_->expires_ns <= now) {
+    CpuTimer* t = timers_;
+    timers_ = t->next_timer;
+    t->next_timer = nullptr;
+    t->armed = false;
+    t->fire(*this);
+  }
+}
+
+// The softirq point: net_rx_action's defer flush, expired timers, then net_tx_action's
+// output queue. Work scheduled while running goes to the next call, as the kernel
+// re-raises the softirq instead of looping forever.
+void Cpu::run_pending() {
+  defer_free_flush();
+  if (timers_) run_timers();
+  CpuWork* w = work_head_;
+  work_head_ = work_tail_ = nullptr;
+  while (w) {
+    CpuWork* next = w->next_work;
+    w->next_work = nullptr;
+    w->run(*this);
+    w = next;
+  }
+}
+
+std::array<uint64_t, kDropReasonCount> drop_totals() {
+  Registry& r = registry();
+  std::array<uint64_t, kDropReasonCount> t;
+  {
+    std::lock_guard g(r.retired_mu);
+    t = r.retired_drops;
+  }
+  for (unsigned i = 0; i < kMaxCpus; ++i) {
+    if (Cpu* c = r.cpus[i].load(std::memory_order_acquire))
+      for (unsigned k = 0; k < kDropReasonCount; ++k) t[k] += c->stats().drops[k].get();
+  }
+  return t;
+}
+
+uint64_t drop_total() {
+  uint64_t s = 0;
+  for (uint64_t v : drop_totals()) s += v;
+  return s;
+}
+
+bool pin_current_thread(int core) {
+  if (core < 0 || core >= CPU_SETSIZE) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+}  // namespace pktpath

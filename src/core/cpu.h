@@ -1,0 +1,227 @@
+// Cpu: the per-thread datapath context, pktpath's softnet_data.
+//
+// One Cpu per datapath thread. It owns a packet cache (the NAPI skb cache / per-cpu slab
+// cache), the defer list other Cpus push packets onto when they free a packet this Cpu
+// allocated (document 002), drop-reason counters, the tx work list (the output_queue that
+// net_tx_action runs), timers and the xmit recursion counter.
+//
+// Concurrency contract:
+//  - Everything except the defer list is touched only by the thread the Cpu is bound to
+//    (the "owner thread"); statistics may be read from any thread.
+//  - Any thread, through its own Cpu, may free a packet whose alloc_cpu is another Cpu:
+//    that pushes onto the owner's defer list under the owner's defer lock.
+//  - The owner thread flushes its defer list in run_pending() (or defer_free_flush()),
+//    reading the list head without the lock first.
+//  - A Cpu must outlive the packets it allocated that other Cpus may still free.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "core/clock.h"
+#include "core/compiler.h"
+#include "core/counter.h"
+#include "core/drop_reason.h"
+#include "core/packet.h"
+#include "core/packet_pool.h"
+#include "core/spinlock.h"
+
+namespace pktpath {
+
+class Cpu;
+
+// Deferred work run by Cpu::run_pending(): the analogue of a qdisc on the output_queue
+// that net_tx_action runs. An item is on at most one Cpu's list at a time; the caller of
+// schedule_work guarantees that (qdiscs do it with their SCHED state bit).
+struct CpuWork {
+  CpuWork* next_work = nullptr;
+  virtual void run(Cpu& cpu) = 0;
+  virtual ~CpuWork() = default;
+};
+
+// A one-shot timer run by Cpu::run_pending() once the Cpu's clock passes `expires_ns`
+// (hrtimer/qdisc_watchdog analogue). Owned by the caller; armed on one Cpu at a time.
+struct CpuTimer {
+  uint64_t expires_ns = 0;
+  CpuTimer* next_timer = nullptr;
+  bool armed = false;
+  virtual void fire(Cpu& cpu) = 0;
+  virtual ~CpuTimer() = default;
+};
+
+inline constexpr unsigned kMaxCpus = 256;
+inline constexpr uint16_t kNoCpu = 0xffff;
+inline constexpr int kXmitRecursionLimit = 8;  // XMIT_RECURSION_LIMIT
+
+struct CpuStats {
+  Counter alloc_fail;        // packets asked for while the pool was exhausted
+  Counter defer_queued;      // packets this Cpu pushed onto another Cpu's defer list
+  Counter defer_nodefer;     // remote frees that fell back to a direct free (defer_max)
+  Counter defer_flushed;     // packets taken off this Cpu's own defer list
+  Counter defer_flushes;     // flushes that found work
+  std::array<Counter, kDropReasonCount> drops;
+};
+
+class alignas(kCacheLine) Cpu {
+ public:
+  struct Options {
+    uint32_t cache_size = 256;   // packets kept in the per-Cpu cache
+    uint32_t cache_batch = 64;   // moved to/from the pool at a time
+    uint32_t defer_max = 64;     // sysctl_skb_defer_max
+    bool defer_free = true;      // false: remote frees go straight back (A/B switch)
+    int core = -1;               // pin the bound thread to this core in bind(); -1: don't
+  };
+
+  Cpu(PacketPool& pool, Options opts);
+  explicit Cpu(PacketPool& pool) : Cpu(pool, Options{}) {}
+  ~Cpu();
+  Cpu(const Cpu&) = delete;
+  Cpu& operator=(const Cpu&) = delete;
+
+  uint16_t id() const { return id_; }
+  PacketPool& pool() { return pool_; }
+  const Options& options() const { return opts_; }
+  void set_defer_free(bool on) { opts_.defer_free = on; }
+
+  // Bind this Cpu to the calling thread (Cpu::current() returns it there) and pin the
+  // thread if Options::core was set. Returns false if pinning failed.
+  bool bind();
+  static Cpu* current() { return tls_current_; }
+  static Cpu* by_id(uint16_t id);
+
+  // --- allocation (napi_alloc_skb / kmem_cache_alloc_bulk). nullptr/short count when
+  // the pool is exhausted; counted in stats().alloc_fail.
+  PP_ALWAYS_INLINE Packet* alloc() {
+    if (PP_UNLIKELY(cache_count_ == 0) && !refill()) {
+      stats_.alloc_fail.add();
+      return nullptr;
+    }
+    Packet* p = cache_[--cache_count_];
+    p->reset_for_alloc(headroom_, id_);
+    return p;
+  }
+  unsigned alloc_bulk(Packet** out, unsigned n);
+
+  // kmem_cache_alloc_bulk/free_bulk on the Cpu cache: raw slots, not reset, no user
+  // count handling. For code that initialises packets itself (as the NAPI cache hands
+  // raw skbs to __build_skb_around). Slots from cache_get_bulk go back by cache_put_bulk
+  // or after reset_for_alloc by free().
+  PP_ALWAYS_INLINE unsigned cache_get_bulk(Packet** out, unsigned n) {
+    if (PP_UNLIKELY(cache_count_ < n) && !refill_for(n)) n = cache_count_;
+    cache_count_ -= n;
+    std::memcpy(out, cache_.get() + cache_count_, n * sizeof(Packet*));
+    return n;
+  }
+  PP_ALWAYS_INLINE void cache_put_bulk(Packet* const* in, unsigned n) {
+    if (PP_UNLIKELY(cache_count_ + n > opts_.cache_size)) {
+      if (n > opts_.cache_size) return pool_.put_bulk(in, n);
+      spill_for(n);
+    }
+    std::memcpy(cache_.get() + cache_count_, in, n * sizeof(Packet*));
+    cache_count_ += n;
+  }
+
+  // --- freeing. free() drops one user (consume_skb: not a drop); the last user recycles
+  // the packet, onto its allocating Cpu's defer list if that is another Cpu.
+  PP_ALWAYS_INLINE void free(Packet* p) {
+    if (PP_LIKELY(unref(p))) release(p);
+  }
+  // kfree_skb_reason: count one drop under `r`, then free.
+  void free_reason(Packet* p, DropReason r) {
+    stats_.drops[static_cast<unsigned>(r)].add();
+    free(p);
+  }
+  // kfree_skb_list/napi_consume_skb in bulk: packets that are this Cpu's own and
+  // unshared go back to the cache in one copy; the rest take the single path.
+  void free_bulk(Packet* const* ps, unsigned n);
+  void free_list(PacketList& l) {
+    while (Packet* p = l.pop_front()) free(p);
+  }
+
+  // --- softirq-style work, run by the owner thread at defined points of its loop.
+  // mirrors skb_defer_free_flush: cheap lockless check of the head, then take the list.
+  PP_ALWAYS_INLINE void defer_free_flush() {
+    if (PP_LIKELY(defer_.list.load(std::memory_order_acquire) == nullptr)) return;
+    defer_free_flush_slow();
+  }
+  // Defer flush, expired timers, then the tx work list (net_rx_action/net_tx_action).
+  void run_pending();
+  bool has_pending() const { return work_head_ != nullptr || timers_ != nullptr ||
+                                    defer_.list.load(std::memory_order_relaxed) != nullptr; }
+  void schedule_work(CpuWork* w);  // __netif_schedule: append to this Cpu's list
+  void arm_timer(CpuTimer* t, uint64_t expires_ns);
+  void cancel_timer(CpuTimer* t);
+  Clock& clock() { return *clock_; }
+  void set_clock(Clock* c) { clock_ = c ? c : &MonotonicClock::instance(); }
+
+  // dev_xmit_recursion: nesting depth of dev_queue_xmit on this Cpu.
+  int xmit_recursion = 0;
+
+  const CpuStats& stats() const { return stats_; }
+  CpuStats& stats() { return stats_; }
+  uint32_t cached() const { return cache_count_; }
+  uint32_t defer_count() const { return defer_.count.load(std::memory_order_relaxed); }
+  // Return every cached packet to the pool (so pool accounting is exact in tests).
+  void drain_cache();
+
+ private:
+  PP_ALWAYS_INLINE static bool unref(Packet* p) {
+    // skb_unref: the common single-user case needs no atomic read-modify-write.
+    if (PP_LIKELY(p->users.load(std::memory_order_relaxed) == 1)) return true;
+    return p->users.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
+  PP_ALWAYS_INLINE void release(Packet* p) {
+    if (PP_UNLIKELY(p->alloc_cpu != id_)) {
+      attempt_defer_free(p);
+      return;
+    }
+    recycle(p);
+  }
+  PP_ALWAYS_INLINE void recycle(Packet* p) {
+    if (PP_UNLIKELY(p->pool != &pool_)) {
+      p->pool->put_bulk(&p, 1);
+      return;
+    }
+    if (PP_UNLIKELY(cache_count_ == opts_.cache_size)) spill();
+    cache_[cache_count_++] = p;
+  }
+  bool refill();
+  void spill();
+  bool refill_for(unsigned n);  // until at least n are cached; false if none at all
+  void spill_for(unsigned n);   // until n (<= cache_size) more fit
+  void attempt_defer_free(Packet* p);
+  void defer_free_flush_slow();
+  void run_timers();
+
+  PacketPool& pool_;
+  Options opts_;
+  uint16_t id_ = kNoCpu;
+  uint32_t headroom_;
+  uint32_t cache_count_ = 0;
+  std::unique_ptr<Packet*[]> cache_;
+  CpuWork* work_head_ = nullptr;
+  CpuWork* work_tail_ = nullptr;
+  CpuTimer* timers_ = nullptr;  // sorted by expiry
+  Clock* clock_;
+  CpuStats stats_;
+
+  // Written by other Cpus: its own cache line.
+  struct alignas(kCacheLine) DeferList {
+    SpinLock lock;
+    std::atomic<Packet*> list{nullptr};
+    std::atomic<uint32_t> count{0};
+  } defer_;
+
+  static thread_local Cpu* tls_current_;
+};
+
+// Drop totals over every Cpu that exists or has existed.
+std::array<uint64_t, kDropReasonCount> drop_totals();
+uint64_t drop_total();
+
+// Pin the calling thread to one core. false if the core does not exist or is not allowed.
+bool pin_current_thread(int core);
+
+}  // namespace pktpath

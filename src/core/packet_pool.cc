@@ -1,0 +1,62 @@
+#include "core/packet_pool.h"
+
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+namespace pktpath {
+
+namespace {
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+}  // namespace
+
+PacketPool::PacketPool(Options opts) : opts_(opts) {
+  if (opts_.capacity == 0 || opts_.buf_size <= opts_.headroom)
+    throw std::invalid_argument("packet pool: capacity must be > 0 and buf_size > headroom");
+  slot_size_ = round_up(sizeof(Packet), kCacheLine) + round_up(opts_.buf_size, kCacheLine);
+  slab_ = static_cast<uint8_t*>(std::aligned_alloc(kCacheLine, slot_size_ * opts_.capacity));
+  if (!slab_) throw std::bad_alloc();
+  stack_ = std::make_unique<Packet*[]>(opts_.capacity);
+  const size_t hdr = round_up(sizeof(Packet), kCacheLine);
+  for (uint32_t i = 0; i < opts_.capacity; ++i) {
+    uint8_t* slot = slab_ + i * slot_size_;
+    auto* p = new (slot) Packet();
+    p->head = slot + hdr;
+    p->end_off = opts_.buf_size;
+    p->pool = this;
+    // Push in reverse so the first allocations come from the start of the slab.
+    stack_[opts_.capacity - 1 - i] = p;
+  }
+  top_ = opts_.capacity;
+}
+
+PacketPool::~PacketPool() {
+  for (uint32_t i = 0; i < opts_.capacity; ++i)
+    reinterpret_cast<Packet*>(slab_ + i * slot_size_)->~Packet();
+  std::free(slab_);
+}
+
+unsigned PacketPool::get_bulk(Packet** out, unsigned n) {
+  LockGuard g(lock_);
+  unsigned k = n < top_ ? n : top_;
+  for (unsigned i = 0; i < k; ++i) out[i] = stack_[--top_];
+  return k;
+}
+
+void PacketPool::put_bulk(Packet* const* in, unsigned n) {
+  LockGuard g(lock_);
+  for (unsigned i = 0; i < n; ++i) stack_[top_++] = in[i];
+}
+
+uint32_t PacketPool::available() const {
+  LockGuard g(lock_);
+  return top_;
+}
+
+bool PacketPool::owns(const Packet* p) const {
+  auto* b = reinterpret_cast<const uint8_t*>(p);
+  return b >= slab_ && b < slab_ + slot_size_ * opts_.capacity &&
+         (b - slab_) % slot_size_ == 0;
+}
+
+}  // namespace pktpath

@@ -1,0 +1,56 @@
+// PacketPool: a bounded store of packet slots shared by every Cpu (the kmem_cache behind
+// skbuff_head_cache, with the data buffer in the same slot as DPDK's mbufs do).
+//
+// All memory is allocated once, at construction; the per-packet path never touches the
+// heap. Cpus take and return packets in bulk through get_bulk/put_bulk and keep their
+// own caches (see Cpu), so the pool's lock is taken once per batch, not per packet.
+//
+// Concurrency: get_bulk/put_bulk may be called from any thread (internal spinlock).
+// The pool must outlive every Cpu and packet that uses it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/packet.h"
+#include "core/spinlock.h"
+
+namespace pktpath {
+
+class PacketPool {
+ public:
+  struct Options {
+    uint32_t capacity = 1u << 16;        // packets
+    uint32_t buf_size = 2048;            // bytes per packet buffer, headroom included
+    uint32_t headroom = kDefaultHeadroom;
+  };
+
+  explicit PacketPool(Options opts);
+  PacketPool() : PacketPool(Options{}) {}
+  ~PacketPool();
+  PacketPool(const PacketPool&) = delete;
+  PacketPool& operator=(const PacketPool&) = delete;
+
+  // Take up to n free packets (kmem_cache_alloc_bulk); returns how many were taken.
+  // The packets are not reset: Cpu::alloc does that.
+  unsigned get_bulk(Packet** out, unsigned n);
+  // Return n packets (kmem_cache_free_bulk). Each must belong to this pool.
+  void put_bulk(Packet* const* in, unsigned n);
+
+  uint32_t capacity() const { return opts_.capacity; }
+  uint32_t buf_size() const { return opts_.buf_size; }
+  uint32_t headroom() const { return opts_.headroom; }
+  // Packets currently in the shared stack (excludes those in Cpu caches).
+  uint32_t available() const;
+  bool owns(const Packet* p) const;
+
+ private:
+  Options opts_;
+  size_t slot_size_ = 0;
+  uint8_t* slab_ = nullptr;
+  std::unique_ptr<Packet*[]> stack_;
+  mutable SpinLock lock_;
+  uint32_t top_ = 0;  // guarded by lock_
+};
+
+}  // namespace pktpath
