@@ -1,0 +1,146 @@
+#include "core/dev_table.h"
+
+#include "core/link_kind.h"
+#include "sched/sch_generic.h"
+
+namespace pktpath {
+
+DeviceTable::DeviceTable(Cpu& control) : control_(control) {}
+
+DeviceTable::~DeviceTable() {
+  std::vector<std::string> names;
+  for (auto& [name, idx] : by_name_) names.push_back(name);
+  std::string err;
+  for (auto& n : names) del(n, err);
+  graveyard_.clear();
+}
+
+// dev_valid_name: 1..15 bytes, not "." or "..", no '/', ':' or whitespace.
+static bool valid_name(std::string_view n) {
+  if (n.empty() || n.size() > 15 || n == "." || n == "..") return false;
+  for (char c : n)
+    if (c == '/' || c == ':' || c == ' ' || c == '\t' || c == '\n') return false;
+  return true;
+}
+
+NetDevice* DeviceTable::add(const NetDevice::Config& cfg, std::string_view kind, std::string& err) {
+  const LinkKind* lk = link_kind_lookup(kind);
+  if (!lk) {
+    err = "unknown link type \"" + std::string(kind) + "\"";
+    return nullptr;
+  }
+  if (!valid_name(cfg.name)) {
+    err = "\"" + cfg.name + "\" is not a valid device name";
+    return nullptr;
+  }
+  if (by_name_.count(cfg.name)) {
+    err = "device \"" + cfg.name + "\" already exists";
+    return nullptr;
+  }
+  if (cfg.num_tx_queues < 1 || cfg.num_tx_queues > kMaxTxQueues) {
+    err = "numtxqueues must be 1.." + std::to_string(kMaxTxQueues);
+    return nullptr;
+  }
+  auto dev = std::make_unique<NetDevice>(cfg, lk->ops, lk->flags);
+  const int idx = next_ifindex_++;
+  dev->set_ifindex(idx);
+  if (!cfg.mac_set) {
+    // Deterministic locally administered address (the kernel picks a random one).
+    dev->set_mac({0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(idx >> 8), static_cast<uint8_t>(idx)});
+  }
+  for (uint16_t i = 0; i < dev->num_tx_queues(); ++i) dev->txq(i).qdisc = &noop_qdisc();
+  if (lk->setup) lk->setup(*dev);
+  NetDevice* raw = dev.get();
+  by_index_[idx] = Entry{std::move(dev), lk->kind, 0x8001};
+  by_name_[cfg.name] = idx;
+  return raw;
+}
+
+bool DeviceTable::del(std::string_view name, std::string& err) {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) {
+    err = "cannot find device \"" + std::string(name) + "\"";
+    return false;
+  }
+  const int idx = it->second;
+  NetDevice& dev = *by_index_[idx].dev;
+  set_up(dev, false, err);
+  if (std::unique_ptr<Qdisc> old = dev.graft_root(nullptr)) retire(std::move(old));
+  by_name_.erase(it);
+  by_index_.erase(idx);
+  reap();
+  return true;
+}
+
+NetDevice* DeviceTable::find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : by_index_.at(it->second).dev.get();
+}
+
+NetDevice* DeviceTable::find(int ifindex) const {
+  auto it = by_index_.find(ifindex);
+  return it == by_index_.end() ? nullptr : it->second.dev.get();
+}
+
+std::vector<NetDevice*> DeviceTable::list() const {
+  std::vector<NetDevice*> v;
+  for (auto& [i, e] : by_index_) v.push_back(e.dev.get());
+  return v;
+}
+
+std::string_view DeviceTable::kind_of(const NetDevice& dev) const {
+  auto it = by_index_.find(dev.ifindex());
+  return it == by_index_.end() ? std::string_view{} : std::string_view(it->second.kind);
+}
+
+uint32_t DeviceTable::alloc_handle(NetDevice& dev) {
+  Entry& e = by_index_.at(dev.ifindex());
+  return e.next_handle++ << 16;
+}
+
+// mirrors __dev_open / __dev_close_many
+bool DeviceTable::set_up(NetDevice& dev, bool up, std::string& err) {
+  if (up == dev.is_up()) return true;
+  if (up) {
+    if (dev.ops().open && dev.ops().open(dev) != 0) {
+      err = "device \"" + dev.name() + "\" failed to open";
+      return false;
+    }
+    dev.set_flag(IFF_UP, true);
+    dev_activate(dev);
+    return true;
+  }
+  dev_deactivate(control_, dev);
+  if (dev.ops().stop) dev.ops().stop(dev);
+  dev.set_flag(IFF_UP, false);
+  reap();
+  return true;
+}
+
+void DeviceTable::retire(std::unique_ptr<Qdisc> q) {
+  if (!q) return;
+  q->state().fetch_or(QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
+  for (unsigned i = 0; i < q->num_children(); ++i)
+    if (Qdisc* c = q->child(i + 1)) {
+      c->state().fetch_or(QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
+      qdisc_reset_all(control_, *c);
+    }
+  qdisc_reset_all(control_, *q);
+  graveyard_.push_back(std::move(q));
+  reap();
+}
+
+static bool scheduled(const Qdisc& q) {
+  if (const_cast<Qdisc&>(q).state().load(std::memory_order_acquire) & QDISC_STATE_SCHED) return true;
+  for (unsigned i = 0; i < q.num_children(); ++i)
+    if (Qdisc* c = q.child(i + 1); c && scheduled(*c)) return true;
+  return false;
+}
+
+void DeviceTable::reap() {
+  // The control Cpu may hold some of them on its own work list: run it first.
+  control_.run_pending();
+  std::erase_if(graveyard_, [](const std::unique_ptr<Qdisc>& q) { return !scheduled(*q); });
+}
+
+}  // namespace pktpath

@@ -1,0 +1,65 @@
+// DeviceTable: the devices of one pktpath instance, by name and by ifindex (the netns's
+// dev_base list and name/index hashes), plus device up/down and the qdiscs that were
+// replaced but may still sit on some Cpu's tx work list.
+//
+// Concurrency: control-thread only, with no traffic on the devices it changes (see
+// NetDevice). Before destroying the table, every Cpu that sent on its devices must have
+// run its pending work (Cpu::run_pending) so that no qdisc is still scheduled.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cpu.h"
+#include "core/netdevice.h"
+
+namespace pktpath {
+
+class DeviceTable {
+ public:
+  // `control`: the Cpu of the thread that configures; drops from resets count on it.
+  explicit DeviceTable(Cpu& control);
+  ~DeviceTable();
+  DeviceTable(const DeviceTable&) = delete;
+  DeviceTable& operator=(const DeviceTable&) = delete;
+
+  // `ip link add`: nullptr with err if the name is taken or invalid, or the kind unknown.
+  NetDevice* add(const NetDevice::Config& cfg, std::string_view kind, std::string& err);
+  // `ip link del`: down, qdiscs retired, device destroyed.
+  bool del(std::string_view name, std::string& err);
+  NetDevice* find(std::string_view name) const;
+  NetDevice* find(int ifindex) const;
+  std::vector<NetDevice*> list() const;  // by ifindex
+  std::string_view kind_of(const NetDevice& dev) const;
+
+  // dev_open / dev_close: up attaches the default qdisc if none is set and activates the
+  // tx queues; down deactivates them (queued packets dropped, QDISC_DROP).
+  bool set_up(NetDevice& dev, bool up, std::string& err);
+
+  // Take a qdisc out of service: deactivate, drop what it holds, keep the object until
+  // it is off every Cpu's tx work list (reap()).
+  void retire(std::unique_ptr<Qdisc> q);
+  void reap();
+  size_t retired_count() const { return graveyard_.size(); }
+
+  Cpu& control_cpu() { return control_; }
+  // Next automatic qdisc handle for a device ("8001:", "8002:", ...).
+  uint32_t alloc_handle(NetDevice& dev);
+
+ private:
+  struct Entry {
+    std::unique_ptr<NetDevice> dev;
+    std::string kind;
+    uint32_t next_handle = 0x8001;
+  };
+  Cpu& control_;
+  int next_ifindex_ = 1;
+  std::map<int, Entry> by_index_;
+  std::map<std::string, int, std::less<>> by_name_;
+  std::vector<std::unique_ptr<Qdisc>> graveyard_;
+};
+
+}  // namespace pktpath

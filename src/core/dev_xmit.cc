@@ -1,0 +1,187 @@
+// The transmit path from dev_queue_xmit to the driver, top to bottom as a packet meets
+// it: hook point, queue pick, then either the noqueue direct path or the qdisc
+// (bypass when empty, else enqueue and run). The qdisc run loop is in sch_generic.cc.
+#include "core/dev_xmit.h"
+
+#include "sched/sch_generic.h"
+
+namespace pktpath {
+
+namespace {
+
+// Set by an egress hook that chose the tx queue itself (softnet_data.xmit.skip_txqueue).
+thread_local bool tls_skip_txqueue = false;
+
+void free_to_free(Cpu& cpu, PacketList& to_free) {
+  while (Packet* p = to_free.pop_front()) cpu.free_reason(p, DropReason::QDISC_DROP);
+}
+
+// mirrors __dev_xmit_skb for TCQ_F_NOLOCK qdiscs (the part document 001 adds bypass to)
+PP_ALWAYS_INLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& dev, TxQueue& txq) {
+  PacketList to_free;
+  int rc;
+  if ((q.flags() & TCQ_F_CAN_BYPASS) && q.nolock_is_empty() &&
+      PP_LIKELY(xmit_config().bypass.load(std::memory_order_relaxed)) && q.run_begin()) {
+    // Look again under the seqlock: a requeue may have raced with the first test.
+    if (PP_UNLIKELY(!q.nolock_is_empty())) {
+      rc = q.enqueue(cpu, p, to_free);
+      qdisc_run_inner(cpu, q);
+      q.run_end(cpu);
+    } else {
+      q.stats_sent_direct(cpu, p);
+      if (sch_direct_xmit(cpu, p, q, dev, txq, nullptr) && !q.nolock_is_empty())
+        qdisc_run_inner(cpu, q);
+      q.run_end(cpu);
+      return NET_XMIT_SUCCESS;
+    }
+  } else {
+    rc = q.enqueue(cpu, p, to_free);
+    qdisc_run(cpu, q);
+  }
+  if (PP_UNLIKELY(!to_free.empty())) free_to_free(cpu, to_free);
+  return rc;
+}
+
+// mirrors __dev_xmit_skb for locked qdiscs
+PP_NOINLINE int dev_xmit_skb_locked(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& dev, TxQueue& txq) {
+  PacketList to_free;
+  int rc;
+  SpinLock& root_lock = q.root_lock();
+  root_lock.lock();
+  if (PP_UNLIKELY(q.deactivated())) {
+    // Device down (noop_qdisc) or the qdisc is being torn down.
+    cpu.free_reason(p, dev.is_up() ? DropReason::QDISC_DROP : DropReason::DEV_READY);
+    rc = NET_XMIT_DROP;
+  } else if ((q.flags() & TCQ_F_CAN_BYPASS) && q.qlen_locked() == 0 &&
+             xmit_config().bypass.load(std::memory_order_relaxed) && q.run_begin()) {
+    // Empty work-conserving qdisc: skip the enqueue/dequeue pair.
+    q.stats_sent_direct(cpu, p);
+    if (sch_direct_xmit(cpu, p, q, dev, txq, &root_lock)) qdisc_run_inner(cpu, q);
+    q.run_end(cpu);
+    rc = NET_XMIT_SUCCESS;
+  } else {
+    rc = q.enqueue(cpu, p, to_free);
+    if (q.run_begin()) {
+      qdisc_run_inner(cpu, q);
+      q.run_end(cpu);
+    }
+  }
+  root_lock.unlock();
+  if (PP_UNLIKELY(!to_free.empty())) free_to_free(cpu, to_free);
+  return rc;
+}
+
+// The noqueue branch of __dev_queue_xmit: straight to the driver, recursion-limited.
+PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
+  DropReason why = DropReason::DEV_READY;
+  if (PP_LIKELY(dev.is_up())) {
+    if (PP_UNLIKELY(cpu.xmit_recursion >= kXmitRecursionLimit)) {
+      why = DropReason::XMIT_RECURSION;
+    } else {
+      const bool lltx = dev.lltx();
+      if (!lltx) txq.xmit_lock.lock();
+      if (PP_LIKELY(!txq.stopped())) {
+        NetdevTx rc;
+        ++cpu.xmit_recursion;
+        p = dev_hard_start_xmit(cpu, p, dev, txq, rc);
+        --cpu.xmit_recursion;
+        if (PP_LIKELY(rc == NetdevTx::OK)) {
+          if (!lltx) txq.xmit_lock.unlock();
+          return NET_XMIT_SUCCESS;
+        }
+      }
+      if (!lltx) txq.xmit_lock.unlock();
+      // A virtual device with no queue cannot hold the packet: the kernel drops it too.
+      why = DropReason::FULL_RING;
+    }
+  }
+  dev.stats(cpu).tx_dropped.add();
+  cpu.free_reason(p, why);
+  return NET_XMIT_DROP;
+}
+
+PP_NOINLINE Packet* run_egress_hook(Cpu& cpu, Packet* p, NetDevice& dev, bool& skip_txq) {
+  tls_skip_txqueue = false;
+  p = dev.egress_hook()(cpu, p, dev, dev.egress_ctx());
+  skip_txq = tls_skip_txqueue;
+  return p;
+}
+
+}  // namespace
+
+XmitConfig& xmit_config() {
+  static XmitConfig c;
+  return c;
+}
+
+void netdev_xmit_skip_txqueue(bool skip) { tls_skip_txqueue = skip; }
+
+// mirrors netdev_core_pick_tx: one queue -> 0; the driver's choice; else the flow hash
+// (reciprocal scale), or the Cpu for unhashed packets (as an XPS map of Cpu i -> queue i).
+TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p) {
+  const uint16_t n = dev.real_num_tx_queues();
+  uint16_t idx = 0;
+  if (PP_UNLIKELY(n != 1)) {
+    if (dev.ops().select_queue) {
+      idx = dev.ops().select_queue(dev, p, cpu);
+      if (idx >= n) idx = static_cast<uint16_t>(idx % n);
+    } else if (p->hash) {
+      idx = static_cast<uint16_t>((static_cast<uint64_t>(p->hash) * n) >> 32);
+    } else {
+      idx = static_cast<uint16_t>(cpu.id() % n);
+    }
+  }
+  p->queue_mapping = idx;
+  return dev.txq(idx);
+}
+
+// mirrors __dev_queue_xmit
+int dev_queue_xmit(Cpu& cpu, Packet* p) {
+  NetDevice& dev = *p->dev;
+  TxQueue* txq;
+  // Egress hook point: one predictable branch while nothing is attached.
+  if (PP_UNLIKELY(dev.egress_hook() != nullptr)) {
+    bool skip_txq = false;
+    p = run_egress_hook(cpu, p, dev, skip_txq);
+    if (!p) return NET_XMIT_SUCCESS;
+    if (skip_txq) {
+      if (p->queue_mapping >= dev.real_num_tx_queues()) p->queue_mapping = 0;
+      txq = &dev.txq(p->queue_mapping);
+    } else {
+      txq = &netdev_core_pick_tx(cpu, dev, p);
+    }
+  } else {
+    txq = &netdev_core_pick_tx(cpu, dev, p);
+  }
+  Qdisc& q = *txq->qdisc;
+  const uint32_t qflags = q.flags();
+  if (PP_LIKELY(qflags & TCQ_F_NOLOCK)) return dev_xmit_skb_nolock(cpu, p, q, dev, *txq);
+  if (qflags & TCQ_F_NOENQUEUE) return dev_xmit_noqueue(cpu, p, dev, *txq);
+  return dev_xmit_skb_locked(cpu, p, q, dev, *txq);
+}
+
+// mirrors dev_hard_start_xmit / xmit_one
+Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice& dev, TxQueue& txq, NetdevTx& rc) {
+  auto start_xmit = dev.ops().start_xmit;
+  Packet* p = first;
+  rc = NetdevTx::OK;
+  while (p) {
+    Packet* next = p->next;
+    p->next = nullptr;
+    p->xmit_more = next != nullptr;
+    rc = start_xmit(cpu, p, dev, txq);
+    if (PP_UNLIKELY(rc != NetdevTx::OK)) {
+      p->next = next;
+      return p;
+    }
+    p = next;
+    // The driver stopped the queue under us: hand the rest back for a requeue.
+    if (PP_UNLIKELY(p != nullptr && txq.stopped())) {
+      rc = NetdevTx::BUSY;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace pktpath

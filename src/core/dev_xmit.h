@@ -1,0 +1,35 @@
+// The transmit path: dev_queue_xmit and the driver hand-off (net/core/dev.c).
+//
+// dev_queue_xmit(cpu, p) may be called by any number of threads at once, each with its
+// own bound Cpu, on devices that are configured and not being reconfigured.
+#pragma once
+
+#include <atomic>
+
+#include "core/netdevice.h"
+
+namespace pktpath {
+
+// The bypass switch for the A/B of document 001: off makes every packet take
+// enqueue + qdisc_run even when the qdisc is empty.
+struct XmitConfig {
+  std::atomic<bool> bypass{true};
+};
+XmitConfig& xmit_config();
+
+// __dev_queue_xmit: p->dev must be set. Takes ownership of p in every case.
+// Returns NET_XMIT_SUCCESS (0), NET_XMIT_DROP (1) or NET_XMIT_CN (2).
+int dev_queue_xmit(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
+
+// netdev_core_pick_tx: choose the tx queue and record it in p->queue_mapping.
+TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p);
+
+// dev_hard_start_xmit: hand a chain to the driver one packet at a time with xmit_more
+// set on all but the last. Returns the part the driver did not take (rc BUSY), or nullptr.
+Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice& dev, TxQueue& txq, NetdevTx& rc);
+
+// For an egress hook (tc skbedit queue_mapping, issue 6): use p->queue_mapping as the tx
+// queue instead of picking one (netdev_xmit_skip_txqueue).
+void netdev_xmit_skip_txqueue(bool skip);
+
+}  // namespace pktpath

@@ -1,0 +1,71 @@
+#include "core/netdevice.h"
+
+#include "sched/qdisc.h"
+
+namespace pktpath {
+
+NetDevice::NetDevice(const Config& cfg, const NetDeviceOps* ops, uint32_t flags)
+    : ops_(ops),
+      txqs_(nullptr),
+      num_tx_queues_(cfg.num_tx_queues),
+      real_num_tx_queues_(cfg.num_tx_queues),
+      flags_(flags & ~IFF_UP),
+      mtu_(cfg.mtu),
+      tx_queue_len_(cfg.tx_queue_len),
+      mac_(cfg.mac),
+      name_(cfg.name) {
+  txq_storage_ = std::make_unique<TxQueue[]>(num_tx_queues_);
+  txqs_ = txq_storage_.get();
+  for (uint16_t i = 0; i < num_tx_queues_; ++i) {
+    txqs_[i].dev = this;
+    txqs_[i].index = i;
+  }
+  pcpu_ = std::make_unique<DevCpuStats[]>(kMaxCpus);
+}
+
+NetDevice::~NetDevice() = default;
+
+bool NetDevice::set_real_num_tx_queues(uint16_t n) {
+  if (n == 0 || n > num_tx_queues_) return false;
+  real_num_tx_queues_ = n;
+  return true;
+}
+
+// mirrors netif_tx_wake_queue
+void NetDevice::tx_wake_queue(Cpu& cpu, TxQueue& q) {
+  if (q.state.fetch_and(~TxQueue::kDrvXoff, std::memory_order_acq_rel) & TxQueue::kDrvXoff) {
+    if (q.qdisc) q.qdisc->schedule(cpu);
+  }
+}
+
+void NetDevice::tx_stop_all() {
+  for (uint16_t i = 0; i < num_tx_queues_; ++i) tx_stop_queue(txqs_[i]);
+}
+
+void NetDevice::tx_wake_all(Cpu& cpu) {
+  for (uint16_t i = 0; i < num_tx_queues_; ++i) tx_wake_queue(cpu, txqs_[i]);
+}
+
+std::unique_ptr<Qdisc> NetDevice::graft_root(std::unique_ptr<Qdisc> q) {
+  std::unique_ptr<Qdisc> old = std::move(qdisc_);
+  qdisc_ = std::move(q);
+  root_is_default_ = false;
+  if (is_up()) attach_queues();
+  return old;
+}
+
+void NetDevice::attach_queues() {
+  if (qdisc_) qdisc_->attach(*this);
+}
+
+DevStatsSum NetDevice::stats_sum() const {
+  DevStatsSum s;
+  for (unsigned i = 0; i < kMaxCpus; ++i) {
+    s.tx_packets += pcpu_[i].tx_packets.get();
+    s.tx_bytes += pcpu_[i].tx_bytes.get();
+    s.tx_dropped += pcpu_[i].tx_dropped.get();
+  }
+  return s;
+}
+
+}  // namespace pktpath

@@ -1,0 +1,184 @@
+// NetDevice: pktpath's struct net_device, with its transmit queues (netdev_queue) and the
+// driver ops table (net_device_ops).
+//
+// Concurrency contract:
+//  - Configuration (name, MTU, queue counts, qdisc pointers, up/down) is changed only by
+//    the control thread while no datapath thread transmits on the device (the script
+//    runner's lines run one after the other; traffic threads are joined in between).
+//    RCU-style changes under traffic come with the hooks issue.
+//  - TxQueue::state (stopped) is atomic: drivers stop a queue from the xmit path, any
+//    thread may wake it (netif_tx_wake_queue schedules the queue's qdisc on the waker's Cpu).
+//  - Per-Cpu statistics are single-writer per Cpu slot; any thread may read the sums.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/compiler.h"
+#include "core/counter.h"
+#include "core/cpu.h"
+#include "core/packet.h"
+#include "core/spinlock.h"
+
+namespace pktpath {
+
+class Qdisc;
+class NetDevice;
+
+// What start_xmit returns (netdev_tx_t).
+enum class NetdevTx : int { OK = 0, BUSY = 0x10 };
+
+// Device flags (IFF_* and priv_flags bits we use).
+inline constexpr uint32_t IFF_UP = 1u << 0;
+inline constexpr uint32_t IFF_NO_QUEUE = 1u << 1;  // default qdisc is noqueue (priv_flags)
+inline constexpr uint32_t NETIF_F_LLTX = 1u << 2;  // driver does its own locking: no tx lock
+
+inline constexpr unsigned kMaxTxQueues = 64;
+
+// One transmit queue (netdev_queue).
+struct alignas(kCacheLine) TxQueue {
+  static constexpr uint32_t kDrvXoff = 1u << 0;  // __QUEUE_STATE_DRV_XOFF
+
+  NetDevice* dev = nullptr;
+  Qdisc* qdisc = nullptr;  // the qdisc packets for this queue go to (txq->qdisc)
+  uint16_t index = 0;
+  std::atomic<uint32_t> state{0};
+  SpinLock xmit_lock;  // HARD_TX_LOCK, for drivers without NETIF_F_LLTX
+  // Bytes a bulk dequeue may pull for this queue (stand-in for BQL's dql_avail). 0, as for
+  // a device that does not use BQL (dummy), means one packet per dequeue.
+  uint32_t bulk_bytes = 0;
+
+  bool stopped() const { return state.load(std::memory_order_acquire) & kDrvXoff; }
+};
+
+// Driver ops table (net_device_ops). open/stop/select_queue may be null.
+struct NetDeviceOps {
+  int (*open)(NetDevice& dev) = nullptr;
+  void (*stop)(NetDevice& dev) = nullptr;
+  // ndo_start_xmit: OK consumes the packet (transmitted or freed by the driver); BUSY
+  // leaves it with the caller, which requeues it.
+  NetdevTx (*start_xmit)(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) = nullptr;
+  // ndo_select_queue: a queue index (folded into real_num_tx_queues by the caller).
+  uint16_t (*select_queue)(NetDevice& dev, Packet* p, Cpu& cpu) = nullptr;
+};
+
+// Driver-private state hangs off the device (netdev_priv).
+struct DriverState {
+  virtual ~DriverState() = default;
+};
+
+// Per-Cpu device counters (pcpu_sw_netstats + tx_dropped), one cache line per Cpu.
+struct alignas(kCacheLine) DevCpuStats {
+  Counter tx_packets;
+  Counter tx_bytes;
+  Counter tx_dropped;
+};
+
+struct DevStatsSum {
+  uint64_t tx_packets = 0, tx_bytes = 0, tx_dropped = 0;
+};
+
+// The egress hook point (tc egress / netfilter egress attach here in a later issue).
+// Returns the packet to continue with it, or nullptr when the hook consumed it (and
+// accounted for it: freed with a reason, redirected, stolen).
+using EgressHookFn = Packet* (*)(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
+
+class NetDevice {
+ public:
+  struct Config {
+    std::string name;
+    uint16_t num_tx_queues = 1;
+    uint32_t tx_queue_len = 1000;
+    uint32_t mtu = 1500;
+    std::array<uint8_t, 6> mac{};
+    bool mac_set = false;
+  };
+
+  NetDevice(const Config& cfg, const NetDeviceOps* ops, uint32_t flags);
+  ~NetDevice();
+  NetDevice(const NetDevice&) = delete;
+  NetDevice& operator=(const NetDevice&) = delete;
+
+  // --- identity and configuration.
+  const std::string& name() const { return name_; }
+  int ifindex() const { return ifindex_; }
+  void set_ifindex(int i) { ifindex_ = i; }
+  const std::array<uint8_t, 6>& mac() const { return mac_; }
+  void set_mac(const std::array<uint8_t, 6>& m) { mac_ = m; }
+  uint32_t mtu() const { return mtu_; }
+  void set_mtu(uint32_t m) { mtu_ = m; }
+  uint32_t tx_queue_len() const { return tx_queue_len_; }
+  void set_tx_queue_len(uint32_t n) { tx_queue_len_ = n; }
+  uint32_t flags() const { return flags_; }
+  bool is_up() const { return flags_ & IFF_UP; }
+  bool lltx() const { return flags_ & NETIF_F_LLTX; }
+  const NetDeviceOps& ops() const { return *ops_; }
+
+  // --- transmit queues.
+  uint16_t num_tx_queues() const { return num_tx_queues_; }
+  uint16_t real_num_tx_queues() const { return real_num_tx_queues_; }
+  bool set_real_num_tx_queues(uint16_t n);  // 1..num_tx_queues
+  TxQueue& txq(uint16_t i) { return txqs_[i]; }
+
+  // netif_tx_stop_queue / netif_tx_wake_queue. Wake schedules the queue's qdisc on `cpu`
+  // so that packets it holds go out (__netif_schedule).
+  static void tx_stop_queue(TxQueue& q) { q.state.fetch_or(TxQueue::kDrvXoff, std::memory_order_acq_rel); }
+  static void tx_wake_queue(Cpu& cpu, TxQueue& q);
+  void tx_stop_all();
+  void tx_wake_all(Cpu& cpu);
+
+  // --- root qdisc (dev->qdisc). Owned by the device; txq(i).qdisc points into it.
+  Qdisc* qdisc() const { return qdisc_.get(); }
+  // Installs `q` as the root (qdisc_graft at the root): points every tx queue at it, or
+  // at its per-queue children for mq. Returns the old root, for the caller to retire.
+  std::unique_ptr<Qdisc> graft_root(std::unique_ptr<Qdisc> q);
+  // Re-point the tx queues after the root's children changed (mq graft).
+  void attach_queues();
+  // Whether the root was chosen by attach_default_qdiscs (replaced on the next `up`).
+  bool root_is_default() const { return root_is_default_; }
+  void set_root_is_default(bool d) { root_is_default_ = d; }
+
+  // --- up/down (dev_open / dev_close); see DeviceTable for the qdisc side.
+  void set_flag(uint32_t f, bool on) { flags_ = on ? (flags_ | f) : (flags_ & ~f); }
+
+  // --- egress hook: one predictable branch in dev_queue_xmit when nothing is attached.
+  EgressHookFn egress_hook() const { return egress_hook_; }
+  void* egress_ctx() const { return egress_ctx_; }
+  void set_egress_hook(EgressHookFn fn, void* ctx) {
+    egress_ctx_ = ctx;
+    egress_hook_ = fn;
+  }
+
+  // --- statistics.
+  DevCpuStats& stats(const Cpu& cpu) { return pcpu_[cpu.id()]; }
+  DevStatsSum stats_sum() const;
+
+  // --- driver state.
+  DriverState* priv() const { return priv_.get(); }
+  void set_priv(std::unique_ptr<DriverState> p) { priv_ = std::move(p); }
+
+ private:
+  // Hot fields first: dev_queue_xmit reads these.
+  EgressHookFn egress_hook_ = nullptr;
+  void* egress_ctx_ = nullptr;
+  const NetDeviceOps* ops_;
+  TxQueue* txqs_;
+  uint16_t num_tx_queues_;
+  uint16_t real_num_tx_queues_;
+  uint32_t flags_;
+  uint32_t mtu_;
+  uint32_t tx_queue_len_;
+  int ifindex_ = 0;
+  std::array<uint8_t, 6> mac_{};
+  bool root_is_default_ = true;
+  std::string name_;
+  std::unique_ptr<TxQueue[]> txq_storage_;
+  std::unique_ptr<DevCpuStats[]> pcpu_;
+  std::unique_ptr<Qdisc> qdisc_;
+  std::unique_ptr<DriverState> priv_;
+};
+
+}  // namespace pktpath

@@ -1,0 +1,241 @@
+// Qdisc: the queueing discipline base (struct Qdisc + Qdisc_ops in one class).
+//
+// A discipline is a subclass in its own sch_<kind>.cc that overrides the small ops
+// interface (enqueue, dequeue, peek, reset, init/change, dump) and is registered by its
+// tc name in sch_api.cc; the transmit path (dev_xmit.cc, sch_generic.cc) only sees this
+// base.
+//
+// Locking rules (as in Linux):
+//  - A qdisc without TCQ_F_NOLOCK is "locked": enqueue, dequeue, peek, reset and its
+//    statistics are called/updated with root_lock() held.
+//  - A TCQ_F_NOLOCK qdisc (pfifo_fast) takes enqueue from any number of threads at once
+//    without a lock; dequeue/peek are called only by the one thread that won
+//    qdisc_run_begin (the seqlock). Its statistics are per Cpu.
+//  - Either way exactly one thread dequeues at a time (qdisc_run_begin/end). A NOLOCK
+//    sender that loses qdisc_run_begin sets MISSED; the runner sees MISSED in
+//    qdisc_run_end and schedules the qdisc again, so no packet is stranded.
+//  - reset/init/change/graft run on the control thread with no traffic (see NetDevice).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/compiler.h"
+#include "core/counter.h"
+#include "core/cpu.h"
+#include "core/packet.h"
+#include "core/spinlock.h"
+#include "sched/qdisc_options.h"
+
+namespace pktpath {
+
+class NetDevice;
+struct TxQueue;
+
+// Qdisc flags (TCQ_F_*), kernel values where the kernel has the flag.
+inline constexpr uint32_t TCQ_F_BUILTIN = 0x1;
+inline constexpr uint32_t TCQ_F_CAN_BYPASS = 0x4;
+inline constexpr uint32_t TCQ_F_MQROOT = 0x8;
+inline constexpr uint32_t TCQ_F_ONETXQUEUE = 0x10;  // all packets go to dev_queue: may bulk
+inline constexpr uint32_t TCQ_F_CPUSTATS = 0x20;
+inline constexpr uint32_t TCQ_F_NOLOCK = 0x100;
+// pktpath: the qdisc has no enqueue (noqueue); the kernel tests q->enqueue == NULL.
+inline constexpr uint32_t TCQ_F_NOENQUEUE = 0x10000;
+
+// enqueue return codes (NET_XMIT_*).
+inline constexpr int NET_XMIT_SUCCESS = 0;
+inline constexpr int NET_XMIT_DROP = 1;
+inline constexpr int NET_XMIT_CN = 2;
+
+// q->state bits.
+inline constexpr uint32_t QDISC_STATE_SCHED = 1u << 0;        // on some Cpu's tx work list
+inline constexpr uint32_t QDISC_STATE_DEACTIVATED = 1u << 1;  // link down / being replaced
+inline constexpr uint32_t QDISC_STATE_MISSED = 1u << 2;       // a sender lost run_begin
+inline constexpr uint32_t QDISC_STATE_DRAINING = 1u << 3;     // holds packets for a stopped txq
+inline constexpr uint32_t QDISC_STATE_NON_EMPTY = QDISC_STATE_MISSED | QDISC_STATE_DRAINING;
+
+// Statistics block: gnet_stats_basic + gnet_stats_queue. backlog/qlen take wrapping
+// decrements; only the sum over blocks is meaningful for a per-Cpu qdisc.
+struct alignas(kCacheLine) QdiscStatsBlock {
+  Counter packets, bytes, drops, overlimits, requeues, backlog, qlen;
+};
+
+struct QdiscStats {
+  uint64_t packets = 0, bytes = 0, drops = 0, overlimits = 0, requeues = 0;
+  uint64_t backlog = 0, qlen = 0;
+  QdiscStats& operator+=(const QdiscStats& o);
+};
+
+// What `tc qdisc show` prints after "qdisc KIND HANDLE: root|parent X:Y", and the JSON
+// "options" object (values are JSON literals).
+struct QdiscDump {
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> json;
+};
+
+class Qdisc : public CpuWork {
+ public:
+  explicit Qdisc(const char* kind, uint32_t flags);
+  ~Qdisc() override;
+  Qdisc(const Qdisc&) = delete;
+  Qdisc& operator=(const Qdisc&) = delete;
+
+  // ---- the ops interface (Qdisc_ops).
+  // Takes ownership of p. NET_XMIT_SUCCESS, or NET_XMIT_DROP after putting p (or another
+  // victim) on to_free; the caller frees to_free with QDISC_DROP.
+  virtual int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) = 0;
+  virtual Packet* dequeue(Cpu& cpu) = 0;
+  virtual Packet* peek(Cpu& cpu) = 0;
+  // Drop everything queued (counted on `cpu` under QDISC_DROP) and zero qlen/backlog.
+  virtual void reset(Cpu& cpu) = 0;
+  // init/change from typed options; false with a message on bad options (nothing changed).
+  virtual bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err);
+  virtual bool change(NetDevice& dev, const QdiscOptions& opts, std::string& err) {
+    return init(dev, opts, err);
+  }
+  virtual void dump(QdiscDump& d) const { (void)d; }
+  virtual QdiscStats stats() const;
+
+  // Classful disciplines: children by class minor (1-based), graft replaces one and
+  // returns the old child. attach() points the device's tx queues at this qdisc (or, for
+  // mq, at its children).
+  virtual Qdisc* child(uint32_t minor) const { (void)minor; return nullptr; }
+  virtual unsigned num_children() const { return 0; }
+  virtual std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
+                                       std::string& err);
+  virtual void attach(NetDevice& dev);
+
+  // ---- identity.
+  const char* kind() const { return kind_; }
+  uint32_t flags() const { return flags_; }
+  void set_flags(uint32_t f) { flags_ = f; }
+  uint32_t handle() const { return handle_; }
+  void set_handle(uint32_t h) { handle_ = h; }
+  uint32_t parent() const { return parent_; }
+  void set_parent(uint32_t p) { parent_ = p; }
+  NetDevice* dev() const { return dev_; }
+  TxQueue* dev_queue() const { return dev_queue_; }
+  void set_dev_queue(NetDevice* d, TxQueue* q) { dev_ = d; dev_queue_ = q; }
+
+  // ---- run control (qdisc_run_begin / qdisc_run_end), see the locking rules above.
+  // Locked qdiscs: called with root_lock() held.
+  PP_ALWAYS_INLINE bool run_begin() {
+    if (flags_ & TCQ_F_NOLOCK) {
+      if (seq_try_lock()) return true;
+      // Someone else runs: tell them to look again. If MISSED was already set they will.
+      if (state_.fetch_or(QDISC_STATE_MISSED, std::memory_order_seq_cst) & QDISC_STATE_MISSED)
+        return false;
+      // Retry so that either we run, or the runner's run_end sees our MISSED.
+      return seq_try_lock();
+    }
+    if (running_) return false;
+    running_ = true;
+    return true;
+  }
+  PP_ALWAYS_INLINE void run_end(Cpu& cpu) {
+    if (flags_ & TCQ_F_NOLOCK) {
+      // Store-load ordering between the unlock and the MISSED test: a full barrier. The
+      // exchange is the barrier (a locked instruction on x86) and tsan understands it.
+      seqlock_.exchange(false, std::memory_order_seq_cst);
+      if (PP_UNLIKELY(state_.load(std::memory_order_seq_cst) & QDISC_STATE_MISSED))
+        schedule(cpu);
+      return;
+    }
+    running_ = false;
+  }
+  bool is_running() const { return running_; }
+
+  // __netif_schedule: put the qdisc on `cpu`'s tx work list unless it is on one already.
+  void schedule(Cpu& cpu) {
+    if (!(state_.fetch_or(QDISC_STATE_SCHED, std::memory_order_acq_rel) & QDISC_STATE_SCHED))
+      cpu.schedule_work(this);
+  }
+  // net_tx_action for this qdisc (CpuWork).
+  void run(Cpu& cpu) override;
+
+  std::atomic<uint32_t>& state() { return state_; }
+  bool deactivated() const { return state_.load(std::memory_order_acquire) & QDISC_STATE_DEACTIVATED; }
+  // nolock_qdisc_is_empty: nothing is queued unless MISSED or DRAINING is set (or a run
+  // is in progress, which run_begin detects).
+  bool nolock_is_empty() const { return !(state_.load(std::memory_order_acquire) & QDISC_STATE_NON_EMPTY); }
+  uint64_t qlen_locked() const { return stats_.qlen.get(); }  // root lock held
+  uint64_t qlen() const { return stats().qlen; }
+
+  SpinLock& root_lock() { return lock_; }
+
+  // ---- requeued packets (q->gso_skb). Locked: root lock; NOLOCK: lock_ guards the list,
+  // requeued_ may be read without it.
+  PacketList gso_list;
+  std::atomic<uint32_t> requeued{0};
+
+  // ---- statistics helpers (qdisc_qstats_* / qdisc_bstats_*).
+  QdiscStatsBlock& st(const Cpu& cpu) { return PP_LIKELY(pcpu_ == nullptr) ? stats_ : pcpu_[cpu.id()]; }
+  PP_ALWAYS_INLINE void stats_enqueued(const Cpu& cpu, const Packet* p) {
+    QdiscStatsBlock& s = st(cpu);
+    s.qlen.add(1);
+    s.backlog.add(p->len);
+  }
+  PP_ALWAYS_INLINE void stats_dequeued(const Cpu& cpu, const Packet* p) {
+    QdiscStatsBlock& s = st(cpu);
+    s.qlen.add(~uint64_t{0});
+    s.backlog.add(-uint64_t{p->len});
+    s.packets.add(1);
+    s.bytes.add(p->len);
+  }
+  PP_ALWAYS_INLINE void stats_sent_direct(const Cpu& cpu, const Packet* p) {
+    QdiscStatsBlock& s = st(cpu);
+    s.packets.add(1);
+    s.bytes.add(p->len);
+  }
+  void stats_dropped(const Cpu& cpu, uint64_t n = 1) { st(cpu).drops.add(n); }
+  // The shared block: a locked qdisc's only one (root lock held).
+  QdiscStatsBlock& base_stats() { return stats_; }
+  QdiscStats own_stats() const;
+  // Drop every requeued packet (part of qdisc_reset).
+  void reset_requeued(Cpu& cpu);
+  // Zero qlen/backlog (after a reset dropped what they counted).
+  void zero_backlog();
+
+ protected:
+  // Use per-Cpu statistics (TCQ_F_CPUSTATS); call from the constructor.
+  void enable_cpu_stats();
+
+ private:
+  // Hot, read by every sender: flags and state on the first line.
+  uint32_t flags_;
+  std::atomic<uint32_t> state_{0};
+  bool running_ = false;  // __QDISC_STATE2_RUNNING, under the root lock
+  uint32_t handle_ = 0;
+  uint32_t parent_ = 0;
+  NetDevice* dev_ = nullptr;
+  TxQueue* dev_queue_ = nullptr;
+  const char* kind_;
+  PP_ALWAYS_INLINE bool seq_try_lock() {
+    return !seqlock_.load(std::memory_order_relaxed) &&
+           !seqlock_.exchange(true, std::memory_order_seq_cst);
+  }
+  alignas(kCacheLine) std::atomic<bool> seqlock_{false};  // NOLOCK: held by the one dequeuer
+  alignas(kCacheLine) SpinLock lock_;     // root lock (locked) / gso_list lock (NOLOCK)
+  QdiscStatsBlock stats_;
+  std::unique_ptr<QdiscStatsBlock[]> pcpu_;
+};
+
+// Registry of disciplines by tc name (register_qdisc / qdisc_lookup_ops).
+struct QdiscKind {
+  const char* id;
+  std::unique_ptr<Qdisc> (*create)();
+  bool classful;
+};
+const QdiscKind* qdisc_lookup_kind(std::string_view id);
+const std::vector<QdiscKind>& qdisc_kinds();
+
+// Create, set up for `dev` and init a qdisc of `kind`; nullptr with err on failure.
+std::unique_ptr<Qdisc> qdisc_create(NetDevice& dev, std::string_view kind, const QdiscOptions& opts,
+                                    std::string& err);
+
+}  // namespace pktpath

@@ -1,0 +1,100 @@
+// mq: the root of a multi-queue device, one child qdisc per tx queue (default
+// pfifo_fast), so senders on different queues never share a qdisc (net/sched/sch_mq.c).
+// mq itself is never on the datapath: the tx queues point at the children.
+#include <string>
+#include <vector>
+
+#include "core/netdevice.h"
+#include "sched/qdisc.h"
+
+namespace pktpath {
+
+namespace {
+
+class MqQdisc final : public Qdisc {
+ public:
+  MqQdisc() : Qdisc("mq", TCQ_F_MQROOT) {}
+
+  int enqueue(Cpu&, Packet* p, PacketList& to_free) override {
+    to_free.push_back(p);
+    return NET_XMIT_DROP;
+  }
+  Packet* dequeue(Cpu&) override { return nullptr; }
+  Packet* peek(Cpu&) override { return nullptr; }
+  void reset(Cpu& cpu) override {
+    for (auto& c : children_) {
+      c->reset(cpu);
+      c->reset_requeued(cpu);
+    }
+  }
+
+  // mirrors mq_init: only for multi-queue devices; a default child per tx queue.
+  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+    if (!std::holds_alternative<std::monostate>(opts)) {
+      err = "qdisc mq takes no options";
+      return false;
+    }
+    if (dev.num_tx_queues() < 2) {
+      err = "mq needs a multi-queue device (numtxqueues > 1)";
+      return false;
+    }
+    children_.clear();
+    for (uint16_t i = 0; i < dev.num_tx_queues(); ++i) {
+      std::unique_ptr<Qdisc> c = qdisc_create(dev, "pfifo_fast", QdiscOptions{}, err);
+      if (!c) return false;
+      setup_child(dev, *c, i);
+      children_.push_back(std::move(c));
+    }
+    return true;
+  }
+
+  // mirrors mq_attach
+  void attach(NetDevice& dev) override {
+    set_dev_queue(&dev, &dev.txq(0));
+    for (uint16_t i = 0; i < dev.num_tx_queues(); ++i) {
+      setup_child(dev, *children_[i], i);
+      dev.txq(i).qdisc = children_[i].get();
+    }
+  }
+
+  Qdisc* child(uint32_t minor) const override {
+    return minor >= 1 && minor <= children_.size() ? children_[minor - 1].get() : nullptr;
+  }
+  unsigned num_children() const override { return static_cast<unsigned>(children_.size()); }
+
+  // mirrors mq_graft
+  std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
+                               std::string& err) override {
+    if (minor < 1 || minor > children_.size()) {
+      err = "mq has no class :" + std::to_string(minor);
+      return nullptr;
+    }
+    setup_child(dev, *q, static_cast<uint16_t>(minor - 1));
+    std::unique_ptr<Qdisc> old = std::move(children_[minor - 1]);
+    children_[minor - 1] = std::move(q);
+    if (dev.is_up()) dev.txq(static_cast<uint16_t>(minor - 1)).qdisc = children_[minor - 1].get();
+    return old;
+  }
+
+  // mirrors mq_dump: the root's counters are the sum of its children's.
+  QdiscStats stats() const override {
+    QdiscStats s;
+    for (const auto& c : children_) s += c->stats();
+    return s;
+  }
+
+ private:
+  void setup_child(NetDevice& dev, Qdisc& c, uint16_t i) {
+    c.set_dev_queue(&dev, &dev.txq(i));
+    c.set_flags(c.flags() | TCQ_F_ONETXQUEUE);
+    c.set_parent((handle() & 0xffff0000u) | (i + 1u));
+  }
+
+  std::vector<std::unique_ptr<Qdisc>> children_;
+};
+
+}  // namespace
+
+std::unique_ptr<Qdisc> create_mq_qdisc() { return std::make_unique<MqQdisc>(); }
+
+}  // namespace pktpath

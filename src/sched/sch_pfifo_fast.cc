@@ -1,0 +1,103 @@
+// pfifo_fast: three bands picked by prio2band[priority & TC_PRIO_MAX], band 0 first, each
+// band a lockless multi-producer ring sized by the device's tx_queue_len
+// (net/sched/sch_generic.c). TCQ_F_NOLOCK | TCQ_F_CAN_BYPASS, per-Cpu statistics.
+//
+// Concurrency: enqueue from any thread; dequeue/peek only by the seqlock holder.
+#include <array>
+#include <string>
+
+#include "core/netdevice.h"
+#include "sched/mp_ring.h"
+#include "sched/pfifo_fast.h"
+#include "sched/qdisc.h"
+
+namespace pktpath {
+
+namespace {
+
+inline constexpr unsigned kBands = kPfifoFastBands;
+
+class PfifoFastQdisc final : public Qdisc {
+ public:
+  PfifoFastQdisc() : Qdisc("pfifo_fast", TCQ_F_NOLOCK | TCQ_F_CAN_BYPASS),
+                     bands_{MpRing(1), MpRing(1), MpRing(1)} {
+    enable_cpu_stats();
+  }
+
+  // mirrors pfifo_fast_enqueue
+  int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) override {
+    const unsigned band = kPrio2Band[p->priority & kTcPrioMax];
+    const uint32_t len = p->len;  // p belongs to the dequeuer once produced
+    if (PP_UNLIKELY(!bands_[band].produce(p))) {
+      stats_dropped(cpu);
+      to_free.push_back(p);
+      return NET_XMIT_DROP;
+    }
+    QdiscStatsBlock& s = st(cpu);
+    s.qlen.add(1);
+    s.backlog.add(len);
+    return NET_XMIT_SUCCESS;
+  }
+
+  // mirrors pfifo_fast_dequeue: if every band looks empty while MISSED/DRAINING says
+  // someone enqueued, clear those bits and look once more, so a packet produced during
+  // the first look is either seen now or its producer sees the cleared bit and runs.
+  Packet* dequeue(Cpu& cpu) override {
+    bool retry = true;
+    for (;;) {
+      for (unsigned b = 0; b < kBands; ++b) {
+        if (Packet* p = bands_[b].consume()) {
+          stats_dequeued(cpu, p);
+          return p;
+        }
+      }
+      if (!retry || nolock_is_empty()) return nullptr;
+      state().fetch_and(~QDISC_STATE_NON_EMPTY, std::memory_order_seq_cst);
+      retry = false;
+    }
+  }
+  Packet* peek(Cpu&) override {
+    for (unsigned b = 0; b < kBands; ++b)
+      if (Packet* p = bands_[b].peek()) return p;
+    return nullptr;
+  }
+  void reset(Cpu& cpu) override {
+    for (MpRing& r : bands_)
+      while (Packet* p = r.consume()) cpu.free_reason(p, DropReason::QDISC_DROP);
+    zero_backlog();
+  }
+  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+    if (!std::holds_alternative<std::monostate>(opts)) {
+      err = "qdisc pfifo_fast takes no options";
+      return false;
+    }
+    // A zero-length ring would drop everything (pfifo_fast_init refuses it too).
+    if (dev.tx_queue_len() == 0) {
+      err = "pfifo_fast needs txqueuelen > 0";
+      return false;
+    }
+    for (MpRing& r : bands_) r.resize(dev.tx_queue_len());
+    return true;
+  }
+  void dump(QdiscDump& d) const override {
+    std::string map;
+    std::string jmap = "[";
+    for (unsigned i = 0; i <= kTcPrioMax; ++i) {
+      map += " " + std::to_string(kPrio2Band[i]);
+      jmap += (i ? "," : "") + std::to_string(kPrio2Band[i]);
+    }
+    d.text = "bands 3 priomap" + map;
+    d.json.emplace_back("bands", "3");
+    d.json.emplace_back("priomap", jmap + "]");
+    d.json.emplace_back("multiqueue", "false");
+  }
+
+ private:
+  std::array<MpRing, kBands> bands_;
+};
+
+}  // namespace
+
+std::unique_ptr<Qdisc> create_pfifo_fast_qdisc() { return std::make_unique<PfifoFastQdisc>(); }
+
+}  // namespace pktpath

@@ -1,0 +1,137 @@
+// prio: N bands, each a child qdisc (default pfifo), band by priomap[priority], lower
+// band dequeued first (net/sched/sch_prio.c). Locked: children run under prio's root lock.
+#include <string>
+#include <vector>
+
+#include "core/netdevice.h"
+#include "sched/qdisc.h"
+
+namespace pktpath {
+
+namespace {
+
+inline constexpr uint32_t kPrioMaxBands = 16;
+
+class PrioQdisc final : public Qdisc {
+ public:
+  PrioQdisc() : Qdisc("prio", 0) {}
+
+  // mirrors prio_enqueue (without filters: the priomap classifies)
+  int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) override {
+    Qdisc& c = *bands_[opts_.priomap[p->priority & kTcPrioMax]];
+    const uint32_t len = p->len;
+    const int rc = c.enqueue(cpu, p, to_free);
+    if (PP_UNLIKELY(rc != NET_XMIT_SUCCESS)) {
+      stats_dropped(cpu);
+      return rc;
+    }
+    QdiscStatsBlock& s = st(cpu);
+    s.qlen.add(1);
+    s.backlog.add(len);
+    return NET_XMIT_SUCCESS;
+  }
+  // mirrors prio_dequeue
+  Packet* dequeue(Cpu& cpu) override {
+    for (auto& c : bands_) {
+      if (Packet* p = c->dequeue(cpu)) {
+        stats_dequeued(cpu, p);
+        return p;
+      }
+    }
+    return nullptr;
+  }
+  Packet* peek(Cpu& cpu) override {
+    for (auto& c : bands_)
+      if (Packet* p = c->peek(cpu)) return p;
+    return nullptr;
+  }
+  void reset(Cpu& cpu) override {
+    for (auto& c : bands_) {
+      c->reset(cpu);
+      c->reset_requeued(cpu);
+    }
+    zero_backlog();
+  }
+
+  // mirrors prio_tune: bands 2..16, every priomap entry < bands. New bands get a pfifo;
+  // bands that go away must be empty here (the control thread changes with no traffic).
+  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+    PrioOptions o;
+    if (const auto* po = std::get_if<PrioOptions>(&opts)) o = *po;
+    else if (!std::holds_alternative<std::monostate>(opts)) {
+      err = "bad options for prio";
+      return false;
+    }
+    if (o.bands < 2 || o.bands > kPrioMaxBands) {
+      err = "prio: bands must be 2..16";
+      return false;
+    }
+    for (uint8_t b : o.priomap)
+      if (b >= o.bands) {
+        err = "prio: priomap entry " + std::to_string(b) + " is not a band (bands " + std::to_string(o.bands) + ")";
+        return false;
+      }
+    std::vector<std::unique_ptr<Qdisc>> fresh;
+    for (uint32_t i = static_cast<uint32_t>(bands_.size()); i < o.bands; ++i) {
+      std::unique_ptr<Qdisc> c = qdisc_create(dev, "pfifo", QdiscOptions{}, err);
+      if (!c) return false;
+      fresh.push_back(std::move(c));
+    }
+    if (bands_.size() > o.bands) {
+      for (size_t i = o.bands; i < bands_.size(); ++i)
+        if (bands_[i]->qlen() != 0) {
+          err = "prio: cannot remove a band that holds packets";
+          return false;
+        }
+      bands_.resize(o.bands);
+    }
+    for (auto& c : fresh) bands_.push_back(std::move(c));
+    for (uint32_t i = 0; i < bands_.size(); ++i) bands_[i]->set_parent((handle() & 0xffff0000u) | (i + 1));
+    opts_ = o;
+    return true;
+  }
+
+  Qdisc* child(uint32_t minor) const override {
+    return minor >= 1 && minor <= bands_.size() ? bands_[minor - 1].get() : nullptr;
+  }
+  unsigned num_children() const override { return static_cast<unsigned>(bands_.size()); }
+  std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
+                               std::string& err) override {
+    if (minor < 1 || minor > bands_.size()) {
+      err = "prio has no class :" + std::to_string(minor);
+      return nullptr;
+    }
+    q->set_dev_queue(&dev, &dev.txq(0));
+    q->set_parent((handle() & 0xffff0000u) | minor);
+    std::unique_ptr<Qdisc> old = std::move(bands_[minor - 1]);
+    // The old band's packets leave the tree with it (qdisc_tree_flush_backlog).
+    QdiscStats os = old->stats();
+    QdiscStatsBlock& s = base_stats();
+    s.qlen.add(-os.qlen);
+    s.backlog.add(-os.backlog);
+    bands_[minor - 1] = std::move(q);
+    return old;
+  }
+
+  void dump(QdiscDump& d) const override {
+    std::string map, jmap = "[";
+    for (unsigned i = 0; i <= kTcPrioMax; ++i) {
+      map += " " + std::to_string(opts_.priomap[i]);
+      jmap += (i ? "," : "") + std::to_string(opts_.priomap[i]);
+    }
+    d.text = "bands " + std::to_string(opts_.bands) + " priomap" + map;
+    d.json.emplace_back("bands", std::to_string(opts_.bands));
+    d.json.emplace_back("priomap", jmap + "]");
+    d.json.emplace_back("multiqueue", "false");
+  }
+
+ private:
+  PrioOptions opts_;
+  std::vector<std::unique_ptr<Qdisc>> bands_;
+};
+
+}  // namespace
+
+std::unique_ptr<Qdisc> create_prio_qdisc() { return std::make_unique<PrioQdisc>(); }
+
+}  // namespace pktpath

@@ -1,0 +1,198 @@
+// tbf: token bucket filter (net/sched/sch_tbf.c). Tokens are nanoseconds of transmit
+// time at `rate`; the bucket holds at most `burst` bytes' worth. A packet leaves when
+// the bucket covers it; otherwise a Cpu timer (the qdisc watchdog) reschedules the
+// qdisc when enough tokens will have accrued. Never sleeps. The queue is an inner bfifo
+// of `limit` bytes. Locked: everything under the root lock.
+#include <algorithm>
+#include <string>
+
+#include "core/netdevice.h"
+#include "sched/qdisc.h"
+
+namespace pktpath {
+
+namespace {
+
+inline constexpr uint64_t kNsPerSec = 1000000000ull;
+
+class TbfQdisc;
+
+// qdisc_watchdog: reschedules the qdisc on the Cpu it was armed on.
+struct TbfWatchdog final : CpuTimer {
+  TbfQdisc* q = nullptr;
+  void fire(Cpu& cpu) override;
+};
+
+class TbfQdisc final : public Qdisc {
+ public:
+  TbfQdisc() : Qdisc("tbf", 0) { watchdog_.q = this; }
+  ~TbfQdisc() override {
+    // Armed on this thread's Cpu (the control thread's, in tests): take it off.
+    if (watchdog_.armed && Cpu::current() && armed_on_ == Cpu::current()->id())
+      Cpu::current()->cancel_timer(&watchdog_);
+  }
+
+  // mirrors tbf_enqueue: a packet larger than the bucket can never leave: drop it.
+  int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) override {
+    const uint32_t len = p->len;
+    if (PP_UNLIKELY(len > max_size_)) {
+      stats_dropped(cpu);
+      to_free.push_back(p);
+      return NET_XMIT_DROP;
+    }
+    const int rc = child_->enqueue(cpu, p, to_free);
+    if (rc != NET_XMIT_SUCCESS) {
+      stats_dropped(cpu);
+      return rc;
+    }
+    stats_enqueued(cpu, p);
+    (void)len;
+    return NET_XMIT_SUCCESS;
+  }
+
+  // mirrors tbf_dequeue
+  Packet* dequeue(Cpu& cpu) override {
+    Packet* p = child_->peek(cpu);
+    if (!p) return nullptr;
+    const int64_t now = static_cast<int64_t>(cpu.clock().now_ns());
+    if (PP_UNLIKELY(!started_)) {
+      t_c_ = now;
+      started_ = true;
+    }
+    int64_t toks = std::min<int64_t>(now - t_c_, buffer_ns_);
+    toks += tokens_;
+    if (toks > buffer_ns_) toks = buffer_ns_;
+    toks -= len_to_ns(p->len);
+    if (toks >= 0) {
+      p = child_->dequeue(cpu);
+      t_c_ = now;
+      tokens_ = toks;
+      stats_dequeued(cpu, p);
+      return p;
+    }
+    schedule_watchdog(cpu, static_cast<uint64_t>(now - toks));
+    st(cpu).overlimits.add();
+    return nullptr;
+  }
+  Packet* peek(Cpu& cpu) override { return child_->peek(cpu); }
+  void reset(Cpu& cpu) override {
+    child_->reset(cpu);
+    zero_backlog();
+    tokens_ = buffer_ns_;
+    started_ = false;
+    if (watchdog_.armed && armed_on_ == cpu.id()) {
+      cpu.cancel_timer(&watchdog_);
+      armed_on_ = kNoCpu;
+    }
+  }
+
+  // mirrors tbf_change: rate and burst required; limit given or derived from latency.
+  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+    const auto* o = std::get_if<TbfOptions>(&opts);
+    if (!o) {
+      err = "tbf: rate and burst are required";
+      return false;
+    }
+    if (o->rate_bytes_ps == 0 || o->burst == 0) {
+      err = "tbf: rate and burst must be > 0";
+      return false;
+    }
+    if (o->limit_set == o->latency_set) {
+      err = "tbf: exactly one of limit or latency is required";
+      return false;
+    }
+    uint64_t limit = o->limit;
+    if (o->latency_set) {
+      // tc: limit = rate * latency + burst
+      limit = static_cast<uint64_t>(static_cast<unsigned __int128>(o->rate_bytes_ps) * o->latency_ns / kNsPerSec) + o->burst;
+      if (limit > UINT32_MAX) limit = UINT32_MAX;
+    }
+    FifoOptions fo;
+    fo.limit = static_cast<uint32_t>(limit);
+    fo.limit_set = true;
+    std::unique_ptr<Qdisc> child = qdisc_create(dev, "bfifo", fo, err);
+    if (!child) return false;
+    if (child_ && child_->qlen() != 0) {
+      err = "tbf: change while packets are queued is not supported";
+      return false;
+    }
+    opts_ = *o;
+    opts_.limit = static_cast<uint32_t>(limit);
+    child_ = std::move(child);
+    child_->set_parent(handle() | 1u);
+    rate_ = o->rate_bytes_ps;
+    max_size_ = o->burst;
+    buffer_ns_ = len_to_ns(o->burst);
+    tokens_ = buffer_ns_;
+    started_ = false;
+    return true;
+  }
+
+  Qdisc* child(uint32_t minor) const override { return minor == 1 ? child_.get() : nullptr; }
+  unsigned num_children() const override { return 1; }
+  std::unique_ptr<Qdisc> graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>, std::string& err) override {
+    err = "tbf: grafting a child is not supported";
+    return nullptr;
+  }
+
+  void dump(QdiscDump& d) const override {
+    d.text = "rate " + format_rate(opts_.rate_bytes_ps) + " burst " + std::to_string(opts_.burst) +
+             "b lat " + format_latency() + " ";
+    d.json.emplace_back("rate", std::to_string(opts_.rate_bytes_ps));
+    d.json.emplace_back("burst", std::to_string(opts_.burst));
+    d.json.emplace_back("limit", std::to_string(opts_.limit));
+  }
+
+  void watchdog_fired(Cpu& cpu) {
+    {
+      LockGuard g(root_lock());
+      armed_on_ = kNoCpu;
+    }
+    schedule(cpu);
+  }
+
+ private:
+  int64_t len_to_ns(uint64_t len) const {
+    return static_cast<int64_t>(static_cast<unsigned __int128>(len) * kNsPerSec / rate_);
+  }
+  // qdisc_watchdog_schedule_ns: the timer lives on one Cpu; another Cpu running the
+  // qdisc leaves it there (it fires, reschedules, and the run re-arms if needed).
+  void schedule_watchdog(Cpu& cpu, uint64_t expires) {
+    if (armed_on_ != kNoCpu && armed_on_ != cpu.id()) return;
+    armed_on_ = cpu.id();
+    cpu.arm_timer(&watchdog_, expires);
+  }
+  static std::string format_rate(uint64_t bytes_ps) {
+    const uint64_t bits = bytes_ps * 8;
+    if (bits >= 1000000000 && bits % 1000000000 == 0) return std::to_string(bits / 1000000000) + "Gbit";
+    if (bits >= 1000000 && bits % 1000000 == 0) return std::to_string(bits / 1000000) + "Mbit";
+    if (bits >= 1000 && bits % 1000 == 0) return std::to_string(bits / 1000) + "Kbit";
+    return std::to_string(bits) + "bit";
+  }
+  // tc prints the latency the limit allows: (limit - burst) / rate.
+  std::string format_latency() const {
+    const uint64_t extra = opts_.limit > opts_.burst ? opts_.limit - opts_.burst : 0;
+    const uint64_t us = static_cast<uint64_t>(static_cast<unsigned __int128>(extra) * 1000000 / rate_);
+    if (us >= 1000 && us % 1000 == 0) return std::to_string(us / 1000) + "ms";
+    return std::to_string(us) + "us";
+  }
+
+  TbfOptions opts_;
+  std::unique_ptr<Qdisc> child_;
+  uint64_t rate_ = 1;
+  uint32_t max_size_ = 0;
+  int64_t buffer_ns_ = 0;
+  int64_t tokens_ = 0;
+  int64_t t_c_ = 0;
+  bool started_ = false;
+  uint16_t armed_on_ = kNoCpu;  // under the root lock
+  TbfWatchdog watchdog_;
+};
+
+void TbfWatchdog::fire(Cpu& cpu) { q->watchdog_fired(cpu); }
+
+}  // namespace
+
+std::unique_ptr<Qdisc> create_tbf_qdisc() { return std::make_unique<TbfQdisc>(); }
+
+}  // namespace pktpath
