@@ -25,6 +25,9 @@ struct Env {
   NetDevice* noqueue = nullptr;  // dummy, default noqueue
   NetDevice* pfifo = nullptr;    // dummy, root pfifo_fast, 1 tx queue
   NetDevice* mq = nullptr;       // dummy, 2 tx queues, root mq of pfifo_fast
+  // One Cpu per benchmark thread index, alive for the whole program: a thread may free
+  // packets another thread's Cpu allocated (they go back through its defer list).
+  std::unique_ptr<Cpu> cpus[2];
 
   NetDevice* dev(const char* name, uint16_t queues, const char* root) {
     NetDevice::Config cfg;
@@ -46,14 +49,15 @@ struct Env {
     noqueue = dev("nq0", 1, nullptr);
     pfifo = dev("pf0", 1, "pfifo_fast");
     mq = dev("mq0", 2, "mq");
+    for (auto& c : cpus) c = std::make_unique<Cpu>(pool);
   }
 };
 
 Env* g_env;
 
-// One Cpu per benchmark thread, as each datapath thread has its own.
+// Each benchmark thread binds its own Cpu, as each datapath thread has its own.
 PP_NOINLINE void run_xmit(benchmark::State& state, NetDevice* dev, bool bypass) {
-  Cpu cpu(g_env->pool);
+  Cpu& cpu = *g_env->cpus[state.thread_index()];
   cpu.bind();
   if (state.thread_index() == 0) xmit_config().bypass.store(bypass);
   // Steer each thread to its own tx queue on mq (flow hash -> queue index).
