@@ -1,0 +1,47 @@
+// The load semantics every engine shares, as plain functions so that interpreters and a
+// JIT can call the same code: packet reads at offsets >= 0 (head and fragments), reads at
+// the SKF_NET_OFF / SKF_LL_OFF negative offsets (head only), and ancillary loads.
+#pragma once
+
+#include <cstdint>
+
+#include "bpf/insn.h"
+#include "bpf/packet_view.h"
+#include "core/compiler.h"
+
+namespace pktpath::bpf {
+
+// Reads `size` (1, 2 or 4) big-endian bytes at signed offset `off` into *out.
+// false: the read is outside the packet and the program must end returning 0.
+// Mirrors bpf_skb_load_helper_{8,16,32} plus bpf_internal_load_pointer_neg_helper.
+bool load_packet(const PacketView& v, int32_t off, uint32_t size, uint32_t* out);
+
+// Fast path for a read fully inside the head; everything else goes to load_packet.
+template <uint32_t Size>
+PP_ALWAYS_INLINE bool load_fast(const PacketView& v, uint32_t off, uint32_t* out) {
+  if (PP_LIKELY(off < v.headlen && v.headlen - off >= Size)) {
+    const uint8_t* p = v.data + off;
+    if constexpr (Size == 4)
+      *out = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+    else if constexpr (Size == 2)
+      *out = (uint32_t{p[0]} << 8) | p[1];
+    else
+      *out = p[0];
+    return true;
+  }
+  return load_packet(v, static_cast<int32_t>(off), Size, out);
+}
+
+// Ancillary load SKF_AD_OFF + ad (ad a known SKF_AD_* value) with registers a, x.
+// Writes the result to *a. false: the program ends now returning the current *a — the
+// kernel's translation exits when skb->dev is NULL for IFINDEX and HATYPE.
+// Mirrors convert_bpf_extensions.
+bool load_ancillary(const PacketView& v, uint32_t ad, uint32_t* a, uint32_t x);
+
+// The individual helpers (exposed for tests and a JIT).
+uint32_t ancillary_pay_offset(const PacketView& v);                    // skb_get_poff
+uint32_t ancillary_nlattr(const PacketView& v, uint32_t a, uint32_t x);       // bpf_skb_get_nlattr
+uint32_t ancillary_nlattr_nest(const PacketView& v, uint32_t a, uint32_t x);  // ..._nest
+uint32_t ancillary_random();  // bpf_user_rnd_u32: per-thread pseudo-random
+
+}  // namespace pktpath::bpf
