@@ -218,10 +218,20 @@ bool compile_expression(const std::string& expr, const CompileOptions& opt, Insn
   // libpcap's grammar state is shared in older releases; one compile at a time.
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  pcap_t* p = pcap_open_dead(opt.linktype, opt.snaplen);
-  if (!p) {
-    *err = fmt::format("pcap_open_dead(linktype {}, snaplen {}) failed", opt.linktype, opt.snaplen);
-    return false;
+  pcap_t* p;
+  if (!opt.savefile.empty()) {
+    char ebuf[PCAP_ERRBUF_SIZE] = {0};
+    p = pcap_open_offline(opt.savefile.c_str(), ebuf);
+    if (!p) {
+      *err = fmt::format("{}: {}", opt.savefile, ebuf);
+      return false;
+    }
+  } else {
+    p = pcap_open_dead(opt.linktype, opt.snaplen);
+    if (!p) {
+      *err = fmt::format("pcap_open_dead(linktype {}, snaplen {}) failed", opt.linktype, opt.snaplen);
+      return false;
+    }
   }
   bpf_program fp{};
   if (pcap_compile(p, &fp, expr.c_str(), opt.optimize ? 1 : 0, opt.netmask) != 0) {

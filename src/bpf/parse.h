@@ -28,9 +28,13 @@ struct CompileOptions {
   int snaplen = 262144;
   bool optimize = true;
   uint32_t netmask = 0xffffffff;  // PCAP_NETMASK_UNKNOWN
+  // When set, compile on this capture's own handle (pcap_open_offline), as `tcpdump -r`
+  // does: its link type and snapshot length apply (linktype/snaplen above are ignored)
+  // and libpcap refuses what a savefile cannot support (e.g. `inbound` on some DLTs).
+  std::string savefile;
 };
 
-// pcap_compile on pcap_open_dead(linktype, snaplen).
+// pcap_compile on pcap_open_dead(linktype, snaplen), or on the savefile's handle.
 bool compile_expression(const std::string& expr, const CompileOptions& opt, Insns* out,
                         std::string* err);
 
