@@ -311,10 +311,10 @@ TEST(ScriptRun, StoppedQueueTbfAndSleep) {
   RunResult r = run_script(
       "ip link add dev s0 type dummy\n"
       "ip link set dev s0 up\n"
-      "tc qdisc add dev s0 root tbf rate 8mbit burst 1514 limit 100k\n"
+      "tc qdisc add dev s0 root tbf rate 800kbit burst 1514 limit 100k\n"
       "send dev s0 count 50 size 1000\n"
       "tc -s qdisc show dev s0\n"
-      "sleep 0.1\n"
+      "sleep 0.7\n"
       "tc -s qdisc show dev s0\n",
       true);
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -323,7 +323,8 @@ TEST(ScriptRun, StoppedQueueTbfAndSleep) {
   std::vector<nlohmann::json> docs;
   while (std::getline(in, line)) docs.push_back(nlohmann::json::parse(line));
   ASSERT_EQ(docs.size(), 3u);
-  // 8 Mbit/s = 1 MB/s: right after the send about one packet is out; after 100 ms all.
+  // 800 kbit/s = 100 kB/s: the 50 kB take 0.5 s, so right after the send most are still
+  // queued (even on a slow, loaded machine); after 0.7 s all are out.
   EXPECT_LT(docs[1][0]["packets"].get<int>(), 50);
   EXPECT_GT(docs[1][0]["qlen"].get<int>(), 0);
   EXPECT_EQ(docs[2][0]["packets"], 50);
