@@ -328,9 +328,17 @@ class Parser {
     if (dash == std::string::npos) {
       m.lo = m.hi = static_cast<uint32_t>(number(v, 0, 65535, "port"));
     } else {
-      Tok a{s.substr(0, dash), v.index}, b{s.substr(dash + 1), v.index};
-      m.lo = static_cast<uint32_t>(number(a, 0, 65535, "port"));
-      m.hi = static_cast<uint32_t>(number(b, 0, 65535, "port"));
+      // Errors in either bound name the whole "a-b" word.
+      auto bound = [&](std::string part) {
+        try {
+          return static_cast<uint32_t>(number(Tok{std::move(part), v.index}, 0, 65535, "port"));
+        } catch (ParseFail& f) {
+          f.err.word = v.text;
+          throw;
+        }
+      };
+      m.lo = bound(s.substr(0, dash));
+      m.hi = bound(s.substr(dash + 1));
       if (m.lo > m.hi) fail(v, "invalid port range (first > last)");
     }
     return m;
