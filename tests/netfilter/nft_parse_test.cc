@@ -99,6 +99,11 @@ TEST(NftParseTest, Rules) {
   EXPECT_EQ(d.rule.verdict, NftRuleVerdict::ACCEPT);
   EXPECT_EQ(ok("nft insert rule netdev t c accept").op, NftOp::INSERT_RULE);
   EXPECT_EQ(ok("nft add rule netdev t c meta mark 1 counter").rule.verdict, NftRuleVerdict::CONTINUE);
+  auto rep = ok("nft replace rule netdev t c handle 7 udp dport 53 drop");
+  EXPECT_EQ(rep.op, NftOp::REPLACE_RULE);
+  EXPECT_EQ(rep.handle, 7u);
+  EXPECT_EQ(rep.rule.matches.size(), 1u);
+  EXPECT_EQ(rep.rule.verdict, NftRuleVerdict::DROP);
   auto del = ok("nft delete rule netdev t c handle 42");
   EXPECT_EQ(del.op, NftOp::DELETE_RULE);
   EXPECT_EQ(del.handle, 42u);
@@ -118,8 +123,10 @@ struct Bad {
 
 TEST(NftParseTest, MalformedLinesNameTheWord) {
   const Bad cases[] = {
-      {"nft", 1, "", "missing a command (add, insert, delete, flush, list)"},
-      {"nft replace table netdev t", 1, "replace", "unsupported command (expected add, insert, delete, flush or list)"},
+      {"nft", 1, "", "missing a command (add, insert, replace, delete, flush, list)"},
+      {"nft rename table netdev t", 1, "rename", "unsupported command (expected add, insert, replace, delete, flush or list)"},
+      {"nft replace table netdev t", 2, "table", "unsupported: replace only takes 'rule'"},
+      {"nft replace rule netdev t c accept", 6, "accept", "expected 'handle' (rules are named by handle)"},
       {"nft add set netdev t s", 2, "set", "unsupported object (expected table, chain or rule)"},
       {"nft add table ip t", 3, "ip", "unsupported family (only netdev)"},
       {"nft add table t", 3, "t", "unsupported: family omitted or unknown (nft defaults to ip); only netdev is supported"},
@@ -167,7 +174,7 @@ TEST(NftParseTest, MalformedLinesNameTheWord) {
       {"nft add rule netdev t c accept counter", 7, "counter", "statement after the terminal verdict has no effect"},
       {"nft add rule netdev t c counter counter accept", 7, "counter", "unsupported: more than one counter in a rule"},
       {"nft add rule netdev t c counter packets 1 accept", 9, "accept", "expected 'bytes'"},
-      {"nft delete rule netdev t c 5", 6, "5", "expected 'handle' (rules are deleted by handle)"},
+      {"nft delete rule netdev t c 5", 6, "5", "expected 'handle' (rules are named by handle)"},
       {"nft delete rule netdev t c handle 0", 7, "0", "rule handle out of range (1..18446744073709551615)"},
       {"nft delete rule netdev t c handle", 7, "", "missing a rule handle"},
       {"nft delete map netdev t", 2, "map", "unsupported object (expected table, chain or rule)"},
