@@ -8,21 +8,6 @@
 
 namespace pktpath::nf {
 
-// mirrors nft_do_chain for a netdev base chain: rules in order, the first verdict wins,
-// else the chain policy. Reads only the published snapshot; allocates nothing.
-NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
-  const NftChain* c = static_cast<const NftChain*>(priv);
-  const NftRuleSnapshot* s = c->snapshot.load(std::memory_order_acquire);
-  NftPktInfo pkt(p);
-  const uint16_t cpu = st.cpu->id();
-  for (const NftRule* r : s->rules) {
-    if (!nft_rule_eval(*r, pkt, cpu)) continue;
-    if (r->spec.verdict == NftRuleVerdict::ACCEPT) return NfVerdict::ACCEPT;
-    if (r->spec.verdict == NftRuleVerdict::DROP) return NfVerdict::DROP;
-  }
-  return static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed));
-}
-
 namespace {
 
 std::string ipv4_str(uint32_t a) {
