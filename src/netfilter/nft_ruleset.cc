@@ -130,6 +130,7 @@ NftTable* NftRuleset::find_table(const std::string& name) {
 }
 
 NftStatus NftRuleset::add_table(const std::string& table) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   if (find_table(table)) return {};  // `add` of an existing table is not an error in nft
   auto t = std::make_unique<NftTable>();
@@ -158,6 +159,7 @@ static NftChain* find_chain(NftTable& t, const std::string& name) {
 
 NftStatus NftRuleset::add_chain(const std::string& table, const std::string& chain,
                                 const NftChainSpec& spec, NftDeviceResolver& resolver) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -204,6 +206,7 @@ void NftRuleset::publish_rules(NftChain& c) {
 
 NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chain,
                                const NftRuleSpec& spec, bool front, uint64_t* handle) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -219,6 +222,7 @@ NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chai
 
 NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
                                    const NftRuleSpec& spec, uint64_t* new_handle) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -236,6 +240,7 @@ NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& 
 }
 
 NftStatus NftRuleset::delete_rule(const std::string& table, const std::string& chain, uint64_t handle) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -257,6 +262,7 @@ void NftRuleset::destroy_chain(std::unique_ptr<NftChain> c) {
 }
 
 NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& chain) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -271,6 +277,7 @@ NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& 
 }
 
 NftStatus NftRuleset::delete_table(const std::string& table) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   auto it = std::find_if(tables_.begin(), tables_.end(), [&](const auto& t) { return t->name == table; });
   if (it == tables_.end()) return NftStatus::fail("table '" + table + "' does not exist");
@@ -281,6 +288,7 @@ NftStatus NftRuleset::delete_table(const std::string& table) {
 }
 
 void NftRuleset::flush() {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   for (auto& t : tables_)
     for (auto& c : t->chains) destroy_chain(std::move(c));
@@ -288,6 +296,7 @@ void NftRuleset::flush() {
 }
 
 void NftRuleset::detach_device(NfDeviceHooks* dev) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   for (auto& t : tables_)
     for (auto& c : t->chains)
@@ -298,6 +307,7 @@ void NftRuleset::detach_device(NfDeviceHooks* dev) {
 }
 
 std::string NftRuleset::list() const {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   std::string o;
   for (const auto& t : tables_) {
@@ -323,6 +333,7 @@ std::string NftRuleset::list() const {
 
 nlohmann::json NftRuleset::list_json() const {
   using nlohmann::json;
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   json items = json::array();
   items.push_back({{"metainfo", {{"json_schema_version", 1}}}});
