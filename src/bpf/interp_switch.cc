@@ -11,7 +11,7 @@ namespace pktpath::bpf {
 uint32_t run_switch(const Insn* pc, const PacketView& v) {
   uint32_t A = 0, X = 0;
   uint32_t M[kMemWords];
-  uint32_t tmp;
+  uint64_t r;
   for (;; ++pc) {
     const uint32_t K = pc->k;
     switch (pc->code) {
@@ -55,37 +55,56 @@ uint32_t run_switch(const Insn* pc, const PacketView& v) {
       case BPF_JMP | BPF_JSET | BPF_X: pc += (A & X) ? pc->jt : pc->jf; continue;
       case BPF_LD | BPF_W | BPF_ABS:
         if (in_ancillary_window(K)) {
-          if (!load_ancillary(v, K - static_cast<uint32_t>(SKF_AD_OFF), &A, X)) return A;
+          r = load_ancillary(v, K - static_cast<uint32_t>(SKF_AD_OFF), A, X);
+          if (load_failed(r)) return A;
+          A = static_cast<uint32_t>(r);
           continue;
         }
-        if (!load_fast<4>(v, K, &A)) return 0;
+        r = load_fast<4>(v, K);
+        if (load_failed(r)) return 0;
+        A = static_cast<uint32_t>(r);
         continue;
       case BPF_LD | BPF_H | BPF_ABS:
         if (in_ancillary_window(K)) {
-          if (!load_ancillary(v, K - static_cast<uint32_t>(SKF_AD_OFF), &A, X)) return A;
+          r = load_ancillary(v, K - static_cast<uint32_t>(SKF_AD_OFF), A, X);
+          if (load_failed(r)) return A;
+          A = static_cast<uint32_t>(r);
           continue;
         }
-        if (!load_fast<2>(v, K, &A)) return 0;
+        r = load_fast<2>(v, K);
+        if (load_failed(r)) return 0;
+        A = static_cast<uint32_t>(r);
         continue;
       case BPF_LD | BPF_B | BPF_ABS:
         if (in_ancillary_window(K)) {
-          if (!load_ancillary(v, K - static_cast<uint32_t>(SKF_AD_OFF), &A, X)) return A;
+          r = load_ancillary(v, K - static_cast<uint32_t>(SKF_AD_OFF), A, X);
+          if (load_failed(r)) return A;
+          A = static_cast<uint32_t>(r);
           continue;
         }
-        if (!load_fast<1>(v, K, &A)) return 0;
+        r = load_fast<1>(v, K);
+        if (load_failed(r)) return 0;
+        A = static_cast<uint32_t>(r);
         continue;
       case BPF_LD | BPF_W | BPF_IND:
-        if (!load_fast<4>(v, X + K, &A)) return 0;
+        r = load_fast<4>(v, X + K);
+        if (load_failed(r)) return 0;
+        A = static_cast<uint32_t>(r);
         continue;
       case BPF_LD | BPF_H | BPF_IND:
-        if (!load_fast<2>(v, X + K, &A)) return 0;
+        r = load_fast<2>(v, X + K);
+        if (load_failed(r)) return 0;
+        A = static_cast<uint32_t>(r);
         continue;
       case BPF_LD | BPF_B | BPF_IND:
-        if (!load_fast<1>(v, X + K, &A)) return 0;
+        r = load_fast<1>(v, X + K);
+        if (load_failed(r)) return 0;
+        A = static_cast<uint32_t>(r);
         continue;
       case BPF_LDX | BPF_B | BPF_MSH:
-        if (!load_fast<1>(v, K, &tmp)) return 0;
-        X = (tmp & 0xf) << 2;
+        r = load_fast<1>(v, K);
+        if (load_failed(r)) return 0;
+        X = (static_cast<uint32_t>(r) & 0xf) << 2;
         continue;
       case BPF_LD | BPF_W | BPF_LEN: A = v.wire_len; continue;
       case BPF_LDX | BPF_W | BPF_LEN: X = v.wire_len; continue;

@@ -28,6 +28,12 @@ enum Op : uint8_t {
   kJa, kJgtK, kJgeK, kJeqK, kJsetK, kJgtX, kJgeX, kJeqX, kJsetX,
   kLdAbsW, kLdAbsH, kLdAbsB, kLdAnc, kLdIndW, kLdIndH, kLdIndB, kLdxMsh,
   kLdLen, kLdxLen, kLdImm, kLdxImm, kLdMem, kLdxMem, kTax, kTxa, kRetK, kRetA, kSt, kStx,
+  // Fused pairs: an `LD ABS` followed by a conditional jump on K. The pair's first slot
+  // does both and jumps with the second slot's operands; the second slot stays intact
+  // for jumps that land on it. Saves one dispatch per pair — the common shape of
+  // libpcap's code (ldh [12]; jeq #0x800 ...).
+  kLdWJeq, kLdWJgt, kLdWJge, kLdWJset, kLdHJeq, kLdHJgt, kLdHJge, kLdHJset,
+  kLdBJeq, kLdBJgt, kLdBJge, kLdBJset,
   kOpCount
 };
 
@@ -40,13 +46,16 @@ uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* 
       &&rsh_x, &&rsh_k, &&neg, &&ja, &&jgt_k, &&jge_k, &&jeq_k, &&jset_k, &&jgt_x,
       &&jge_x, &&jeq_x, &&jset_x, &&ld_abs_w, &&ld_abs_h, &&ld_abs_b, &&ld_anc,
       &&ld_ind_w, &&ld_ind_h, &&ld_ind_b, &&ldx_msh, &&ld_len, &&ldx_len, &&ld_imm,
-      &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx};
+      &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx,
+      &&ldw_jeq, &&ldw_jgt, &&ldw_jge, &&ldw_jset, &&ldh_jeq, &&ldh_jgt, &&ldh_jge, &&ldh_jset,
+      &&ldb_jeq, &&ldb_jgt, &&ldb_jge, &&ldb_jset};
   if (PP_UNLIKELY(ip == nullptr)) {
     *table = kLabels;
     return 0;
   }
   const PacketView& v = *vp;
-  uint32_t A = 0, X = 0, tmp;
+  uint32_t A = 0, X = 0;
+  uint64_t r;
   uint32_t M[kMemWords];
 
 #define NEXT \
@@ -92,14 +101,46 @@ jgt_x: JUMP(A > X);
 jge_x: JUMP(A >= X);
 jeq_x: JUMP(A == X);
 jset_x: JUMP(A & X);
-ld_abs_w: if (PP_UNLIKELY(!load_fast<4>(v, ip->k, &A))) return 0; NEXT;
-ld_abs_h: if (PP_UNLIKELY(!load_fast<2>(v, ip->k, &A))) return 0; NEXT;
-ld_abs_b: if (PP_UNLIKELY(!load_fast<1>(v, ip->k, &A))) return 0; NEXT;
-ld_anc: if (PP_UNLIKELY(!load_ancillary(v, ip->k, &A, X))) return A; NEXT;
-ld_ind_w: if (PP_UNLIKELY(!load_fast<4>(v, X + ip->k, &A))) return 0; NEXT;
-ld_ind_h: if (PP_UNLIKELY(!load_fast<2>(v, X + ip->k, &A))) return 0; NEXT;
-ld_ind_b: if (PP_UNLIKELY(!load_fast<1>(v, X + ip->k, &A))) return 0; NEXT;
-ldx_msh: if (PP_UNLIKELY(!load_fast<1>(v, ip->k, &tmp))) return 0; X = (tmp & 0xf) << 2; NEXT;
+ld_abs_w:
+  r = load_fast<4>(v, ip->k);
+  if (PP_UNLIKELY(load_failed(r))) return 0;
+  A = static_cast<uint32_t>(r);
+  NEXT;
+ld_abs_h:
+  r = load_fast<2>(v, ip->k);
+  if (PP_UNLIKELY(load_failed(r))) return 0;
+  A = static_cast<uint32_t>(r);
+  NEXT;
+ld_abs_b:
+  r = load_fast<1>(v, ip->k);
+  if (PP_UNLIKELY(load_failed(r))) return 0;
+  A = static_cast<uint32_t>(r);
+  NEXT;
+ld_anc:
+  r = load_ancillary(v, ip->k, A, X);
+  if (PP_UNLIKELY(load_failed(r))) return A;
+  A = static_cast<uint32_t>(r);
+  NEXT;
+ld_ind_w:
+  r = load_fast<4>(v, X + ip->k);
+  if (PP_UNLIKELY(load_failed(r))) return 0;
+  A = static_cast<uint32_t>(r);
+  NEXT;
+ld_ind_h:
+  r = load_fast<2>(v, X + ip->k);
+  if (PP_UNLIKELY(load_failed(r))) return 0;
+  A = static_cast<uint32_t>(r);
+  NEXT;
+ld_ind_b:
+  r = load_fast<1>(v, X + ip->k);
+  if (PP_UNLIKELY(load_failed(r))) return 0;
+  A = static_cast<uint32_t>(r);
+  NEXT;
+ldx_msh:
+  r = load_fast<1>(v, ip->k);
+  if (PP_UNLIKELY(load_failed(r))) return 0;
+  X = (static_cast<uint32_t>(r) & 0xf) << 2;
+  NEXT;
 ld_len: A = v.wire_len; NEXT;
 ldx_len: X = v.wire_len; NEXT;
 ld_imm: A = ip->k; NEXT;
@@ -112,6 +153,27 @@ ret_k: return ip->k;
 ret_a: return A;
 st: M[ip->k] = A; NEXT;
 stx: M[ip->k] = X; NEXT;
+
+#define FUSED(label, size, cond)                   \
+  label:                                           \
+  r = load_fast<size>(v, ip->k);                   \
+  if (PP_UNLIKELY(load_failed(r))) return 0;       \
+  A = static_cast<uint32_t>(r);                    \
+  ++ip;                                            \
+  JUMP(cond);
+  FUSED(ldw_jeq, 4, A == ip->k)
+  FUSED(ldw_jgt, 4, A > ip->k)
+  FUSED(ldw_jge, 4, A >= ip->k)
+  FUSED(ldw_jset, 4, A & ip->k)
+  FUSED(ldh_jeq, 2, A == ip->k)
+  FUSED(ldh_jgt, 2, A > ip->k)
+  FUSED(ldh_jge, 2, A >= ip->k)
+  FUSED(ldh_jset, 2, A & ip->k)
+  FUSED(ldb_jeq, 1, A == ip->k)
+  FUSED(ldb_jgt, 1, A > ip->k)
+  FUSED(ldb_jge, 1, A >= ip->k)
+  FUSED(ldb_jset, 1, A & ip->k)
+#undef FUSED
 #undef NEXT
 #undef JUMP
 }
@@ -171,6 +233,24 @@ Op op_of(const Insn& in) {
   }
 }
 
+// The fused handler for `ld` at i followed by `next`, or kOpCount if the pair does not fuse.
+Op fused_op(Op ld, const Insn& next) {
+  int size_base;
+  switch (ld) {
+    case kLdAbsW: size_base = kLdWJeq; break;
+    case kLdAbsH: size_base = kLdHJeq; break;
+    case kLdAbsB: size_base = kLdBJeq; break;
+    default: return kOpCount;
+  }
+  switch (next.code) {
+    case BPF_JMP | BPF_JEQ | BPF_K: return static_cast<Op>(size_base + 0);
+    case BPF_JMP | BPF_JGT | BPF_K: return static_cast<Op>(size_base + 1);
+    case BPF_JMP | BPF_JGE | BPF_K: return static_cast<Op>(size_base + 2);
+    case BPF_JMP | BPF_JSET | BPF_K: return static_cast<Op>(size_base + 3);
+    default: return kOpCount;
+  }
+}
+
 uint32_t threaded_entry(const void* image, const PacketView& v) {
   return run_threaded(static_cast<const ThreadedInsn*>(image), &v, nullptr);
 }
@@ -189,6 +269,10 @@ bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::strin
       return false;
     }
     ThreadedInsn& t = (*code)[i];
+    if (i + 1 < prog.size()) {
+      Op f = fused_op(op, prog[i + 1]);
+      if (f != kOpCount) op = f;
+    }
     t.op = labels[op];
     t.k = op == kLdAnc ? in.k - static_cast<uint32_t>(SKF_AD_OFF) : in.k;
     if (op == kJa) {

@@ -23,6 +23,11 @@ const std::vector<PacketView>& PacketSet::views() const {
     for (size_t i = 0; i < lens_.size(); ++i) {
       PacketView v = PacketView::linear(buf_.data() + offs_[i], lens_[i]);
       v.wire_len = wire_[i];
+      // A replayed capture arrives on a device: ifindex 1, ARPHRD_ETHER for Ethernet
+      // captures, ARPHRD_NONE otherwise.
+      v.meta.has_dev = true;
+      v.meta.ifindex = 1;
+      v.meta.hatype = linktype == DLT_EN10MB ? 1 : 0xfffe;
       if (linktype == DLT_EN10MB && lens_[i] >= 14)
         v.meta.protocol = static_cast<uint16_t>(buf_[offs_[i] + 12] | (buf_[offs_[i] + 13] << 8));
       else if (linktype != DLT_EN10MB)

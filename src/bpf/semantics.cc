@@ -44,18 +44,14 @@ bool copy_span(const PacketView& v, uint32_t off, uint8_t* dst, uint32_t n) {
 // Mirrors bpf_skb_load_helper_* (offset >= 0: head, then skb_copy_bits into the frags)
 // and bpf_internal_load_pointer_neg_helper (negative: SKF_NET_OFF / SKF_LL_OFF relative,
 // the whole read inside the head).
-bool load_packet(const PacketView& v, int32_t off, uint32_t size, uint32_t* out) {
+uint64_t load_packet(const PacketView& v, int32_t off, uint32_t size) {
   uint8_t buf[4];
   if (off >= 0) {
     uint32_t o = static_cast<uint32_t>(off);
-    if (o > v.len || v.len - o < size) return false;
-    if (o < v.headlen && v.headlen - o >= size) {
-      *out = be_value(v.data + o, size);
-      return true;
-    }
-    if (!copy_span(v, o, buf, size)) return false;
-    *out = be_value(buf, size);
-    return true;
+    if (o > v.len || v.len - o < size) return kLoadFail;
+    if (o < v.headlen && v.headlen - o >= size) return be_value(v.data + o, size);
+    if (!copy_span(v, o, buf, size)) return kLoadFail;
+    return be_value(buf, size);
   }
   int64_t pos;
   if (off >= SKF_NET_OFF)
@@ -63,15 +59,22 @@ bool load_packet(const PacketView& v, int32_t off, uint32_t size, uint32_t* out)
   else if (off >= SKF_LL_OFF)
     pos = int64_t{off} - SKF_LL_OFF + v.mac_off;
   else
-    return false;
-  if (pos < 0 || pos + size > v.headlen) return false;
-  *out = be_value(v.data + pos, size);
-  return true;
+    return kLoadFail;
+  if (pos < 0 || pos + size > v.headlen) return kLoadFail;
+  return be_value(v.data + pos, size);
 }
 
 // Mirrors __skb_get_poff over the flow dissector's result for the common protocols:
 // network header + IPv4 IHL*4 (or IPv6's 40 bytes) + the L4 header's size.
 // 0 when the network header does not fit or the protocol is not IPv4/IPv6.
+namespace {
+bool read(const PacketView& v, uint32_t off, uint32_t size, uint32_t* out) {
+  uint64_t r = load_packet(v, static_cast<int32_t>(off), size);
+  *out = static_cast<uint32_t>(r);
+  return !load_failed(r);
+}
+}  // namespace
+
 uint32_t ancillary_pay_offset(const PacketView& v) {
   uint32_t nh = v.net_off;
   uint16_t proto = static_cast<uint16_t>((v.meta.protocol >> 8) | (v.meta.protocol << 8));
@@ -79,19 +82,19 @@ uint32_t ancillary_pay_offset(const PacketView& v) {
   uint32_t l4proto;
   uint32_t w;
   if (proto == 0x0800) {
-    if (!load_packet(v, static_cast<int32_t>(nh), 4, &w)) return 0;
+    if (!read(v, nh, 4, &w)) return 0;
     uint32_t ihl = (w >> 24) & 0xf;
     if ((w >> 28) != 4 || ihl < 5) return 0;
     uint32_t b;
-    if (!load_packet(v, static_cast<int32_t>(nh + ihl * 4 - 1), 1, &b)) return 0;  // whole header
+    if (!read(v, nh + ihl * 4 - 1, 1, &b)) return 0;  // whole header
     uint32_t frag;
-    if (!load_packet(v, static_cast<int32_t>(nh + 6), 2, &frag)) return 0;
-    if (!load_packet(v, static_cast<int32_t>(nh + 9), 1, &l4proto)) return 0;
+    if (!read(v, nh + 6, 2, &frag)) return 0;
+    if (!read(v, nh + 9, 1, &l4proto)) return 0;
     poff = nh + ihl * 4;
     if (frag & 0x1fff) return poff;  // a later fragment carries no L4 header
   } else if (proto == 0x86dd) {
-    if (!load_packet(v, static_cast<int32_t>(nh + 39), 1, &w)) return 0;
-    if (!load_packet(v, static_cast<int32_t>(nh + 6), 1, &l4proto)) return 0;
+    if (!read(v, nh + 39, 1, &w)) return 0;
+    if (!read(v, nh + 6, 1, &l4proto)) return 0;
     poff = nh + 40;
   } else {
     return 0;
@@ -99,7 +102,7 @@ uint32_t ancillary_pay_offset(const PacketView& v) {
   switch (l4proto) {
     case 6: {  // TCP: data offset, at least the 20-byte header
       uint32_t doff;
-      if (!load_packet(v, static_cast<int32_t>(poff + 12), 1, &doff)) return poff;
+      if (!read(v, poff + 12, 1, &doff)) return poff;
       doff = (doff >> 4) * 4;
       return poff + (doff < 20 ? 20 : doff);
     }
@@ -159,32 +162,30 @@ uint32_t ancillary_random() {
 }
 
 // Mirrors convert_bpf_extensions.
-bool load_ancillary(const PacketView& v, uint32_t ad, uint32_t* a, uint32_t x) {
+uint64_t load_ancillary(const PacketView& v, uint32_t ad, uint32_t a, uint32_t x) {
   const PacketMeta& m = v.meta;
   switch (ad) {
-    case SKF_AD_PROTOCOL: *a = static_cast<uint16_t>((m.protocol >> 8) | (m.protocol << 8)); return true;
-    case SKF_AD_PKTTYPE: *a = m.pkt_type & 7u; return true;
+    case SKF_AD_PROTOCOL: return static_cast<uint16_t>((m.protocol >> 8) | (m.protocol << 8));
+    case SKF_AD_PKTTYPE: return m.pkt_type & 7u;
     case SKF_AD_IFINDEX:
-      if (!m.has_dev) return false;
-      *a = static_cast<uint32_t>(m.ifindex);
-      return true;
+      if (!m.has_dev) return kLoadFail;
+      return static_cast<uint32_t>(m.ifindex);
     case SKF_AD_HATYPE:
-      if (!m.has_dev) return false;
-      *a = m.hatype;
-      return true;
-    case SKF_AD_NLATTR: *a = ancillary_nlattr(v, *a, x); return true;
-    case SKF_AD_NLATTR_NEST: *a = ancillary_nlattr_nest(v, *a, x); return true;
-    case SKF_AD_MARK: *a = m.mark; return true;
-    case SKF_AD_QUEUE: *a = m.queue_mapping; return true;
-    case SKF_AD_RXHASH: *a = m.hash; return true;
-    case SKF_AD_CPU: *a = m.cpu; return true;
-    case SKF_AD_ALU_XOR_X: *a ^= x; return true;
-    case SKF_AD_VLAN_TAG: *a = m.vlan_tci; return true;
-    case SKF_AD_VLAN_TAG_PRESENT: *a = m.vlan_present ? 1 : 0; return true;
-    case SKF_AD_PAY_OFFSET: *a = ancillary_pay_offset(v); return true;
-    case SKF_AD_RANDOM: *a = ancillary_random(); return true;
-    case SKF_AD_VLAN_TPID: *a = static_cast<uint16_t>((m.vlan_proto >> 8) | (m.vlan_proto << 8)); return true;
-    default: *a = 0; return false;  // unreachable for checked programs
+      if (!m.has_dev) return kLoadFail;
+      return m.hatype;
+    case SKF_AD_NLATTR: return ancillary_nlattr(v, a, x);
+    case SKF_AD_NLATTR_NEST: return ancillary_nlattr_nest(v, a, x);
+    case SKF_AD_MARK: return m.mark;
+    case SKF_AD_QUEUE: return m.queue_mapping;
+    case SKF_AD_RXHASH: return m.hash;
+    case SKF_AD_CPU: return m.cpu;
+    case SKF_AD_ALU_XOR_X: return a ^ x;
+    case SKF_AD_VLAN_TAG: return m.vlan_tci;
+    case SKF_AD_VLAN_TAG_PRESENT: return m.vlan_present ? 1 : 0;
+    case SKF_AD_PAY_OFFSET: return ancillary_pay_offset(v);
+    case SKF_AD_RANDOM: return ancillary_random();
+    case SKF_AD_VLAN_TPID: return static_cast<uint16_t>((m.vlan_proto >> 8) | (m.vlan_proto << 8));
+    default: return kLoadFail;  // unreachable for checked programs
   }
 }
 
