@@ -18,23 +18,19 @@ namespace pktpath::bpf::jit_detail {
 
 namespace {
 
-// Slow-path helpers the image calls (System V ABI). The result is packed into one
-// register: low 32 bits the value, bit 32 set when the program must end now.
+// Slow-path helpers the image calls (System V ABI), in the semantics' by-value form:
+// low 32 bits the value, kLoadFail in the high half when the program must end now.
 
 // A packet read outside the head's fast path: fragments, negative offsets, or out of
-// bounds (bit 32: end returning 0). Mirrors bpf_skb_load_helper_* /
+// bounds (end returning 0). Mirrors bpf_skb_load_helper_* /
 // bpf_internal_load_pointer_neg_helper through load_packet.
-uint64_t helper_load(const PacketView* v, int32_t off, uint32_t size) {
-  uint32_t val = 0;
-  if (!load_packet(*v, off, size, &val)) return uint64_t{1} << 32;
-  return val;
-}
+uint64_t helper_load(const PacketView* v, int32_t off, uint32_t size) { return load_packet(*v, off, size); }
 
-// An ancillary load (bit 32: end returning the low half, the current A).
+// An ancillary load; on kLoadFail the low half carries the current A, which the program
+// then returns (the kernel's exit when skb->dev is NULL).
 uint64_t helper_ancillary(const PacketView* v, uint32_t ad, uint32_t a, uint32_t x) {
-  uint32_t aa = a;
-  if (!load_ancillary(*v, ad, &aa, x)) return (uint64_t{1} << 32) | aa;
-  return aa;
+  uint64_t r = load_ancillary(*v, ad, a, x);
+  return load_failed(r) ? (kLoadFail | a) : r;
 }
 
 constexpr int kFrame = 120;      // keeps rsp 16-byte aligned at helper calls
