@@ -36,7 +36,7 @@ inline std::vector<Filter> jit_table_filters() {
     }
     f.push_back({e, p});
   }
-  f.push_back({"1-insn accept", Insns{{BPF_RET | BPF_K, 0, 0, 0xffffffffu}}});
+  f.push_back({"1-insn accept", Insns{{BPF_RET | BPF_K, 0, 0, 65535}}});
   return f;
 }
 
