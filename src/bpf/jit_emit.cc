@@ -90,7 +90,6 @@ class Pass : public Xbyak::CodeGenerator {
       bool ld = cls == BPF_LD || cls == BPF_LDX;
       if (ld && (mode == BPF_ABS || mode == BPF_IND || mode == BPF_MSH)) {
         packet_ = true;
-        frame_ = true;
         if (!is_ancillary_load(in)) needs_stub_[i] = 1;
       }
       if ((ld && mode == BPF_MEM) || cls == BPF_ST || cls == BPF_STX) frame_ = true;
@@ -321,15 +320,21 @@ class Pass : public Xbyak::CodeGenerator {
     }
   }
 
+  // Around a helper call: a program without scratch memory has no frame, so the call
+  // makes one for itself (keeping rsp 16-byte aligned at the call).
   void save_for_call() {
+    if (!frame_) sub(rsp, kFrame);
     mov(dword[rsp + kSaveA], eax);
     mov(dword[rsp + kSaveX], ecx);
     mov(qword[rsp + kSaveV], rsi);
   }
 
+  // Restores X and the view; the saved A comes back in r9d for whoever needs it.
   void restore_after_call() {
     mov(rsi, qword[rsp + kSaveV]);
     mov(ecx, dword[rsp + kSaveX]);
+    mov(r9d, dword[rsp + kSaveA]);
+    if (!frame_) add(rsp, kFrame);
     reload_packet();
   }
 
@@ -372,7 +377,7 @@ class Pass : public Xbyak::CodeGenerator {
       and_(eax, 0xf);
       shl(eax, 2);
       mov(ecx, eax);
-      mov(eax, dword[rsp + kSaveA]);
+      mov(eax, r9d);  // A as it was before the load
     }
     jump(Cond::Always, lab_[i + 1]);
   }
