@@ -56,10 +56,11 @@ inline double jit_compile_us(const Insns& p, bool blind) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
 }
 
-// An extra column: a name and a timing function returning ns/packet for a filter.
+// An extra column: a name and a function giving the cell for a filter (ns/packet, or
+// why there is no figure).
 struct ExtraColumn {
   std::string name;
-  std::function<double(const Filter&, const PacketSet&)> ns;
+  std::function<std::string(const Filter&, const PacketSet&)> cell;
 };
 
 inline int print_jit_table(uint64_t packets, int runs, size_t distinct, const std::vector<ExtraColumn>& extra) {
@@ -91,7 +92,7 @@ inline int print_jit_table(uint64_t packets, int runs, size_t distinct, const st
     double b = bench_engine(&*jb, f.insns, set.views(), packets, runs).ns_per_packet;
     double l = bench_engine(nullptr, f.insns, set.views(), packets, runs).ns_per_packet;
     std::printf("| `%s` | %zu | %.2f | %.2f | %.2f | %.2f | %.2f |", f.name, f.insns.size(), s, t, j, b, l);
-    for (const auto& c : extra) std::printf(" %.2f |", c.ns(f, set));
+    for (const auto& c : extra) std::printf(" %s |", c.cell(f, set).c_str());
     std::printf(" %.2fx | %zu | %.1f | %.1f |\n", l / j, jit_code_of(jt->image())->code_len,
                 jit_compile_us(f.insns, false), jit_compile_us(f.insns, true));
     std::fflush(stdout);

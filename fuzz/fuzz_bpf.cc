@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   v.meta.has_dev = (mode & 2) != 0;
   v.meta.protocol = (mode & 4) ? 0xdd86 : 0x0008;
   v.meta.mark = len * 2654435761u;
-  PacketFrag frags[2];
+  pktpath::PacketFrag frags[2];
   if ((mode & 8) && len >= 2) {
     uint32_t head = (mode >> 4) % (len + 1);
     uint32_t f1 = (len - head) / 2;
