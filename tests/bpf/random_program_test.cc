@@ -86,7 +86,25 @@ class Gen {
       // Write some scratch cells first so that MEM loads are usually legal.
       for (uint32_t c = 0; c < kMemWords; c += 1 + below(3)) p.push_back({BPF_ST, 0, 0, c});
       n += p.size();
-      while (p.size() + 1 < n) p.push_back(random_insn(p.size(), n));
+      while (p.size() + 1 < n) {
+        // Sometimes the shapes the threaded engine fuses: ld; [and #m;] jcond #k.
+        if (below(6) == 0 && p.size() + 4 < n) {
+          static const uint16_t kSz[] = {BPF_W, BPF_H, BPF_B};
+          static const uint16_t kJ[] = {BPF_JEQ, BPF_JGT, BPF_JGE, BPF_JSET};
+          bool ind = below(2);
+          p.push_back({static_cast<uint16_t>(BPF_LD | kSz[below(3)] | (ind ? BPF_IND : BPF_ABS)), 0, 0, below(80)});
+          if (!ind && below(2)) p.push_back({BPF_ALU | BPF_AND | BPF_K, 0, 0, below(2) ? 0xff : static_cast<uint32_t>(rng_())});
+          Insn j = random_insn(p.size(), n);
+          j.code = static_cast<uint16_t>(BPF_JMP | kJ[below(4)] | BPF_K);
+          uint32_t room = static_cast<uint32_t>(n - p.size() - 2);
+          j.jt = static_cast<uint8_t>(below(std::min<uint32_t>(room, 255) + 1));
+          j.jf = static_cast<uint8_t>(below(std::min<uint32_t>(room, 255) + 1));
+          j.k = below(2) ? below(256) : static_cast<uint32_t>(rng_());
+          p.push_back(j);
+          continue;
+        }
+        p.push_back(random_insn(p.size(), n));
+      }
       p.push_back({static_cast<uint16_t>(BPF_RET | BPF_A), 0, 0, 0});
       if (check_program(p).ok) return p;
     }
