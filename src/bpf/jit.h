@@ -41,7 +41,8 @@ struct JitCode {
   ~JitCode();
 };
 
-// Process-wide defaults prepare_jit uses (the CLI's --jit-harden sets blind).
+// Process-wide defaults prepare_jit uses (the CLI's --jit-harden sets blind). Not
+// synchronized: set them before loading programs, not while other threads load.
 JitOptions& jit_default_options();
 
 // Compiles with explicit options; prepare_jit (program.h) is this with the defaults.
