@@ -38,6 +38,9 @@ struct JitCode {
   size_t map_len = 0;      // bytes mapped (whole pages)
   size_t code_len = 0;     // bytes of code
   unsigned passes = 0;     // emission passes until the jump encodings converged
+  JitCode() = default;
+  JitCode(const JitCode&) = delete;  // owns the mapping
+  JitCode& operator=(const JitCode&) = delete;
   ~JitCode();
 };
 
