@@ -13,13 +13,13 @@ deps:
 build/build.ninja: | deps
 	@cmake --preset release >/dev/null
 
-build: build/build.ninja
+build: deps build/build.ninja
 	@cmake --build build -j $(JOBS) --target pktpath
 
 run: build
 	@build/pktpath
 
-test: build/build.ninja
+test: deps build/build.ninja
 	@cmake --build build -j $(JOBS)
 	@ctest --preset release -j $(JOBS)
 
@@ -33,7 +33,7 @@ test-tsan: deps
 	@cmake --build build-tsan -j $(JOBS)
 	@ctest --preset tsan -j $(JOBS) -R Stress
 
-bench: build/build.ninja
+bench: deps build/build.ninja
 	@cmake --build build -j $(JOBS)
 	@for b in build/bench/bench_*; do [ -x "$$b" ] && "$$b"; done; true
 	@build/pktpath bench micro

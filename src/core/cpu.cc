@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 
@@ -77,16 +78,16 @@ void Cpu::spill() {
   pool_.put_bulk(cache_.get() + cache_count_, n);
 }
 
-bool Cpu::refill_for(unsigned n) {
-  while (cache_count_ < n) {
-    unsigned room = opts_.cache_size - cache_count_;
-    unsigned want = room < opts_.cache_batch ? room : opts_.cache_batch;
-    unsigned got = pool_.get_bulk(cache_.get() + cache_count_, want);
-    cache_count_ += got;
-    if (got == 0 || want == 0) break;
-  }
-  if (cache_count_ < n) stats_.alloc_fail.add(n - cache_count_);
-  return cache_count_ != 0;
+// The cache holds fewer than asked: hand out what it has, take the rest from the pool
+// directly, then top the cache up by a batch for the next caller.
+unsigned Cpu::cache_get_bulk_slow(Packet** out, unsigned n) {
+  unsigned have = cache_count_;
+  std::memcpy(out, cache_.get(), have * sizeof(Packet*));
+  cache_count_ = 0;
+  unsigned got = pool_.get_bulk(out + have, n - have);
+  if (have + got < n) stats_.alloc_fail.add(n - have - got);
+  refill();
+  return have + got;
 }
 
 void Cpu::spill_for(unsigned n) {
@@ -103,16 +104,11 @@ void Cpu::drain_cache() {
 }
 
 unsigned Cpu::alloc_bulk(Packet** out, unsigned n) {
-  unsigned done = 0;
-  while (done < n) {
-    unsigned got = cache_get_bulk(out + done, n - done);
-    if (got == 0) break;
-    const uint32_t headroom = headroom_;
-    const uint16_t id = id_;
-    for (unsigned i = done; i < done + got; ++i) out[i]->reset_for_alloc(headroom, id);
-    done += got;
-  }
-  return done;
+  unsigned got = cache_get_bulk(out, n);
+  const uint32_t headroom = headroom_;
+  const uint16_t id = id_;
+  for (unsigned i = 0; i < got; ++i) out[i]->reset_for_alloc(headroom, id);
+  return got;
 }
 
 void Cpu::free_bulk(Packet* const* ps, unsigned n) {

@@ -109,7 +109,7 @@ class alignas(kCacheLine) Cpu {
   // raw skbs to __build_skb_around). Slots from cache_get_bulk go back by cache_put_bulk
   // or after reset_for_alloc by free().
   PP_ALWAYS_INLINE unsigned cache_get_bulk(Packet** out, unsigned n) {
-    if (PP_UNLIKELY(cache_count_ < n) && !refill_for(n)) n = cache_count_;
+    if (PP_UNLIKELY(cache_count_ < n)) return cache_get_bulk_slow(out, n);
     cache_count_ -= n;
     std::memcpy(out, cache_.get() + cache_count_, n * sizeof(Packet*));
     return n;
@@ -189,7 +189,7 @@ class alignas(kCacheLine) Cpu {
   }
   bool refill();
   void spill();
-  bool refill_for(unsigned n);  // until at least n are cached; false if none at all
+  unsigned cache_get_bulk_slow(Packet** out, unsigned n);
   void spill_for(unsigned n);   // until n (<= cache_size) more fit
   void attempt_defer_free(Packet* p);
   void defer_free_flush_slow();

@@ -1,5 +1,6 @@
 #include "core/packet_pool.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -45,6 +46,11 @@ unsigned PacketPool::get_bulk(Packet** out, unsigned n) {
 
 void PacketPool::put_bulk(Packet* const* in, unsigned n) {
   LockGuard g(lock_);
+  // More packets back than exist means one was freed twice: stop before corrupting.
+  if (PP_UNLIKELY(n > opts_.capacity - top_)) {
+    std::fprintf(stderr, "pktpath: packet pool overflow (double free?)\n");
+    std::abort();
+  }
   for (unsigned i = 0; i < n; ++i) stack_[top_++] = in[i];
 }
 

@@ -1,0 +1,218 @@
+#include "tools/pktgen_packet.h"
+
+#include <cstring>
+
+namespace pktpath {
+
+namespace {
+
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+void put32(uint8_t* p, uint32_t v) {
+  put16(p, static_cast<uint16_t>(v >> 16));
+  put16(p + 2, static_cast<uint16_t>(v));
+}
+
+// Adds `mc` to the low four bytes of a MAC (with carry into the fifth), as pktgen does
+// for src_mac_count/dst_mac_count.
+void mac_add(const std::array<uint8_t, 6>& base, uint32_t mc, uint8_t* out) {
+  uint32_t t = base[5] + (mc & 0xff);
+  out[5] = static_cast<uint8_t>(t);
+  t = base[4] + ((mc >> 8) & 0xff) + (t >> 8);
+  out[4] = static_cast<uint8_t>(t);
+  t = base[3] + ((mc >> 16) & 0xff) + (t >> 8);
+  out[3] = static_cast<uint8_t>(t);
+  t = base[2] + ((mc >> 24) & 0xff) + (t >> 8);
+  out[2] = static_cast<uint8_t>(t);
+  t = base[1] + (t >> 8);
+  out[1] = static_cast<uint8_t>(t);
+}
+
+uint32_t next_in_count(uint32_t& offset, uint32_t count) {
+  uint32_t mc = offset++;
+  if (offset >= count) offset = 0;
+  return mc;
+}
+
+bool bad_random_daddr(uint32_t a) {
+  uint8_t top = static_cast<uint8_t>(a >> 24);
+  return top == 127 || (top >= 224 && top <= 239) || a == 0xffffffffu || top == 0;
+}
+
+}  // namespace
+
+void PktgenState::init(const PktgenConfig& cfg, const uint8_t dev_mac[6], uint64_t seed) {
+  cur_saddr = cfg.saddr_min;
+  cur_daddr = cfg.daddr_min;
+  cur_udp_src = cfg.udp_src_min;
+  cur_udp_dst = cfg.udp_dst_min;
+  cur_pkt_size = cfg.min_pkt_size;
+  cur_queue_map = 0;
+  ip_id = 0;
+  seq_num = 0;
+  cur_src_mac_offset = cur_dst_mac_offset = 0;
+  std::memcpy(hh.data(), cfg.dst_mac.data(), 6);
+  std::memcpy(hh.data() + 6, cfg.src_mac_set ? cfg.src_mac.data() : dev_mac, 6);
+  std::memcpy(src_base.data(), hh.data() + 6, 6);
+  rng = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+}
+
+uint32_t PktgenState::random_below(uint32_t n) {
+  // xorshift64*: fast, good enough for spreading header values.
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  uint32_t r = static_cast<uint32_t>((rng * 0x2545f4914f6cdd1dull) >> 32);
+  return static_cast<uint32_t>((uint64_t{r} * n) >> 32);
+}
+
+void pktgen_mod_cur_headers(const PktgenConfig& cfg, PktgenState& st, unsigned cpu_index,
+                            unsigned real_num_tx_queues) {
+  const uint32_t f = cfg.flags;
+  if (cfg.src_mac_count > 1) {
+    uint32_t mc = (f & F_MACSRC_RND) ? st.random_below(cfg.src_mac_count)
+                                     : next_in_count(st.cur_src_mac_offset, cfg.src_mac_count);
+    uint8_t out[6];
+    std::memcpy(out, st.src_base.data(), 6);
+    mac_add(st.src_base, mc, out);
+    std::memcpy(st.hh.data() + 6, out, 6);
+  }
+  if (cfg.dst_mac_count > 1) {
+    uint32_t mc = (f & F_MACDST_RND) ? st.random_below(cfg.dst_mac_count)
+                                     : next_in_count(st.cur_dst_mac_offset, cfg.dst_mac_count);
+    uint8_t out[6];
+    std::memcpy(out, cfg.dst_mac.data(), 6);
+    mac_add(cfg.dst_mac, mc, out);
+    std::memcpy(st.hh.data(), out, 6);
+  }
+  if (cfg.udp_src_min < cfg.udp_src_max) {
+    if (f & F_UDPSRC_RND) {
+      st.cur_udp_src = static_cast<uint16_t>(st.random_below(cfg.udp_src_max - cfg.udp_src_min) + cfg.udp_src_min);
+    } else if (++st.cur_udp_src >= cfg.udp_src_max) {
+      st.cur_udp_src = cfg.udp_src_min;
+    }
+  }
+  if (cfg.udp_dst_min < cfg.udp_dst_max) {
+    if (f & F_UDPDST_RND) {
+      st.cur_udp_dst = static_cast<uint16_t>(st.random_below(cfg.udp_dst_max - cfg.udp_dst_min) + cfg.udp_dst_min);
+    } else if (++st.cur_udp_dst >= cfg.udp_dst_max) {
+      st.cur_udp_dst = cfg.udp_dst_min;
+    }
+  }
+  if (cfg.saddr_min < cfg.saddr_max) {
+    if (f & F_IPSRC_RND) {
+      st.cur_saddr = st.random_below(cfg.saddr_max - cfg.saddr_min) + cfg.saddr_min;
+    } else {
+      uint32_t t = st.cur_saddr + 1;
+      st.cur_saddr = t > cfg.saddr_max || t == 0 ? cfg.saddr_min : t;
+    }
+  }
+  if (cfg.daddr_min < cfg.daddr_max) {
+    if (f & F_IPDST_RND) {
+      uint32_t t;
+      int tries = 0;
+      do {
+        t = st.random_below(cfg.daddr_max - cfg.daddr_min) + cfg.daddr_min;
+      } while (bad_random_daddr(t) && ++tries < 64);  // pktgen retries; bound it
+      st.cur_daddr = t;
+    } else {
+      uint32_t t = st.cur_daddr + 1;
+      st.cur_daddr = t > cfg.daddr_max || t == 0 ? cfg.daddr_min : t;
+    }
+  }
+  if (cfg.min_pkt_size < cfg.max_pkt_size) {
+    if (f & F_TXSIZE_RND) {
+      st.cur_pkt_size = st.random_below(cfg.max_pkt_size - cfg.min_pkt_size) + cfg.min_pkt_size;
+    } else {
+      uint32_t t = st.cur_pkt_size + 1;
+      st.cur_pkt_size = t > cfg.max_pkt_size ? cfg.min_pkt_size : t;
+    }
+  }
+  // set_cur_queue_map
+  if (f & F_QUEUE_MAP_CPU) {
+    st.cur_queue_map = static_cast<uint16_t>(cpu_index);
+  } else if (cfg.queue_map_min <= cfg.queue_map_max) {
+    if (f & F_QUEUE_MAP_RND) {
+      st.cur_queue_map = static_cast<uint16_t>(
+          st.random_below(cfg.queue_map_max - cfg.queue_map_min + 1u) + cfg.queue_map_min);
+    } else {
+      uint32_t t = st.cur_queue_map + 1u;
+      st.cur_queue_map = static_cast<uint16_t>(t > cfg.queue_map_max ? cfg.queue_map_min : t);
+    }
+  }
+  st.cur_queue_map = static_cast<uint16_t>(st.cur_queue_map % (real_num_tx_queues ? real_num_tx_queues : 1));
+}
+
+uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed) {
+  uint64_t sum = seed;
+  for (; len >= 2; p += 2, len -= 2) sum += static_cast<uint32_t>(p[0] << 8 | p[1]);
+  if (len) sum += static_cast<uint32_t>(p[0] << 8);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
+Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& st,
+                                uint64_t realtime_ns) {
+  Packet* p = cpu.alloc();
+  if (!p) return nullptr;
+  uint32_t datalen = st.cur_pkt_size > kPktgenHeadersLen + kPktgenHdrLen
+                         ? st.cur_pkt_size - kPktgenHeadersLen
+                         : kPktgenHdrLen;
+  uint32_t total = kPktgenHeadersLen + datalen;
+  uint8_t* eth = p->put(total);
+  if (!eth) {  // larger than the pool's buffers
+    cpu.free_reason(p, DropReason::PKT_TOO_BIG);
+    return nullptr;
+  }
+  std::memcpy(eth, st.hh.data(), 12);
+  put16(eth + 12, 0x0800);
+
+  uint8_t* ip = eth + 14;
+  ip[0] = 0x45;
+  ip[1] = cfg.tos;
+  put16(ip + 2, static_cast<uint16_t>(20 + 8 + datalen));
+  put16(ip + 4, st.ip_id++);
+  put16(ip + 6, 0);
+  ip[8] = 32;  // ttl
+  ip[9] = 17;  // UDP
+  put16(ip + 10, 0);
+  put32(ip + 12, st.cur_saddr);
+  put32(ip + 16, st.cur_daddr);
+  put16(ip + 10, inet_checksum(ip, 20));
+
+  uint8_t* udp = ip + 20;
+  put16(udp, st.cur_udp_src);
+  put16(udp + 2, st.cur_udp_dst);
+  put16(udp + 4, static_cast<uint16_t>(8 + datalen));
+  put16(udp + 6, 0);
+
+  uint8_t* pgh = udp + 8;
+  put32(pgh, kPktgenMagic);
+  put32(pgh + 4, st.seq_num);
+  if (cfg.flags & F_NO_TIMESTAMP) {
+    put32(pgh + 8, 0);
+    put32(pgh + 12, 0);
+  } else {
+    put32(pgh + 8, static_cast<uint32_t>(realtime_ns / 1'000'000'000ull));
+    put32(pgh + 12, static_cast<uint32_t>(realtime_ns % 1'000'000'000ull / 1000));
+  }
+  std::memset(pgh + kPktgenHdrLen, 0, datalen - kPktgenHdrLen);
+
+  if (cfg.flags & F_UDPCSUM) {
+    // Pseudo-header: saddr, daddr, zero+protocol, UDP length.
+    uint32_t seed = (st.cur_saddr >> 16) + (st.cur_saddr & 0xffff) + (st.cur_daddr >> 16) +
+                    (st.cur_daddr & 0xffff) + 17 + 8 + datalen;
+    uint16_t c = inet_checksum(udp, 8 + datalen, seed);
+    put16(udp + 6, c == 0 ? 0xffff : c);
+  }
+
+  p->protocol = __builtin_bswap16(0x0800);
+  p->queue_mapping = st.cur_queue_map;
+  p->priority = cfg.skb_priority;
+  p->pkt_type = PACKET_HOST;
+  return p;
+}
+
+}  // namespace pktpath

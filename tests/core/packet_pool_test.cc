@@ -1,0 +1,134 @@
+#include "core/packet_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "core/cpu.h"
+
+namespace pktpath {
+namespace {
+
+TEST(PacketPoolTest, RejectsBadOptions) {
+  EXPECT_THROW(PacketPool(PacketPool::Options{.capacity = 0}), std::invalid_argument);
+  EXPECT_THROW(PacketPool(PacketPool::Options{.capacity = 4, .buf_size = 64, .headroom = 64}),
+               std::invalid_argument);
+}
+
+TEST(PacketPoolTest, GetBulkIsBoundedAndDistinct) {
+  PacketPool pool(PacketPool::Options{.capacity = 10});
+  Packet* ps[16];
+  EXPECT_EQ(pool.get_bulk(ps, 16), 10u);
+  EXPECT_EQ(pool.available(), 0u);
+  std::set<Packet*> distinct(ps, ps + 10);
+  EXPECT_EQ(distinct.size(), 10u);
+  for (Packet* p : distinct) EXPECT_TRUE(pool.owns(p));
+  EXPECT_EQ(pool.get_bulk(ps + 10, 1), 0u);
+  pool.put_bulk(ps, 10);
+  EXPECT_EQ(pool.available(), 10u);
+}
+
+TEST(PacketPoolTest, ExhaustionIsCountedAndRecovers) {
+  PacketPool pool(PacketPool::Options{.capacity = 8});
+  Cpu cpu(pool, Cpu::Options{.cache_size = 4, .cache_batch = 2});
+  std::vector<Packet*> held;
+  while (Packet* p = cpu.alloc()) held.push_back(p);
+  EXPECT_EQ(held.size(), 8u);
+  EXPECT_EQ(cpu.stats().alloc_fail.get(), 1u);
+  EXPECT_EQ(cpu.alloc(), nullptr);
+  EXPECT_EQ(cpu.stats().alloc_fail.get(), 2u);
+  Packet* extra[3];
+  EXPECT_EQ(cpu.alloc_bulk(extra, 3), 0u);
+  EXPECT_EQ(cpu.stats().alloc_fail.get(), 5u);
+  cpu.free(held.back());
+  held.pop_back();
+  Packet* again = cpu.alloc();
+  ASSERT_NE(again, nullptr);  // recovered after one free
+  held.push_back(again);
+  for (Packet* p : held) cpu.free(p);
+  cpu.drain_cache();
+  EXPECT_EQ(pool.available(), 8u);
+}
+
+TEST(PacketPoolTest, CacheSpillsAndRefillsInBatches) {
+  PacketPool pool(PacketPool::Options{.capacity = 256});
+  Cpu cpu(pool, Cpu::Options{.cache_size = 32, .cache_batch = 8});
+  Packet* p = cpu.alloc();
+  EXPECT_EQ(cpu.cached(), 7u);  // one batch taken, one handed out
+  EXPECT_EQ(pool.available(), 248u);
+  cpu.free(p);
+  std::vector<Packet*> many(100);
+  ASSERT_EQ(cpu.alloc_bulk(many.data(), 100), 100u);
+  cpu.free_bulk(many.data(), 100);
+  EXPECT_LE(cpu.cached(), 32u);  // never beyond the cache size
+  EXPECT_EQ(pool.available() + cpu.cached(), 256u);
+}
+
+TEST(PacketPoolTest, BulkAllocGivesResetPacketsAndFreeBulkReturnsAll) {
+  PacketPool pool(PacketPool::Options{.capacity = 128});
+  Cpu cpu(pool);
+  Packet* ps[64];
+  ASSERT_EQ(cpu.alloc_bulk(ps, 64), 64u);
+  for (Packet* p : ps) {
+    p->mark = 9;
+    p->put(60);
+  }
+  cpu.free_bulk(ps, 64);
+  ASSERT_EQ(cpu.alloc_bulk(ps, 64), 64u);
+  for (Packet* p : ps) {
+    EXPECT_EQ(p->mark, 0u);
+    EXPECT_EQ(p->len, 0u);
+    EXPECT_EQ(p->users.load(), 1u);
+    EXPECT_EQ(p->alloc_cpu, cpu.id());
+  }
+  cpu.free_bulk(ps, 64);
+  cpu.drain_cache();
+  EXPECT_EQ(pool.available(), 128u);
+}
+
+TEST(PacketPoolTest, FreeBulkHonoursSharedPackets) {
+  PacketPool pool(PacketPool::Options{.capacity = 16});
+  Cpu cpu(pool);
+  Packet* ps[4];
+  ASSERT_EQ(cpu.alloc_bulk(ps, 4), 4u);
+  ps[1]->get();
+  cpu.free_bulk(ps, 4);
+  EXPECT_EQ(ps[1]->users.load(), 1u);  // one user left: not recycled
+  cpu.drain_cache();
+  EXPECT_EQ(pool.available(), 15u);
+  cpu.free(ps[1]);
+  cpu.drain_cache();
+  EXPECT_EQ(pool.available(), 16u);
+}
+
+TEST(PacketPoolTest, RawCacheBulkRoundTrip) {
+  PacketPool pool(PacketPool::Options{.capacity = 64});
+  Cpu cpu(pool, Cpu::Options{.cache_size = 16, .cache_batch = 8});
+  Packet* ps[40];
+  EXPECT_EQ(cpu.cache_get_bulk(ps, 12), 12u);
+  cpu.cache_put_bulk(ps, 12);
+  EXPECT_EQ(cpu.cache_get_bulk(ps, 40), 40u);  // beyond the cache: straight from the pool
+  EXPECT_LE(cpu.cached(), 16u);
+  cpu.cache_put_bulk(ps, 40);
+  EXPECT_LE(cpu.cached(), 16u);
+  cpu.drain_cache();
+  EXPECT_EQ(pool.available(), 64u);
+}
+
+TEST(PacketPoolTest, PacketFromAnotherPoolGoesHome) {
+  PacketPool a(PacketPool::Options{.capacity = 8});
+  PacketPool b(PacketPool::Options{.capacity = 8});
+  Cpu ca(a), cb(b);
+  Packet* p = cb.alloc();
+  ASSERT_NE(p, nullptr);
+  p->alloc_cpu = ca.id();  // pretend ca allocated it: ca's free must not cache b's slot
+  ca.free(p);
+  ca.drain_cache();
+  cb.drain_cache();
+  EXPECT_EQ(a.available(), 8u);
+  EXPECT_EQ(b.available(), 8u);
+}
+
+}  // namespace
+}  // namespace pktpath
