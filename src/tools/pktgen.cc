@@ -1,0 +1,187 @@
+#include "tools/pktgen.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <thread>
+
+#include "core/dev_xmit.h"
+#include "tools/pktgen_packet.h"
+
+namespace pktpath {
+
+namespace {
+
+uint64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// pktgen's spin(): wait until `until` on the monotonic clock; sleep for long waits,
+// busy-wait for the last stretch so short delays stay precise.
+void wait_until(const Clock& clock, uint64_t until) {
+  for (;;) {
+    uint64_t now = clock.now_ns();
+    if (now >= until) return;
+    uint64_t left = until - now;
+    if (left > 100'000) {
+      timespec ts{0, static_cast<long>(left - 50'000)};
+      nanosleep(&ts, nullptr);
+    } else {
+      cpu_relax();
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t PktgenResult::packets() const {
+  uint64_t s = 0;
+  for (const auto& t : threads) s += t.sofar;
+  return s;
+}
+uint64_t PktgenResult::errors() const {
+  uint64_t s = 0;
+  for (const auto& t : threads) s += t.errors;
+  return s;
+}
+double PktgenResult::pps() const {
+  double s = 0;
+  for (const auto& t : threads) s += t.pps();
+  return s;
+}
+double PktgenResult::mbps() const {
+  double s = 0;
+  for (const auto& t : threads) s += t.pps() * 8.0 * t.pkt_size / 1e6;
+  return s;
+}
+
+Pktgen::Pktgen(NetDevice& dev, PacketPool& pool, PktgenConfig cfg, PktgenRunOptions opts)
+    : dev_(dev), pool_(pool), cfg_(std::move(cfg)), opts_(opts) {
+  if (opts_.threads == 0) opts_.threads = 1;
+}
+
+PktgenResult Pktgen::run() {
+  PktgenResult res;
+  res.mode = cfg_.mode;
+  res.threads.resize(opts_.threads);
+  std::vector<std::thread> ts;
+  for (unsigned i = 0; i < opts_.threads; ++i)
+    ts.emplace_back([this, i, &res] { res.threads[i] = run_thread(i); });
+  for (auto& t : ts) t.join();
+  return res;
+}
+
+// mirrors pktgen_thread_worker + pktgen_xmit for one device on one thread.
+PktgenThreadResult Pktgen::run_thread(unsigned index) {
+  Cpu::Options co;
+  if (opts_.pin) co.core = opts_.first_core + static_cast<int>(index);
+  Cpu cpu(pool_, co);
+  cpu.bind();
+  const PktgenConfig& cfg = cfg_;
+  PktgenState st;
+  st.init(cfg, dev_.mac().data(), index + 1);
+  const Clock& clock = cpu.clock();
+  const uint64_t start = clock.now_ns();
+  const uint64_t deadline = cfg.duration_s > 0 ? start + static_cast<uint64_t>(cfg.duration_s * 1e9) : UINT64_MAX;
+  const bool timestamps = !(cfg.flags & F_NO_TIMESTAMP);
+
+  PktgenThreadResult r;
+  Packet* skb = nullptr;
+  uint64_t clone_count = 0;
+  bool last_ok = true;
+  uint64_t next_tx = start;
+  uint32_t last_pkt_size = 0;
+  uint32_t check = 0;
+
+  while (cfg.count == 0 || r.sofar < cfg.count) {
+    // Every 256 rounds: the stop flag and the clock (cheap enough to keep the loop tight).
+    if (PP_UNLIKELY((++check & 255) == 0)) {
+      if (stop_.load(std::memory_order_relaxed) || clock.now_ns() >= deadline) break;
+    }
+    if (PP_UNLIKELY(cpu.has_pending())) cpu.run_pending();
+
+    // A new packet when there is none or the clone budget is spent (clone_skb).
+    if (!skb || (last_ok && ++clone_count >= cfg.clone_skb)) {
+      if (skb) cpu.free(skb);
+      pktgen_mod_cur_headers(cfg, st, index, dev_.real_num_tx_queues());
+      skb = pktgen_fill_packet_ipv4(cpu, cfg, st, timestamps ? realtime_ns() : 0);
+      if (PP_UNLIKELY(!skb)) {
+        ++r.alloc_fail;
+        cpu.run_pending();  // let deferred frees come home before retrying
+        std::this_thread::yield();
+        continue;
+      }
+      skb->dev = &dev_;
+      last_pkt_size = skb->len;
+      clone_count = 0;
+    }
+    if (cfg.delay_ns && last_ok) {
+      wait_until(clock, next_tx);
+      next_tx += cfg.delay_ns;
+    }
+
+    if (cfg.mode == PktgenMode::kQueueXmit) {
+      skb->get();
+      int rc = dev_queue_xmit(cpu, skb);
+      if (PP_LIKELY(rc == 0)) {
+        ++r.sofar;
+        ++st.seq_num;
+        r.tx_bytes += last_pkt_size;
+      } else {
+        ++r.errors;
+      }
+      continue;
+    }
+
+    // start_xmit: straight to the driver on the packet's queue, under the tx lock
+    // unless the driver is lockless, with xmit_more for bursts.
+    TxQueue& txq = dev_.txq(skb->queue_mapping < dev_.real_num_tx_queues() ? skb->queue_mapping : 0);
+    const bool lock = !dev_.lltx();
+    if (lock) txq.xmit_lock.lock();
+    if (PP_UNLIKELY(txq.stopped())) {
+      last_ok = false;
+      if (lock) txq.xmit_lock.unlock();
+      continue;
+    }
+    uint32_t burst = cfg.burst;
+    skb->users.fetch_add(burst, std::memory_order_relaxed);
+    for (;;) {
+      skb->xmit_more = --burst > 0;
+      NetdevTx rc = dev_.ops().start_xmit(cpu, skb, dev_, txq);
+      if (PP_UNLIKELY(rc != NetdevTx::OK)) {
+        skb->users.fetch_sub(1, std::memory_order_relaxed);  // BUSY: retry next time
+        last_ok = false;
+        break;
+      }
+      last_ok = true;
+      ++r.sofar;
+      ++st.seq_num;
+      r.tx_bytes += last_pkt_size;
+      if (burst == 0 || txq.stopped() || (cfg.count && r.sofar >= cfg.count)) break;
+    }
+    if (burst) skb->users.fetch_sub(burst, std::memory_order_relaxed);
+    if (lock) txq.xmit_lock.unlock();
+  }
+  r.elapsed_ns = clock.now_ns() - start;
+  if (skb) cpu.free(skb);
+  // Let this Cpu's tx work (qdiscs it scheduled) and deferred frees finish.
+  for (int i = 0; i < 1000 && cpu.has_pending(); ++i) cpu.run_pending();
+  r.pkt_size = st.cur_pkt_size;
+  return r;
+}
+
+std::string pktgen_result_text(const PktgenThreadResult& r) {
+  uint64_t usec = r.elapsed_ns / 1000;
+  uint64_t pps = r.elapsed_ns ? r.sofar * 1'000'000'000ull / r.elapsed_ns : 0;
+  uint64_t bps = pps * 8 * r.pkt_size;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "OK: %" PRIu64 "(c%" PRIu64 "+d0) usec, %" PRIu64 " (%ubyte,0frags)\n  %" PRIu64
+                "pps %" PRIu64 "Mb/sec (%" PRIu64 "bps) errors: %" PRIu64,
+                usec, usec, r.sofar, r.pkt_size, pps, bps / 1'000'000, bps, r.errors);
+  return buf;
+}
+
+}  // namespace pktpath
