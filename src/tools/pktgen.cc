@@ -76,6 +76,7 @@ PktgenResult Pktgen::run() {
 // mirrors pktgen_thread_worker + pktgen_xmit for one device on one thread.
 PktgenThreadResult Pktgen::run_thread(unsigned index) {
   Cpu::Options co;
+  co.defer_free = opts_.defer_free;
   if (opts_.pin) co.core = opts_.first_core + static_cast<int>(index);
   Cpu cpu(pool_, co);
   cpu.bind();
@@ -94,10 +95,13 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
   uint64_t next_tx = start;
   uint32_t last_pkt_size = 0;
   uint32_t check = 0;
+  uint64_t reported = 0;
 
   while (cfg.count == 0 || r.sofar < cfg.count) {
     // Every 256 rounds: the stop flag and the clock (cheap enough to keep the loop tight).
     if (PP_UNLIKELY((++check & 255) == 0)) {
+      live_.fetch_add(r.sofar - reported, std::memory_order_relaxed);
+      reported = r.sofar;
       if (stop_.load(std::memory_order_relaxed) || clock.now_ns() >= deadline) break;
     }
     if (PP_UNLIKELY(cpu.has_pending())) cpu.run_pending();
@@ -165,6 +169,7 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
     if (lock) txq.xmit_lock.unlock();
   }
   r.elapsed_ns = clock.now_ns() - start;
+  live_.fetch_add(r.sofar - reported, std::memory_order_relaxed);
   if (skb) cpu.free(skb);
   // Let this Cpu's tx work (qdiscs it scheduled) and deferred frees finish.
   for (int i = 0; i < 1000 && cpu.has_pending(); ++i) cpu.run_pending();

@@ -38,6 +38,7 @@ struct PktgenRunOptions {
   unsigned threads = 1;
   bool pin = false;      // pin thread i to core i (kpktgend_i)
   int first_core = 0;
+  bool defer_free = true;  // the threads' Cpu option (A/B of document 002)
 };
 
 class Pktgen {
@@ -47,6 +48,8 @@ class Pktgen {
   PktgenResult run();
   // Ask a running generator to stop (from another thread or a signal handler).
   void stop() { stop_.store(true, std::memory_order_relaxed); }
+  // Packets accepted so far by all threads, updated every 256 rounds (progress display).
+  uint64_t live_packets() const { return live_.load(std::memory_order_relaxed); }
 
  private:
   PktgenThreadResult run_thread(unsigned index);
@@ -56,6 +59,7 @@ class Pktgen {
   PktgenConfig cfg_;
   PktgenRunOptions opts_;
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> live_{0};
 };
 
 // /proc/net/pktgen/DEV's "Result:" text for one thread, e.g.
