@@ -1,0 +1,127 @@
+// Rule evaluation for the netdev family (see nft_rule.h).
+#include <cstring>
+
+#include "core/compiler.h"
+#include "netfilter/nft_rule.h"
+
+namespace pktpath::nf {
+
+namespace {
+constexpr uint32_t kEthHlen = 14;
+constexpr uint16_t kEthPIp = 0x0800;
+constexpr uint8_t kIpProtoTcp = 6;
+constexpr uint8_t kIpProtoUdp = 17;
+
+// mirrors skb_header_pointer: n bytes at off, from the linear part when they lie there,
+// else copied (from fragments) into buf; nullptr when the packet is too short.
+const uint8_t* header_pointer(const Packet* p, uint32_t off, uint32_t n, uint8_t* buf) {
+  if (PP_LIKELY(off + n <= p->headlen())) return p->data() + off;
+  if (off + n > p->len) return nullptr;
+  return p->copy_bits(off, buf, n) ? buf : nullptr;
+}
+
+uint16_t rd16(const uint8_t* b) { return static_cast<uint16_t>(b[0] << 8 | b[1]); }
+uint32_t rd32(const uint8_t* b) {
+  return uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | b[3];
+}
+
+// mirrors nft_set_pktinfo_ipv4_validate + the transport offset it records.
+void parse_l3(NftPktInfo& k) {
+  k.l3_done = true;
+  const Packet* p = k.p;
+  if (nft_packet_protocol(p) != kEthPIp) return;
+  // The network header follows the Ethernet header, or an in-band 802.1Q/802.1ad tag
+  // when skb->protocol names the inner protocol.
+  uint8_t tbuf[2];
+  const uint8_t* et = header_pointer(p, 12, 2, tbuf);
+  if (!et) return;
+  const uint32_t nhoff = (rd16(et) == 0x8100 || rd16(et) == 0x88a8) ? kEthHlen + 4 : kEthHlen;
+  uint8_t buf[20];
+  const uint8_t* ip = header_pointer(p, nhoff, 20, buf);
+  if (!ip) return;
+  const uint32_t ihl = ip[0] & 0x0f;
+  const uint32_t tot_len = rd16(ip + 2);
+  if ((ip[0] >> 4) != 4 || ihl < 5) return;
+  if (tot_len < ihl * 4 || tot_len > p->len - nhoff) return;
+  k.ipv4 = true;
+  k.saddr = rd32(ip + 12);
+  k.daddr = rd32(ip + 16);
+  k.l4proto = ip[9];
+  const bool later_fragment = (rd16(ip + 6) & 0x1fff) != 0;
+  if (later_fragment || (k.l4proto != kIpProtoTcp && k.l4proto != kIpProtoUdp)) return;
+  const uint32_t thoff = nhoff + ihl * 4;
+  uint8_t pbuf[4];
+  const uint8_t* th = header_pointer(p, thoff, 4, pbuf);
+  if (!th) return;
+  k.l4 = true;
+  k.sport = rd16(th);
+  k.dport = rd16(th + 2);
+}
+
+// Fetch the key's value; false when the packet has no such field.
+bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
+  switch (m.key) {
+    case NftKey::META_MARK:
+      v = k.p->mark;
+      return true;
+    case NftKey::META_PROTOCOL:
+      v = nft_packet_protocol(k.p);
+      return true;
+    default:
+      break;
+  }
+  if (!k.l3_done) parse_l3(k);
+  switch (m.key) {
+    case NftKey::IP_SADDR: v = k.saddr; return k.ipv4;
+    case NftKey::IP_DADDR: v = k.daddr; return k.ipv4;
+    case NftKey::TCP_SPORT: v = k.sport; return k.l4 && k.l4proto == kIpProtoTcp;
+    case NftKey::TCP_DPORT: v = k.dport; return k.l4 && k.l4proto == kIpProtoTcp;
+    case NftKey::UDP_SPORT: v = k.sport; return k.l4 && k.l4proto == kIpProtoUdp;
+    case NftKey::UDP_DPORT: v = k.dport; return k.l4 && k.l4proto == kIpProtoUdp;
+    default: return false;
+  }
+}
+
+bool match_one(const NftMatch& m, NftPktInfo& k) {
+  uint32_t v;
+  if (!load_key(m, k, v)) return false;  // the dependency (meta protocol / l4proto) fails
+  v &= m.mask;
+  const bool in = v >= m.lo && v <= m.hi;
+  return in != m.neg;
+}
+}  // namespace
+
+uint16_t nft_packet_protocol(const Packet* p) {
+  if (PP_LIKELY(p->protocol != 0))
+    return static_cast<uint16_t>((p->protocol >> 8) | (p->protocol << 8));
+  uint8_t buf[2];
+  const uint8_t* t = header_pointer(p, 12, 2, buf);
+  return t ? rd16(t) : 0;
+}
+
+uint64_t NftCounter::packets() const {
+  uint64_t s = base_packets_;
+  for (const Slot& x : slots_) s += x.packets.get();
+  return s;
+}
+uint64_t NftCounter::bytes() const {
+  uint64_t s = base_bytes_;
+  for (const Slot& x : slots_) s += x.bytes.get();
+  return s;
+}
+
+// mirrors the expression loop of nft_do_chain for one rule: the first failing match ends
+// the rule (NFT_BREAK); a counter counts the packets that reached it.
+bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) {
+  const NftMatch* m = r.spec.matches.data();
+  const int n = static_cast<int>(r.spec.matches.size());
+  const int counter_at = r.spec.counter_at;
+  for (int i = 0; i < n; ++i) {
+    if (i == counter_at) r.counter->add(cpu_id, pkt.p->len);
+    if (!match_one(m[i], pkt)) return false;
+  }
+  if (counter_at == n) r.counter->add(cpu_id, pkt.p->len);
+  return true;
+}
+
+}  // namespace pktpath::nf

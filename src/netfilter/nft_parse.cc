@@ -1,0 +1,406 @@
+// nft command-line parser (see nft_parse.h). Grammar follows nft(8) for the subset pktpath
+// implements; error texts name the word and what was expected.
+#include "netfilter/nft_parse.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string_view>
+
+namespace pktpath::nf {
+
+namespace {
+
+struct Tok {
+  std::string text;
+  size_t index;  // word it came from
+};
+
+// Split words further on whitespace and the punctuation nft treats as tokens, so that
+// "{ type filter ... ; }" in one quoted word and the same as separate words parse alike.
+std::vector<Tok> tokenize(const std::vector<std::string>& words, size_t first) {
+  std::vector<Tok> out;
+  for (size_t w = first; w < words.size(); ++w) {
+    const std::string& s = words[w];
+    std::string cur;
+    auto flush = [&] {
+      if (!cur.empty()) out.push_back({cur, w});
+      cur.clear();
+    };
+    for (char c : s) {
+      if (c == ' ' || c == '\t' || c == '\n') {
+        flush();
+      } else if (c == '{' || c == '}' || c == ';') {
+        flush();
+        out.push_back({std::string(1, c), w});
+      } else {
+        cur += c;
+      }
+    }
+    flush();
+  }
+  return out;
+}
+
+struct ParseFail {
+  NftParseError err;
+};
+
+class Parser {
+ public:
+  Parser(std::vector<Tok> toks, size_t nwords) : t_(std::move(toks)), nwords_(nwords) {}
+
+  NftCommand parse() {
+    NftCommand c;
+    // Global options first (nft accepts them before the command).
+    while (!at_end() && peek()[0] == '-' && peek().size() > 1) {
+      const Tok& o = next();
+      if (o.text == "-j" || o.text == "--json") c.json = true;
+      else if (o.text == "-a" || o.text == "--handle") {}  // handles are always listed
+      else fail(o, "unsupported option");
+    }
+    const Tok& verb = need("a command (add, insert, delete, flush, list)");
+    if (verb.text == "add" || verb.text == "insert") {
+      const Tok& what = need("table, chain or rule");
+      if (verb.text == "insert" && what.text != "rule") fail(what, "unsupported: insert only takes 'rule'");
+      if (what.text == "table") {
+        c.op = NftOp::ADD_TABLE;
+        family();
+        c.table = name("table name");
+      } else if (what.text == "chain") {
+        c.op = NftOp::ADD_CHAIN;
+        family();
+        c.table = name("table name");
+        c.chain = name("chain name");
+        if (!at_end()) c.chain_spec = chain_body();
+      } else if (what.text == "rule") {
+        c.op = verb.text == "add" ? NftOp::ADD_RULE : NftOp::INSERT_RULE;
+        family();
+        c.table = name("table name");
+        c.chain = name("chain name");
+        c.rule = rule();
+      } else {
+        fail(what, "unsupported object (expected table, chain or rule)");
+      }
+    } else if (verb.text == "delete") {
+      const Tok& what = need("table, chain or rule");
+      family();
+      c.table = name("table name");
+      if (what.text == "table") {
+        c.op = NftOp::DELETE_TABLE;
+      } else if (what.text == "chain") {
+        c.op = NftOp::DELETE_CHAIN;
+        c.chain = name("chain name");
+      } else if (what.text == "rule") {
+        c.op = NftOp::DELETE_RULE;
+        c.chain = name("chain name");
+        const Tok& h = need("'handle'");
+        if (h.text != "handle") fail(h, "expected 'handle' (rules are deleted by handle)");
+        const Tok& v = need("a rule handle");
+        c.handle = number(v, 1, std::numeric_limits<uint64_t>::max(), "rule handle");
+      } else {
+        fail(what, "unsupported object (expected table, chain or rule)");
+      }
+    } else if (verb.text == "flush" || verb.text == "list") {
+      const Tok& what = need("'ruleset'");
+      if (what.text != "ruleset") fail(what, "unsupported: only '" + verb.text + " ruleset'");
+      c.op = verb.text == "flush" ? NftOp::FLUSH_RULESET : NftOp::LIST_RULESET;
+    } else {
+      fail(verb, "unsupported command (expected add, insert, delete, flush or list)");
+    }
+    if (!at_end()) fail(peek_tok(), "unexpected word after the command");
+    return c;
+  }
+
+ private:
+  bool at_end() const { return i_ >= t_.size(); }
+  const std::string& peek() const { return t_[i_].text; }
+  const Tok& peek_tok() const { return t_[i_]; }
+  const Tok& next() { return t_[i_++]; }
+
+  [[noreturn]] void fail(const Tok& t, std::string msg) {
+    throw ParseFail{NftParseError{t.index, t.text, std::move(msg)}};
+  }
+  [[noreturn]] void fail_missing(std::string what) {
+    throw ParseFail{NftParseError{nwords_, "", "missing " + std::move(what)}};
+  }
+  const Tok& need(const std::string& what) {
+    if (at_end()) fail_missing(what);
+    return next();
+  }
+
+  void family() {
+    const Tok& f = need("family (netdev)");
+    if (f.text == "netdev") return;
+    if (f.text == "ip" || f.text == "ip6" || f.text == "inet" || f.text == "arp" || f.text == "bridge")
+      fail(f, "unsupported family (only netdev)");
+    fail(f, "unsupported: family omitted or unknown (nft defaults to ip); only netdev is supported");
+  }
+
+  std::string name(const std::string& what) {
+    const Tok& n = need(what);
+    std::string s = n.text;
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    if (s.empty() || s == "{" || s == "}" || s == ";" || s.size() > 255)
+      fail(n, "invalid " + what);
+    for (char ch : s)
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' || ch == '/'))
+        fail(n, "invalid " + what + " (letters, digits, _ - . / only)");
+    return s;
+  }
+
+  uint64_t number(const Tok& t, uint64_t min, uint64_t max, const std::string& what) {
+    std::string_view s = t.text;
+    int base = 10;
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+      s.remove_prefix(2);
+      base = 16;
+    }
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+      fail(t, "invalid " + what + " (expected a number)");
+    if (v < min || v > max)
+      fail(t, what + " out of range (" + std::to_string(min) + ".." + std::to_string(max) + ")");
+    return v;
+  }
+
+  // '{' type filter hook H device D priority P ; [policy X ;] '}'
+  NftChainSpec chain_body() {
+    NftChainSpec s;
+    const Tok& open = next();
+    if (open.text != "{") fail(open, "expected '{' to start the chain description");
+    bool have_hook = false;
+    for (;;) {
+      const Tok& w = need("'}' to close the chain description");
+      if (w.text == "}") break;
+      if (w.text == ";") continue;
+      if (w.text == "type") {
+        const Tok& ty = need("chain type");
+        if (ty.text != "filter") fail(ty, "unsupported chain type (only filter)");
+        const Tok& hk = need("'hook'");
+        if (hk.text != "hook") fail(hk, "expected 'hook'");
+        const Tok& h = need("hook name");
+        if (h.text == "egress") s.hook = NfHookNum::EGRESS;
+        else if (h.text == "ingress") s.hook = NfHookNum::INGRESS;
+        else fail(h, "unsupported hook (expected ingress or egress)");
+        const Tok& dv = need("'device'");
+        if (dv.text == "devices") fail(dv, "unsupported: 'devices' (one device per chain)");
+        if (dv.text != "device") fail(dv, "expected 'device' (netdev chains need one)");
+        s.device = name("device name");
+        const Tok& pr = need("'priority'");
+        if (pr.text != "priority") fail(pr, "expected 'priority'");
+        s.priority = priority();
+        s.base = true;
+        have_hook = true;
+      } else if (w.text == "policy") {
+        const Tok& p = need("policy");
+        if (p.text == "accept") s.policy = NfVerdict::ACCEPT;
+        else if (p.text == "drop") s.policy = NfVerdict::DROP;
+        else fail(p, "unsupported policy (expected accept or drop)");
+        s.has_policy = true;
+      } else {
+        fail(w, "unsupported in a chain description (expected type, policy or '}')");
+      }
+    }
+    if (s.has_policy && !have_hook) fail_missing("'type filter hook ...' before a policy (only base chains have one)");
+    return s;
+  }
+
+  // P := N | filter [(+|-) N]
+  int priority() {
+    const Tok& t = need("priority value");
+    constexpr int64_t kLim = std::numeric_limits<int32_t>::max();
+    if (t.text == "filter") {
+      if (!at_end() && (peek() == "+" || peek() == "-")) {
+        const bool minus = next().text == "-";
+        const Tok& n = need("priority offset");
+        const int64_t v = static_cast<int64_t>(number(n, 0, kLim, "priority offset"));
+        return static_cast<int>(minus ? -v : v);
+      }
+      return 0;
+    }
+    std::string_view s = t.text;
+    const bool minus = !s.empty() && s[0] == '-';
+    if (minus) s.remove_prefix(1);
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v > kLim)
+      fail(t, "invalid priority (expected an integer or 'filter')");
+    return static_cast<int>(minus ? -v : v);
+  }
+
+  // Optional comparison operator before a value.
+  bool op_neg() {
+    if (at_end()) return false;
+    if (peek() == "==" || peek() == "eq") { next(); return false; }
+    if (peek() == "!=" || peek() == "ne") { next(); return true; }
+    if (peek() == "<" || peek() == ">" || peek() == "<=" || peek() == ">=" || peek() == "lt" ||
+        peek() == "gt" || peek() == "le" || peek() == "ge")
+      fail(peek_tok(), "unsupported operator (only == and !=)");
+    return false;
+  }
+
+  static std::optional<uint32_t> parse_ipv4(std::string_view s) {
+    uint32_t addr = 0;
+    for (int part = 0; part < 4; ++part) {
+      unsigned v = 0;
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || p == s.data() || v > 255 || (p - s.data() > 1 && s[0] == '0')) return std::nullopt;
+      addr = addr << 8 | v;
+      s.remove_prefix(static_cast<size_t>(p - s.data()));
+      if (part < 3) {
+        if (s.empty() || s[0] != '.') return std::nullopt;
+        s.remove_prefix(1);
+      }
+    }
+    if (!s.empty()) return std::nullopt;
+    return addr;
+  }
+
+  NftMatch meta_match() {
+    const Tok& k = need("meta key (mark or protocol)");
+    NftMatch m;
+    if (!at_end() && peek() == "set") fail(peek_tok(), "unsupported statement (meta ... set)");
+    if (k.text == "mark") {
+      m.key = NftKey::META_MARK;
+      m.neg = op_neg();
+      const Tok& v = need("mark value");
+      m.lo = m.hi = static_cast<uint32_t>(number(v, 0, 0xffffffffu, "mark"));
+    } else if (k.text == "protocol") {
+      m.key = NftKey::META_PROTOCOL;
+      m.neg = op_neg();
+      const Tok& v = need("protocol");
+      uint32_t p;
+      if (v.text == "ip") p = 0x0800;
+      else if (v.text == "ip6") p = 0x86dd;
+      else if (v.text == "arp") p = 0x0806;
+      else if (v.text == "vlan" || v.text == "8021q") p = 0x8100;
+      else if (v.text == "8021ad") p = 0x88a8;
+      else if (!v.text.empty() && std::isdigit(static_cast<unsigned char>(v.text[0])))
+        p = static_cast<uint32_t>(number(v, 0, 0xffff, "protocol"));
+      else fail(v, "unknown protocol (expected ip, ip6, arp, vlan, 8021ad or a number)");
+      m.lo = m.hi = p;
+    } else {
+      fail(k, "unsupported meta key (only mark and protocol)");
+    }
+    return m;
+  }
+
+  NftMatch ip_match() {
+    const Tok& k = need("ip field (saddr or daddr)");
+    NftMatch m;
+    if (k.text == "saddr") m.key = NftKey::IP_SADDR;
+    else if (k.text == "daddr") m.key = NftKey::IP_DADDR;
+    else fail(k, "unsupported ip field (only saddr and daddr)");
+    m.neg = op_neg();
+    const Tok& v = need("IPv4 address");
+    std::string_view s = v.text;
+    unsigned len = 32;
+    if (auto slash = s.find('/'); slash != std::string_view::npos) {
+      std::string_view l = s.substr(slash + 1);
+      auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), len);
+      if (l.empty() || ec != std::errc() || p != l.data() + l.size() || len > 32)
+        fail(v, "invalid prefix length (0..32)");
+      s = s.substr(0, slash);
+    }
+    auto a = parse_ipv4(s);
+    if (!a) fail(v, "invalid IPv4 address");
+    m.prefix = static_cast<uint8_t>(len);
+    m.mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
+    m.lo = m.hi = *a & m.mask;
+    return m;
+  }
+
+  NftMatch port_match(bool tcp) {
+    const Tok& k = need("port field (sport or dport)");
+    NftMatch m;
+    if (k.text == "sport") m.key = tcp ? NftKey::TCP_SPORT : NftKey::UDP_SPORT;
+    else if (k.text == "dport") m.key = tcp ? NftKey::TCP_DPORT : NftKey::UDP_DPORT;
+    else fail(k, std::string("unsupported ") + (tcp ? "tcp" : "udp") + " field (only sport and dport)");
+    m.neg = op_neg();
+    const Tok& v = need("port");
+    const std::string& s = v.text;
+    if (s.find(',') != std::string::npos || s == "{") fail(v, "unsupported: port sets");
+    const auto dash = s.find('-', 1);
+    if (dash == std::string::npos) {
+      m.lo = m.hi = static_cast<uint32_t>(number(v, 0, 65535, "port"));
+    } else {
+      Tok a{s.substr(0, dash), v.index}, b{s.substr(dash + 1), v.index};
+      m.lo = static_cast<uint32_t>(number(a, 0, 65535, "port"));
+      m.hi = static_cast<uint32_t>(number(b, 0, 65535, "port"));
+      if (m.lo > m.hi) fail(v, "invalid port range (first > last)");
+    }
+    return m;
+  }
+
+  NftRuleSpec rule() {
+    NftRuleSpec r;
+    bool verdict = false;
+    if (at_end()) fail_missing("rule statements");
+    while (!at_end()) {
+      const Tok& w = next();
+      if (verdict) fail(w, "statement after the terminal verdict has no effect");
+      if (w.text == "meta") {
+        r.matches.push_back(meta_match());
+      } else if (w.text == "ip") {
+        r.matches.push_back(ip_match());
+      } else if (w.text == "tcp" || w.text == "udp") {
+        r.matches.push_back(port_match(w.text == "tcp"));
+      } else if (w.text == "counter") {
+        if (r.counter_at >= 0) fail(w, "unsupported: more than one counter in a rule");
+        r.counter_at = static_cast<int>(r.matches.size());
+        if (!at_end() && peek() == "packets") {
+          next();
+          r.counter_packets = number(need("packet count"), 0, std::numeric_limits<uint64_t>::max(), "packet count");
+          const Tok& b = need("'bytes'");
+          if (b.text != "bytes") fail(b, "expected 'bytes'");
+          r.counter_bytes = number(need("byte count"), 0, std::numeric_limits<uint64_t>::max(), "byte count");
+        }
+      } else if (w.text == "accept") {
+        r.verdict = NftRuleVerdict::ACCEPT;
+        verdict = true;
+      } else if (w.text == "drop") {
+        r.verdict = NftRuleVerdict::DROP;
+        verdict = true;
+      } else if (w.text == "continue") {
+        verdict = true;
+      } else if (w.text == "ip6" || w.text == "ether" || w.text == "vlan" || w.text == "arp" ||
+                 w.text == "sctp" || w.text == "icmp" || w.text == "th" || w.text == "ct" ||
+                 w.text == "iif" || w.text == "oif" || w.text == "iifname" || w.text == "oifname") {
+        fail(w, "unsupported match");
+      } else if (w.text == "jump" || w.text == "goto" || w.text == "return" || w.text == "queue" ||
+                 w.text == "reject" || w.text == "log" || w.text == "limit" || w.text == "mark" ||
+                 w.text == "fwd" || w.text == "dup" || w.text == "notrack" || w.text == "quota") {
+        fail(w, "unsupported statement");
+      } else {
+        fail(w, "unsupported match or statement");
+      }
+    }
+    return r;
+  }
+
+  std::vector<Tok> t_;
+  size_t nwords_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+std::string NftParseError::to_string() const {
+  if (word.empty()) return "word " + std::to_string(index) + ": " + message;
+  return "word " + std::to_string(index) + " '" + word + "': " + message;
+}
+
+NftParseResult nft_parse(const std::vector<std::string>& words) {
+  const size_t first = !words.empty() && words[0] == "nft" ? 1 : 0;
+  try {
+    return Parser(tokenize(words, first), words.size()).parse();
+  } catch (const ParseFail& f) {
+    return f.err;
+  }
+}
+
+}  // namespace pktpath::nf

@@ -1,0 +1,74 @@
+// Parser for `nft` command lines of the netdev family, independent of any script runner:
+// it takes the words of one line (already split by the shell-style tokenizer; quoting
+// removed) and returns a typed command, or an error naming the offending word.
+//
+// Supported (everything else is rejected as "unsupported" naming the word):
+//   nft [-a] [-j|--json] add table netdev T
+//   nft ... add chain netdev T C ['{ type filter hook egress|ingress device D priority P; [policy accept|drop;] }']
+//   nft ... add|insert rule netdev T C [match...] [counter [packets N bytes M]] [accept|drop]
+//       match := meta mark [OP] N | meta protocol [OP] ip|ip6|arp|vlan|8021q|8021ad|N
+//              | ip saddr|daddr [OP] A.B.C.D[/LEN] | tcp|udp sport|dport [OP] N[-M]
+//       OP    := == | != | eq | ne
+//   nft delete table netdev T | delete chain netdev T C | delete rule netdev T C handle H
+//   nft flush ruleset | nft list ruleset
+// The chain body may arrive as one quoted word or as separate words; both are accepted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "netfilter/nf_hooks.h"
+#include "netfilter/nft_rule.h"
+
+namespace pktpath::nf {
+
+enum class NftOp : uint8_t {
+  ADD_TABLE,
+  ADD_CHAIN,
+  ADD_RULE,     // append
+  INSERT_RULE,  // prepend
+  DELETE_TABLE,
+  DELETE_CHAIN,
+  DELETE_RULE,
+  FLUSH_RULESET,
+  LIST_RULESET,
+};
+
+// A chain's hook description; base == false for a regular chain (no hook, never run by a
+// packet since jumps are not supported).
+struct NftChainSpec {
+  bool base = false;
+  NfHookNum hook = NfHookNum::EGRESS;
+  std::string device;
+  int priority = 0;
+  bool has_policy = false;
+  NfVerdict policy = NfVerdict::ACCEPT;
+};
+
+struct NftCommand {
+  NftOp op = NftOp::LIST_RULESET;
+  std::string table;
+  std::string chain;
+  NftChainSpec chain_spec;
+  NftRuleSpec rule;
+  uint64_t handle = 0;  // DELETE_RULE
+  bool json = false;    // -j / --json
+};
+
+struct NftParseError {
+  size_t index = 0;  // index of the offending word in the input (words.size() when missing)
+  std::string word;  // the word, or "" when something is missing at the end
+  std::string message;
+  // "word 5 'egres': unknown hook (expected ingress or egress)"
+  std::string to_string() const;
+};
+
+using NftParseResult = std::variant<NftCommand, NftParseError>;
+
+// `words` may start with "nft" or not.
+NftParseResult nft_parse(const std::vector<std::string>& words);
+
+}  // namespace pktpath::nf

@@ -1,0 +1,108 @@
+// nftables rules of the netdev family: typed matches, a rule, and its evaluation.
+//
+// Mirrors the expressions nft compiles these matches to (net/netfilter/nft_meta.c,
+// nft_payload.c, nft_cmp.c, nft_range.c, nft_counter.c, nft_immediate.c) and the rule
+// walk of nft_do_chain (net/netfilter/nf_tables_core.c), folded into one typed match per
+// selector instead of a register machine.
+//
+// Evaluation reads the packet from Packet::data(), which must point at the Ethernet
+// header (true at the egress hook; the receive path must present ingress packets the same
+// way). It never reads beyond Packet::len and never allocates.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/counter.h"
+#include "core/cpu.h"
+#include "core/packet.h"
+
+namespace pktpath::nf {
+
+enum class NftKey : uint8_t {
+  META_MARK,      // skb->mark
+  META_PROTOCOL,  // skb->protocol (ethertype)
+  IP_SADDR,
+  IP_DADDR,
+  TCP_SPORT,
+  TCP_DPORT,
+  UDP_SPORT,
+  UDP_DPORT,
+};
+
+// value matches when (x & mask) is in [lo, hi]; `neg` inverts (nft's "!="). A packet that
+// lacks the header a key reads (not IPv4, not TCP, a later fragment...) matches neither
+// the key nor its negation, as in nft where the implicit protocol dependency fails first.
+struct NftMatch {
+  NftKey key = NftKey::META_MARK;
+  bool neg = false;
+  uint8_t prefix = 32;  // IP keys: prefix length, for printing
+  uint32_t mask = 0xffffffffu;
+  uint32_t lo = 0;  // host byte order
+  uint32_t hi = 0;
+};
+
+enum class NftRuleVerdict : uint8_t { CONTINUE, ACCEPT, DROP };
+
+// counter statement: one slot per Cpu id, each written only by that Cpu's thread (as the
+// kernel's per-cpu nft_counter), summed when listed.
+class NftCounter {
+ public:
+  void add(uint16_t cpu_id, uint32_t bytes) {
+    Slot& s = slots_[cpu_id % kMaxCpus];
+    s.packets.add();
+    s.bytes.add(bytes);
+  }
+  uint64_t packets() const;
+  uint64_t bytes() const;
+  void set_initial(uint64_t packets, uint64_t bytes) { base_packets_ = packets; base_bytes_ = bytes; }
+
+ private:
+  struct Slot {
+    Counter packets;
+    Counter bytes;
+  };
+  std::array<Slot, kMaxCpus> slots_{};
+  uint64_t base_packets_ = 0;  // "counter packets N bytes M" given on the command line
+  uint64_t base_bytes_ = 0;
+};
+
+// What a rule says, as parsed. `counter_at` is the number of matches written before the
+// `counter` statement (-1: no counter): the counter counts packets that got that far.
+struct NftRuleSpec {
+  std::vector<NftMatch> matches;
+  int counter_at = -1;
+  uint64_t counter_packets = 0;
+  uint64_t counter_bytes = 0;
+  NftRuleVerdict verdict = NftRuleVerdict::CONTINUE;
+};
+
+// A rule in a chain. Immutable after creation except its counter.
+struct NftRule {
+  uint64_t handle = 0;
+  NftRuleSpec spec;
+  std::unique_ptr<NftCounter> counter;  // set iff spec.counter_at >= 0
+};
+
+// Headers parsed lazily, at most once per packet per chain walk (nft_pktinfo).
+struct NftPktInfo {
+  explicit NftPktInfo(const Packet* pkt) : p(pkt) {}
+  const Packet* p;
+  bool l3_done = false;
+  bool ipv4 = false;   // a valid IPv4 header at offset 14
+  bool l4 = false;     // ports readable (TCP or UDP, first fragment, header present)
+  uint8_t l4proto = 0;
+  uint32_t saddr = 0, daddr = 0;  // host order
+  uint16_t sport = 0, dport = 0;  // host order
+};
+
+// The packet's protocol as `meta protocol` sees it (host order): skb->protocol, or, when
+// the sender left it 0, the Ethernet type field.
+uint16_t nft_packet_protocol(const Packet* p);
+
+// Does the packet get through every match of the rule? Counts the counter on the way.
+bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id);
+
+}  // namespace pktpath::nf

@@ -1,0 +1,370 @@
+// nftables objects (write side), the base-chain hook (read side) and the listings.
+#include "netfilter/nft_ruleset.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "netfilter/nf_rcu.h"
+
+namespace pktpath::nf {
+
+// mirrors nft_do_chain for a netdev base chain: rules in order, the first verdict wins,
+// else the chain policy. Reads only the published snapshot; allocates nothing.
+NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
+  const NftChain* c = static_cast<const NftChain*>(priv);
+  const NftRuleSnapshot* s = c->snapshot.load(std::memory_order_acquire);
+  NftPktInfo pkt(p);
+  const uint16_t cpu = st.cpu->id();
+  for (const NftRule* r : s->rules) {
+    if (!nft_rule_eval(*r, pkt, cpu)) continue;
+    if (r->spec.verdict == NftRuleVerdict::ACCEPT) return NfVerdict::ACCEPT;
+    if (r->spec.verdict == NftRuleVerdict::DROP) return NfVerdict::DROP;
+  }
+  return static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed));
+}
+
+namespace {
+
+std::string ipv4_str(uint32_t a) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+  return b;
+}
+
+const char* proto_name(uint32_t p) {
+  switch (p) {
+    case 0x0800: return "ip";
+    case 0x86dd: return "ip6";
+    case 0x0806: return "arp";
+    case 0x8100: return "vlan";
+    case 0x88a8: return "8021ad";
+    default: return nullptr;
+  }
+}
+
+std::string priority_str(int prio) {
+  if (prio == 0) return "filter";
+  if (prio > 0) return "filter + " + std::to_string(prio);
+  return "filter - " + std::to_string(-static_cast<int64_t>(prio));
+}
+
+const char* l4_name(NftKey k) {
+  return (k == NftKey::TCP_SPORT || k == NftKey::TCP_DPORT) ? "tcp" : "udp";
+}
+const char* field_name(NftKey k) {
+  switch (k) {
+    case NftKey::META_MARK: return "mark";
+    case NftKey::META_PROTOCOL: return "protocol";
+    case NftKey::IP_SADDR: return "saddr";
+    case NftKey::IP_DADDR: return "daddr";
+    case NftKey::TCP_SPORT: case NftKey::UDP_SPORT: return "sport";
+    case NftKey::TCP_DPORT: case NftKey::UDP_DPORT: return "dport";
+  }
+  return "?";
+}
+
+std::string match_str(const NftMatch& m) {
+  std::string s;
+  const char* op = m.neg ? " != " : " ";
+  switch (m.key) {
+    case NftKey::META_MARK: {
+      char b[16];
+      std::snprintf(b, sizeof b, "0x%08x", m.lo);
+      return std::string("meta mark") + op + b;
+    }
+    case NftKey::META_PROTOCOL: {
+      const char* n = proto_name(m.lo);
+      char b[16];
+      std::snprintf(b, sizeof b, "0x%04x", m.lo);
+      return std::string("meta protocol") + op + (n ? n : b);
+    }
+    case NftKey::IP_SADDR:
+    case NftKey::IP_DADDR:
+      s = std::string("ip ") + field_name(m.key) + op + ipv4_str(m.lo);
+      if (m.prefix != 32) s += "/" + std::to_string(m.prefix);
+      return s;
+    default:
+      s = std::string(l4_name(m.key)) + " " + field_name(m.key) + op + std::to_string(m.lo);
+      if (m.hi != m.lo) s += "-" + std::to_string(m.hi);
+      return s;
+  }
+}
+
+std::string rule_str(const NftRule& r) {
+  std::string s;
+  auto add = [&](const std::string& w) {
+    if (!s.empty()) s += ' ';
+    s += w;
+  };
+  const int n = static_cast<int>(r.spec.matches.size());
+  for (int i = 0; i <= n; ++i) {
+    if (i == r.spec.counter_at)
+      add("counter packets " + std::to_string(r.counter->packets()) + " bytes " +
+          std::to_string(r.counter->bytes()));
+    if (i < n) add(match_str(r.spec.matches[i]));
+  }
+  if (r.spec.verdict == NftRuleVerdict::ACCEPT) add("accept");
+  if (r.spec.verdict == NftRuleVerdict::DROP) add("drop");
+  return s;
+}
+
+nlohmann::json match_json(const NftMatch& m) {
+  using nlohmann::json;
+  json left, right;
+  switch (m.key) {
+    case NftKey::META_MARK:
+      left = {{"meta", {{"key", "mark"}}}};
+      right = m.lo;
+      break;
+    case NftKey::META_PROTOCOL:
+      left = {{"meta", {{"key", "protocol"}}}};
+      if (const char* n = proto_name(m.lo)) right = n; else right = m.lo;
+      break;
+    case NftKey::IP_SADDR:
+    case NftKey::IP_DADDR:
+      left = {{"payload", {{"protocol", "ip"}, {"field", field_name(m.key)}}}};
+      if (m.prefix == 32) right = ipv4_str(m.lo);
+      else right = {{"prefix", {{"addr", ipv4_str(m.lo)}, {"len", m.prefix}}}};
+      break;
+    default:
+      left = {{"payload", {{"protocol", l4_name(m.key)}, {"field", field_name(m.key)}}}};
+      if (m.hi == m.lo) right = m.lo; else right = {{"range", {m.lo, m.hi}}};
+      break;
+  }
+  return {{"match", {{"op", m.neg ? "!=" : "=="}, {"left", left}, {"right", right}}}};
+}
+
+}  // namespace
+
+NftRuleset::~NftRuleset() { flush(); }
+
+NftTable* NftRuleset::find_table(const std::string& name) {
+  for (auto& t : tables_)
+    if (t->name == name) return t.get();
+  return nullptr;
+}
+
+NftStatus NftRuleset::add_table(const std::string& table) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (find_table(table)) return {};  // `add` of an existing table is not an error in nft
+  auto t = std::make_unique<NftTable>();
+  t->name = table;
+  t->handle = next_table_handle_++;
+  tables_.push_back(std::move(t));
+  return {};
+}
+
+static NftChain* find_chain(NftTable& t, const std::string& name) {
+  for (auto& c : t.chains)
+    if (c->name == name) return c.get();
+  return nullptr;
+}
+
+NftStatus NftRuleset::add_chain(const std::string& table, const std::string& chain,
+                                const NftChainSpec& spec, NftDeviceResolver& resolver) {
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  if (NftChain* c = find_chain(*t, chain)) {
+    // nft `add` of an existing chain updates it: only the policy may change.
+    if (!spec.base) return {};
+    if (!c->spec.base || c->spec.hook != spec.hook || c->spec.device != spec.device ||
+        c->spec.priority != spec.priority)
+      return NftStatus::fail("chain '" + chain + "' exists in table '" + table +
+                             "' with a different type/hook/device/priority");
+    if (spec.has_policy) {
+      c->spec.policy = spec.policy;
+      c->policy.store(static_cast<uint8_t>(spec.policy), std::memory_order_relaxed);
+    }
+    return {};
+  }
+  auto c = std::make_unique<NftChain>();
+  c->name = chain;
+  c->spec = spec;
+  c->policy.store(static_cast<uint8_t>(spec.policy), std::memory_order_relaxed);
+  c->snapshot.store(new NftRuleSnapshot, std::memory_order_relaxed);
+  if (spec.base) {
+    NfDeviceHooks* dev = resolver.find_device(spec.device);
+    if (!dev) return NftStatus::fail("device '" + spec.device + "' not found");
+    c->ops = NfHookOps{nft_chain_hook, c.get(), spec.priority, spec.hook};
+    if (int rc = nf_register_hook(*dev, &c->ops); rc != 0)
+      return NftStatus::fail("cannot attach chain '" + chain + "' to device '" + spec.device +
+                             "' (error " + std::to_string(rc) + ")");
+    c->dev = dev;
+  }
+  c->handle = t->next_handle++;
+  t->chains.push_back(std::move(c));
+  return {};
+}
+
+void NftRuleset::publish_rules(NftChain& c) {
+  auto* s = new NftRuleSnapshot;
+  s->rules.reserve(c.rules.size());
+  for (auto& r : c.rules) s->rules.push_back(r.get());
+  const NftRuleSnapshot* old = c.snapshot.exchange(s, std::memory_order_acq_rel);
+  nf_rcu_synchronize();
+  delete old;
+}
+
+NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chain,
+                               const NftRuleSpec& spec, bool front, uint64_t* handle) {
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  NftChain* c = find_chain(*t, chain);
+  if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  auto r = std::make_unique<NftRule>();
+  r->handle = t->next_handle++;
+  r->spec = spec;
+  if (spec.counter_at >= 0) {
+    r->counter = std::make_unique<NftCounter>();
+    r->counter->set_initial(spec.counter_packets, spec.counter_bytes);
+  }
+  if (handle) *handle = r->handle;
+  if (front) c->rules.insert(c->rules.begin(), std::move(r));
+  else c->rules.push_back(std::move(r));
+  publish_rules(*c);
+  return {};
+}
+
+NftStatus NftRuleset::delete_rule(const std::string& table, const std::string& chain, uint64_t handle) {
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  NftChain* c = find_chain(*t, chain);
+  if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  auto it = std::find_if(c->rules.begin(), c->rules.end(),
+                         [&](const auto& r) { return r->handle == handle; });
+  if (it == c->rules.end())
+    return NftStatus::fail("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
+  std::unique_ptr<NftRule> gone = std::move(*it);
+  c->rules.erase(it);
+  publish_rules(*c);  // after the grace period no reader sees `gone`
+  return {};
+}
+
+void NftRuleset::destroy_chain(std::unique_ptr<NftChain> c) {
+  if (c->dev) nf_unregister_hook(*c->dev, &c->ops);  // waits for a grace period
+  // Unattached chains are never read by the datapath: free at once.
+}
+
+NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& chain) {
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  auto it = std::find_if(t->chains.begin(), t->chains.end(),
+                         [&](const auto& c) { return c->name == chain; });
+  if (it == t->chains.end())
+    return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  std::unique_ptr<NftChain> c = std::move(*it);
+  t->chains.erase(it);
+  destroy_chain(std::move(c));
+  return {};
+}
+
+NftStatus NftRuleset::delete_table(const std::string& table) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = std::find_if(tables_.begin(), tables_.end(), [&](const auto& t) { return t->name == table; });
+  if (it == tables_.end()) return NftStatus::fail("table '" + table + "' does not exist");
+  std::unique_ptr<NftTable> t = std::move(*it);
+  tables_.erase(it);
+  for (auto& c : t->chains) destroy_chain(std::move(c));
+  return {};
+}
+
+void NftRuleset::flush() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& t : tables_)
+    for (auto& c : t->chains) destroy_chain(std::move(c));
+  tables_.clear();
+}
+
+void NftRuleset::detach_device(NfDeviceHooks* dev) {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& t : tables_)
+    for (auto& c : t->chains)
+      if (c->dev == dev) {
+        nf_unregister_hook(*dev, &c->ops);
+        c->dev = nullptr;
+      }
+}
+
+std::string NftRuleset::list() const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::string o;
+  for (const auto& t : tables_) {
+    o += "table netdev " + t->name + " { # handle " + std::to_string(t->handle) + "\n";
+    bool first = true;
+    for (const auto& c : t->chains) {
+      if (!first) o += "\n";
+      first = false;
+      o += "\tchain " + c->name + " { # handle " + std::to_string(c->handle) + "\n";
+      if (c->spec.base) {
+        o += "\t\ttype filter hook " + std::string(nf_hook_name(c->spec.hook)) + " device \"" +
+             c->spec.device + "\" priority " + priority_str(c->spec.priority) + "; policy " +
+             nf_verdict_name(static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed))) + ";\n";
+      }
+      for (const auto& r : c->rules)
+        o += "\t\t" + rule_str(*r) + " # handle " + std::to_string(r->handle) + "\n";
+      o += "\t}\n";
+    }
+    o += "}\n";
+  }
+  return o;
+}
+
+nlohmann::json NftRuleset::list_json() const {
+  using nlohmann::json;
+  std::lock_guard<std::mutex> g(mu_);
+  json items = json::array();
+  items.push_back({{"metainfo", {{"json_schema_version", 1}}}});
+  for (const auto& t : tables_) {
+    items.push_back({{"table", {{"family", "netdev"}, {"name", t->name}, {"handle", t->handle}}}});
+    for (const auto& c : t->chains) {
+      json ch = {{"family", "netdev"}, {"table", t->name}, {"name", c->name}, {"handle", c->handle}};
+      if (c->spec.base) {
+        ch["type"] = "filter";
+        ch["hook"] = nf_hook_name(c->spec.hook);
+        ch["prio"] = c->spec.priority;
+        ch["policy"] = nf_verdict_name(static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed)));
+        ch["dev"] = c->spec.device;
+      }
+      items.push_back({{"chain", ch}});
+    }
+    for (const auto& c : t->chains) {
+      for (const auto& r : c->rules) {
+        json expr = json::array();
+        const int n = static_cast<int>(r->spec.matches.size());
+        for (int i = 0; i <= n; ++i) {
+          if (i == r->spec.counter_at)
+            expr.push_back({{"counter", {{"packets", r->counter->packets()}, {"bytes", r->counter->bytes()}}}});
+          if (i < n) expr.push_back(match_json(r->spec.matches[i]));
+        }
+        if (r->spec.verdict == NftRuleVerdict::ACCEPT) expr.push_back({{"accept", nullptr}});
+        if (r->spec.verdict == NftRuleVerdict::DROP) expr.push_back({{"drop", nullptr}});
+        items.push_back({{"rule", {{"family", "netdev"}, {"table", t->name}, {"chain", c->name},
+                                   {"handle", r->handle}, {"expr", expr}}}});
+      }
+    }
+  }
+  return {{"nftables", items}};
+}
+
+NftStatus NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out) {
+  switch (c.op) {
+    case NftOp::ADD_TABLE: return add_table(c.table);
+    case NftOp::ADD_CHAIN: return add_chain(c.table, c.chain, c.chain_spec, resolver);
+    case NftOp::ADD_RULE: return add_rule(c.table, c.chain, c.rule, false);
+    case NftOp::INSERT_RULE: return add_rule(c.table, c.chain, c.rule, true);
+    case NftOp::DELETE_TABLE: return delete_table(c.table);
+    case NftOp::DELETE_CHAIN: return delete_chain(c.table, c.chain);
+    case NftOp::DELETE_RULE: return delete_rule(c.table, c.chain, c.handle);
+    case NftOp::FLUSH_RULESET: flush(); return {};
+    case NftOp::LIST_RULESET:
+      if (out) *out += c.json ? list_json().dump() + "\n" : list();
+      return {};
+  }
+  return NftStatus::fail("unknown command");
+}
+
+}  // namespace pktpath::nf

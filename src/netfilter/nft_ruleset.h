@@ -1,0 +1,113 @@
+// The nftables ruleset of the netdev family: tables, chains and rules, attached to devices
+// through the hook registry (nf_hooks.h). Mirrors the parts of nf_tables_api.c that keep
+// the objects and nft_chain_filter_netdev / nft_do_chain that run them.
+//
+// Concurrency: every method is a writer (or a listing) and takes the ruleset's mutex;
+// several threads may call them. The datapath never calls into NftRuleset: it runs the
+// hook registered for each base chain (nft_chain_hook), which reads an immutable snapshot
+// of the chain's rules under RCU. A writer publishes a new snapshot and frees the old one
+// (and deleted rules/chains) after a grace period. Counters keep counting across
+// snapshots since they belong to the rule.
+//
+// Devices: chains name a device; the NftDeviceResolver given to the mutating calls turns
+// that name into the device's NfDeviceHooks. A device that goes away must first call
+// detach_device() so no chain keeps a pointer to it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "netfilter/nf_hooks.h"
+#include "netfilter/nft_parse.h"
+#include "netfilter/nft_rule.h"
+
+namespace pktpath::nf {
+
+// Device name -> hook heads. Implemented by the device table (NetDevice registry).
+class NftDeviceResolver {
+ public:
+  virtual ~NftDeviceResolver() = default;
+  virtual NfDeviceHooks* find_device(std::string_view name) = 0;
+};
+
+// Immutable rule list of a chain, as published to readers.
+struct NftRuleSnapshot {
+  std::vector<const NftRule*> rules;
+};
+
+struct NftChain {
+  std::string name;
+  uint64_t handle = 0;
+  NftChainSpec spec;
+  NfDeviceHooks* dev = nullptr;  // attached device (base chains), nullptr when detached
+  NfHookOps ops;                 // registered on dev while attached; ops.priv == this
+  std::atomic<const NftRuleSnapshot*> snapshot{nullptr};
+  std::atomic<uint8_t> policy{static_cast<uint8_t>(NfVerdict::ACCEPT)};
+  std::vector<std::unique_ptr<NftRule>> rules;  // writer's view, in order
+
+  ~NftChain() { delete snapshot.load(std::memory_order_relaxed); }
+};
+
+struct NftTable {
+  std::string name;
+  uint64_t handle = 0;
+  uint64_t next_handle = 1;  // chains and rules share the table's handle space, as in nft
+  std::vector<std::unique_ptr<NftChain>> chains;
+};
+
+// The hook function of a base chain (mirrors nft_do_chain_netdev): walk the snapshot,
+// first rule with a verdict decides, else the chain's policy.
+NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st);
+
+// Outcome of a mutating call: ok, or an error message.
+struct NftStatus {
+  bool ok = true;
+  std::string error;
+  static NftStatus fail(std::string m) { return NftStatus{false, std::move(m)}; }
+};
+
+class NftRuleset {
+ public:
+  NftRuleset() = default;
+  ~NftRuleset();  // flushes: unregisters every hook
+  NftRuleset(const NftRuleset&) = delete;
+  NftRuleset& operator=(const NftRuleset&) = delete;
+
+  NftStatus add_table(const std::string& table);
+  NftStatus add_chain(const std::string& table, const std::string& chain, const NftChainSpec& spec,
+                      NftDeviceResolver& resolver);
+  // Append (or, with front, prepend) a rule; its handle goes to *handle when given.
+  NftStatus add_rule(const std::string& table, const std::string& chain, const NftRuleSpec& spec,
+                     bool front = false, uint64_t* handle = nullptr);
+  NftStatus delete_table(const std::string& table);
+  NftStatus delete_chain(const std::string& table, const std::string& chain);
+  NftStatus delete_rule(const std::string& table, const std::string& chain, uint64_t handle);
+  void flush();
+  // Unregister every chain attached to dev (device teardown); the chains stay, detached.
+  void detach_device(NfDeviceHooks* dev);
+
+  // `nft -a list ruleset` text (nft's layout, counters and handles).
+  std::string list() const;
+  // `nft -j list ruleset` document.
+  nlohmann::json list_json() const;
+
+  // Apply a parsed command; list output goes to *out.
+  NftStatus apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out);
+
+ private:
+  NftTable* find_table(const std::string& name);
+  void destroy_chain(std::unique_ptr<NftChain> c);  // unregister, wait, free
+  void publish_rules(NftChain& c);                  // new snapshot, wait, free the old
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<NftTable>> tables_;
+  uint64_t next_table_handle_ = 1;
+};
+
+}  // namespace pktpath::nf
