@@ -1,13 +1,110 @@
-// Placeholder for the x86-64 JIT (issue 5): it replaces this file with a prepare_jit that
-// emits code and fills PreparedImage{fn, image, owner}; the semantics helpers it calls
-// for slow paths are in bpf/semantics.h.
-#include "bpf/program.h"
+// prepare_jit: convergence passes over the emitter, then a W^X mapping of the result.
+#include "bpf/jit.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <random>
+
+#include "bpf/jit_emit.h"
 
 namespace pktpath::bpf {
 
-bool prepare_jit(std::span<const Insn>, PreparedImage*, std::string* err) {
-  if (err) *err = "jit: unavailable";
-  return false;
+JitCode::~JitCode() {
+  if (mem) munmap(mem, map_len);
+}
+
+JitOptions& jit_default_options() {
+  static JitOptions opt;
+  return opt;
+}
+
+namespace {
+
+constexpr unsigned kMaxPasses = 20;
+
+// Maps `code` as a fresh read+write region, copies it in, then flips the pages to
+// read+execute (mirrors bpf_jit_binary_lock_ro's W^X rule): never writable and
+// executable at once.
+std::shared_ptr<JitCode> map_wx(const std::vector<uint8_t>& code, std::string* err) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t len = (code.size() + page - 1) / page * page;
+  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    if (err) *err = "jit: mmap failed";
+    return nullptr;
+  }
+  auto jc = std::make_shared<JitCode>();
+  jc->mem = m;
+  jc->map_len = len;
+  jc->code_len = code.size();
+  std::memcpy(m, code.data(), code.size());
+  std::memset(static_cast<uint8_t*>(m) + code.size(), 0xcc, len - code.size());  // int3 padding
+  if (mprotect(m, len, PROT_READ | PROT_EXEC) != 0) {
+    if (err) *err = "jit: mprotect to read+execute failed";
+    return nullptr;  // jc's destructor unmaps
+  }
+  return jc;
+}
+
+}  // namespace
+
+bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
+                      std::string* err) {
+  if (opt.force_failure) {
+    if (err) *err = "jit: compilation disabled (forced failure)";
+    return false;
+  }
+  jit_detail::PassInput in;
+  in.prog = prog;
+  in.blind = opt.blind;
+  if (opt.blind) in.blind_seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  std::vector<uint8_t> short_ok;
+  in.short_ok = &short_ok;
+  jit_detail::PassOutput po;
+  unsigned passes = 0;
+  try {
+    // Start with every jump near, then shorten the ones a layout showed fit in rel8.
+    // Shortening only ever shrinks distances, so a jump found to fit keeps fitting and
+    // the flags grow monotonically until a pass changes nothing (do_jit's convergence).
+    for (;;) {
+      jit_detail::emit_pass(in, &po);
+      ++passes;
+      bool changed = false;
+      if (short_ok.size() < po.fits_short.size()) short_ok.resize(po.fits_short.size(), 0);
+      for (size_t s = 0; s < po.fits_short.size(); ++s)
+        if (po.fits_short[s] && !short_ok[s]) {
+          short_ok[s] = 1;
+          changed = true;
+        }
+      // Each pass's image is valid on its own (the assembler checked every rel8), so
+      // stopping at the cap only leaves some jumps longer than they could be.
+      if (!changed || passes >= kMaxPasses) break;
+    }
+  } catch (const std::exception& e) {
+    if (err) *err = std::string("jit: ") + e.what();
+    return false;
+  }
+  auto jc = map_wx(po.code, err);
+  if (!jc) return false;
+  jc->passes = passes;
+  out->fn = reinterpret_cast<RunFn>(jc->mem);
+  out->image = jc->mem;
+  out->owner = std::move(jc);
+  return true;
+}
+
+bool prepare_jit(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
+  return prepare_jit_with(prog, jit_default_options(), out, err);
+}
+
+const JitCode* jit_code_of(const PreparedImage& img) {
+  // The JIT's images are their own entry point; no other engine's are.
+  if (!img.fn || reinterpret_cast<const void*>(img.fn) != img.image) return nullptr;
+  return static_cast<const JitCode*>(img.owner.get());
 }
 
 }  // namespace pktpath::bpf

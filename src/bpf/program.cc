@@ -1,6 +1,7 @@
 #include "bpf/program.h"
 
 #include "bpf/check.h"
+#include "bpf/jit.h"
 
 namespace pktpath::bpf {
 
@@ -28,13 +29,21 @@ std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, 
   }
   Program p;
   p.engine_ = engine;
+  p.requested_ = engine;
   p.insns_.assign(prog.begin(), prog.end());
   std::string e;
   bool ok = false;
   switch (engine) {
     case Engine::Switch: ok = prepare_switch(p.insns_, &p.image_, &e); break;
     case Engine::Threaded: ok = prepare_threaded(p.insns_, &p.image_, &e); break;
-    case Engine::Jit: ok = prepare_jit(p.insns_, &p.image_, &e); break;
+    case Engine::Jit:
+      ok = prepare_jit(p.insns_, &p.image_, &e);
+      if (!ok && jit_default_options().allow_fallback) {  // the JIT refused: run on the threaded engine and keep the reason
+        p.jit_fallback_ = e;
+        p.engine_ = Engine::Threaded;
+        ok = prepare_threaded(p.insns_, &p.image_, &e);
+      }
+      break;
   }
   if (!ok) {
     if (err) *err = e;

@@ -8,7 +8,9 @@
 //   Switch    the plain reference interpreter over the raw instructions;
 //   Threaded  computed-goto threaded code, decoded once at load (handler address plus
 //             pre-resolved operands; one indirect jump per instruction — document 003);
-//   Jit       x86-64 code (issue 5); until it lands, load fails with "jit: unavailable".
+//   Jit       x86-64 code (issue 5, bpf/jit.h); a program the JIT cannot compile runs on
+//             the threaded engine instead: engine() says Threaded and
+//             jit_fallback_reason() why.
 //
 // A Program is immutable after load and may be run from many threads at once.
 #pragma once
@@ -62,12 +64,19 @@ class Program {
     for (size_t i = 0; i < views.size(); ++i) out[i] = image_.fn(image_.image, views[i]);
   }
 
+  // The engine that runs this program (Threaded when a requested JIT fell back).
   Engine engine() const { return engine_; }
+  Engine requested_engine() const { return requested_; }
+  // Non-empty when Engine::Jit was requested and the JIT could not compile the program.
+  const std::string& jit_fallback_reason() const { return jit_fallback_; }
+  const PreparedImage& image() const { return image_; }
   const Insns& insns() const { return insns_; }
 
  private:
   Program() = default;
   Engine engine_ = Engine::Switch;
+  Engine requested_ = Engine::Switch;
+  std::string jit_fallback_;
   Insns insns_;
   PreparedImage image_;
 };

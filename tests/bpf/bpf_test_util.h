@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "bpf/jit.h"
 #include "bpf/packet_set.h"
 #include "bpf/program.h"
 
@@ -25,8 +26,12 @@ inline nlohmann::json load_json(const std::string& path) {
   return nlohmann::json::parse(f);
 }
 
-// The interpreters this build has; the JIT joins when it loads.
-inline std::vector<Engine> engines() { return {Engine::Switch, Engine::Threaded}; }
+// Every engine: the two interpreters and the x86-64 JIT. Tests load without the JIT's
+// fallback, so a program the JIT fails to compile is a failure, not a silent interpreter run.
+inline std::vector<Engine> engines() {
+  jit_default_options().allow_fallback = false;
+  return {Engine::Switch, Engine::Threaded, Engine::Jit};
+}
 
 // libpcap's reference interpreter on the same instructions (wirelen, caplen as pcap has).
 inline uint32_t pcap_run(const Insns& prog, const uint8_t* p, uint32_t wirelen, uint32_t caplen) {

@@ -4,6 +4,7 @@
 // Policy for "BPF_MAXINSNS: jump over MSH": the kernel rejects it only while translating
 // to eBPF (a 16-bit jump offset overflows); pktpath does not translate, its checker is
 // bpf_check_classic, so the program is accepted and must return cases_if_accepted.
+#include <algorithm>
 #include <cstdio>
 
 #include "bpf/check.h"
@@ -95,7 +96,9 @@ TEST(BpfConformance, KernelTestBpfClassic) {
       }
       for (const json& c : run_cases) {
         uint32_t len = c["len"].get<uint32_t>();
-        PacketView v = PacketView::linear(data.data(), no_data ? 0 : len);
+        // Exactly len bytes on the heap, so ASan catches any read past the packet.
+        std::vector<uint8_t> exact(data.begin(), data.begin() + std::min<uint32_t>(no_data ? 0 : len, 128));
+        PacketView v = PacketView::linear(exact.data(), static_cast<uint32_t>(exact.size()));
         v.meta = meta;
         if (has_frag) {
           v.nr_frags = 1;

@@ -1,0 +1,54 @@
+// The x86-64 JIT for classic BPF (issue 5): a checked program becomes one straight-line
+// machine-code image (xbyak), mapped W^X — written while read+write, then switched to
+// read+execute, never both. Program::load(…, Engine::Jit) uses it; when the JIT cannot
+// compile a program, the program runs on the threaded engine and says why
+// (Program::jit_fallback_reason).
+//
+// Register plan (System V, the RunFn signature `u32 (const void* image, const PacketView&)`):
+//   eax = A, ecx = X (shift-by-X uses cl directly), rsi = the PacketView,
+//   rdi = packet head pointer, r8 = head length, edx/r9 scratch (div uses edx:eax).
+//   M[16] and the slow-path save slots live in a 120-byte frame, made only when the
+//   program touches the packet or scratch memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "bpf/insn.h"
+#include "bpf/program.h"
+
+namespace pktpath::bpf {
+
+struct JitOptions {
+  // Constant blinding (as Linux's bpf_jit_harden): every immediate that reaches the
+  // image is stored XORed with a random key and decoded at run time.
+  bool blind = false;
+  // Program::load: when the JIT fails, run on the threaded engine (true) or reject the
+  // program (false: the tests, so that a silent fallback cannot hide a JIT bug).
+  bool allow_fallback = true;
+  // Tests: make the compiler fail, to exercise the fallback to the threaded engine.
+  bool force_failure = false;
+};
+
+// The executable image a PreparedImage from the JIT owns (PreparedImage.owner).
+struct JitCode {
+  void* mem = nullptr;     // start of the mapping: the entry point
+  size_t map_len = 0;      // bytes mapped (whole pages)
+  size_t code_len = 0;     // bytes of code
+  unsigned passes = 0;     // emission passes until the jump encodings converged
+  ~JitCode();
+};
+
+// Process-wide defaults prepare_jit uses (the CLI's --jit-harden sets blind).
+JitOptions& jit_default_options();
+
+// Compiles with explicit options; prepare_jit (program.h) is this with the defaults.
+bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
+                      std::string* err);
+
+// The JitCode behind an image prepare_jit made (nullptr for other engines' images).
+const JitCode* jit_code_of(const PreparedImage& img);
+
+}  // namespace pktpath::bpf

@@ -1,0 +1,438 @@
+// One emission pass of the classic BPF x86-64 JIT. The ideas follow Linux's
+// arch/x86/net/bpf_jit_comp.c (do_jit: per-instruction emission into a buffer; the
+// caller repeats passes until every jump's encoding has settled) and the historic cBPF
+// JIT's plan of keeping A and X in registers with packet loads checked inline against
+// the head length; the code is our own, written with the xbyak assembler.
+#include "bpf/jit_emit.h"
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+
+#include <xbyak/xbyak.h>
+
+#include "bpf/packet_view.h"
+#include "bpf/semantics.h"
+
+namespace pktpath::bpf::jit_detail {
+
+namespace {
+
+// Slow-path helpers the image calls (System V ABI). The result is packed into one
+// register: low 32 bits the value, bit 32 set when the program must end now.
+
+// A packet read outside the head's fast path: fragments, negative offsets, or out of
+// bounds (bit 32: end returning 0). Mirrors bpf_skb_load_helper_* /
+// bpf_internal_load_pointer_neg_helper through load_packet.
+uint64_t helper_load(const PacketView* v, int32_t off, uint32_t size) {
+  uint32_t val = 0;
+  if (!load_packet(*v, off, size, &val)) return uint64_t{1} << 32;
+  return val;
+}
+
+// An ancillary load (bit 32: end returning the low half, the current A).
+uint64_t helper_ancillary(const PacketView* v, uint32_t ad, uint32_t a, uint32_t x) {
+  uint32_t aa = a;
+  if (!load_ancillary(*v, ad, &aa, x)) return (uint64_t{1} << 32) | aa;
+  return aa;
+}
+
+constexpr int kFrame = 120;      // keeps rsp 16-byte aligned at helper calls
+constexpr int kSaveA = 64;       // frame slots after M[0..15]
+constexpr int kSaveX = 68;
+constexpr int kSaveV = 72;
+
+enum class Cond { Always, A, AE, E, NE, B, BE };
+
+class Pass : public Xbyak::CodeGenerator {
+ public:
+  Pass(const PassInput& in, uint8_t* buf, size_t cap)
+      : Xbyak::CodeGenerator(cap, buf),
+        in_(in),
+        n_(in.prog.size()),
+        lab_(n_ + 1),
+        stub_(n_),
+        rng_(in.blind_seed | 1) {}
+
+  void run(PassOutput* out) {
+    scan();
+    prologue();
+    for (size_t i = 0; i < n_; ++i) {
+      L(lab_[i]);
+      insn(i);
+    }
+    L(lab_[n_]);  // never reached: the last instruction is a RET
+    for (size_t i = 0; i < n_; ++i)
+      if (needs_stub_[i]) stub(i);
+    L(ret0_);
+    xor_(eax, eax);
+    L(exit_a_);
+    epilogue();
+
+    const uint8_t* base = getCode();
+    out->code.assign(base, base + getSize());
+    out->fits_short.resize(sites_.size());
+    for (size_t s = 0; s < sites_.size(); ++s) {
+      const uint8_t* t = sites_[s].target->getAddress();
+      ptrdiff_t rel = (t - base) - static_cast<ptrdiff_t>(sites_[s].start + 2);
+      out->fits_short[s] = rel >= -128 && rel <= 127;
+    }
+  }
+
+ private:
+  struct Site {
+    size_t start;
+    const Xbyak::Label* target;
+  };
+
+  // Decides which parts of the machine a program needs.
+  void scan() {
+    needs_stub_.assign(n_, 0);
+    for (size_t i = 0; i < n_; ++i) {
+      const Insn& in = in_.prog[i];
+      uint16_t cls = bpf_class(in.code), mode = bpf_mode(in.code);
+      bool ld = cls == BPF_LD || cls == BPF_LDX;
+      if (ld && (mode == BPF_ABS || mode == BPF_IND || mode == BPF_MSH)) {
+        packet_ = true;
+        frame_ = true;
+        if (!is_ancillary_load(in)) needs_stub_[i] = 1;
+      }
+      if ((ld && mode == BPF_MEM) || cls == BPF_ST || cls == BPF_STX) frame_ = true;
+    }
+  }
+
+  void prologue() {
+    if (frame_) sub(rsp, kFrame);
+    xor_(eax, eax);  // A = 0, X = 0 as the kernel starts them
+    xor_(ecx, ecx);
+    if (packet_) reload_packet();
+  }
+
+  void epilogue() {
+    if (frame_) add(rsp, kFrame);
+    ret();
+  }
+
+  void reload_packet() {
+    mov(rdi, qword[rsi + static_cast<int>(offsetof(PacketView, data))]);
+    mov(r8d, dword[rsi + static_cast<int>(offsetof(PacketView, headlen))]);
+  }
+
+  // A jump whose encoding the convergence passes choose: rel8 once a previous pass
+  // showed it fits, rel32 until then.
+  void jump(Cond c, const Xbyak::Label& target) {
+    size_t id = sites_.size();
+    bool s = in_.short_ok && id < in_.short_ok->size() && (*in_.short_ok)[id];
+    sites_.push_back({getSize(), &target});
+    LabelType t = s ? T_SHORT : T_NEAR;
+    switch (c) {
+      case Cond::Always: jmp(target, t); break;
+      case Cond::A: ja(target, t); break;
+      case Cond::AE: jae(target, t); break;
+      case Cond::E: je(target, t); break;
+      case Cond::NE: jne(target, t); break;
+      case Cond::B: jb(target, t); break;
+      case Cond::BE: jbe(target, t); break;
+    }
+  }
+
+  uint32_t next_key() {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 7;
+    rng_ ^= rng_ << 17;
+    return static_cast<uint32_t>(rng_ >> 11) | 1u;
+  }
+
+  // Puts K in r9d, blinded when asked (the image then never holds K itself).
+  void imm_to_r9(uint32_t k) {
+    if (in_.blind) {
+      uint32_t key = next_key();
+      mov(r9d, k ^ key);
+      xor_(r9d, key);
+    } else {
+      mov(r9d, k);
+    }
+  }
+
+  void mov_imm(const Xbyak::Reg32& r, uint32_t k) {
+    if (in_.blind && k != 0) {
+      uint32_t key = next_key();
+      mov(r, k ^ key);
+      xor_(r, key);
+    } else if (k == 0) {
+      xor_(r, r);
+    } else {
+      mov(r, k);
+    }
+  }
+
+  void insn(size_t i) {
+    const Insn& in = in_.prog[i];
+    const uint32_t K = in.k;
+    const bool bl = in_.blind;
+    switch (in.code) {
+      case BPF_ALU | BPF_ADD | BPF_X: add(eax, ecx); break;
+      case BPF_ALU | BPF_SUB | BPF_X: sub(eax, ecx); break;
+      case BPF_ALU | BPF_MUL | BPF_X: imul(eax, ecx); break;
+      case BPF_ALU | BPF_AND | BPF_X: and_(eax, ecx); break;
+      case BPF_ALU | BPF_OR | BPF_X: or_(eax, ecx); break;
+      case BPF_ALU | BPF_XOR | BPF_X: xor_(eax, ecx); break;
+      case BPF_ALU | BPF_LSH | BPF_X: shl(eax, cl); break;  // x86 masks the count to 5 bits
+      case BPF_ALU | BPF_RSH | BPF_X: shr(eax, cl); break;
+      case BPF_ALU | BPF_DIV | BPF_X:
+      case BPF_ALU | BPF_MOD | BPF_X:
+        test(ecx, ecx);
+        jump(Cond::E, ret0_);  // division by X == 0 ends the program with 0
+        xor_(edx, edx);
+        div(ecx);
+        if (bpf_op(in.code) == BPF_MOD) mov(eax, edx);
+        break;
+      case BPF_ALU | BPF_ADD | BPF_K:
+        if (bl) { imm_to_r9(K); add(eax, r9d); } else add(eax, K);
+        break;
+      case BPF_ALU | BPF_SUB | BPF_K:
+        if (bl) { imm_to_r9(K); sub(eax, r9d); } else sub(eax, K);
+        break;
+      case BPF_ALU | BPF_MUL | BPF_K:
+        if (bl) { imm_to_r9(K); imul(eax, r9d); } else imul(eax, eax, static_cast<int>(K));
+        break;
+      case BPF_ALU | BPF_AND | BPF_K:
+        if (bl) { imm_to_r9(K); and_(eax, r9d); } else and_(eax, K);
+        break;
+      case BPF_ALU | BPF_OR | BPF_K:
+        if (bl) { imm_to_r9(K); or_(eax, r9d); } else or_(eax, K);
+        break;
+      case BPF_ALU | BPF_XOR | BPF_K:
+        if (bl) { imm_to_r9(K); xor_(eax, r9d); } else xor_(eax, K);
+        break;
+      case BPF_ALU | BPF_LSH | BPF_K: if (K) shl(eax, static_cast<int>(K)); break;  // K < 32 (checker)
+      case BPF_ALU | BPF_RSH | BPF_K: if (K) shr(eax, static_cast<int>(K)); break;
+      case BPF_ALU | BPF_DIV | BPF_K:
+      case BPF_ALU | BPF_MOD | BPF_K: div_k(in.code, K); break;  // K != 0 (checker)
+      case BPF_ALU | BPF_NEG: neg(eax); break;
+
+      case BPF_JMP | BPF_JA:
+        if (K) jump(Cond::Always, lab_[i + 1 + K]);
+        break;
+      case BPF_JMP | BPF_JGT | BPF_K:
+      case BPF_JMP | BPF_JGE | BPF_K:
+      case BPF_JMP | BPF_JEQ | BPF_K:
+      case BPF_JMP | BPF_JSET | BPF_K:
+      case BPF_JMP | BPF_JGT | BPF_X:
+      case BPF_JMP | BPF_JGE | BPF_X:
+      case BPF_JMP | BPF_JEQ | BPF_X:
+      case BPF_JMP | BPF_JSET | BPF_X: cond_jump(i, in); break;
+
+      case BPF_LD | BPF_W | BPF_ABS:
+      case BPF_LD | BPF_H | BPF_ABS:
+      case BPF_LD | BPF_B | BPF_ABS:
+        if (in_ancillary_window(K)) ancillary(K - static_cast<uint32_t>(SKF_AD_OFF));
+        else load_abs(i, size_of(in.code), K);
+        break;
+      case BPF_LD | BPF_W | BPF_IND:
+      case BPF_LD | BPF_H | BPF_IND:
+      case BPF_LD | BPF_B | BPF_IND: load_ind(i, size_of(in.code), K); break;
+      case BPF_LDX | BPF_B | BPF_MSH:
+        if (K < 0x80000000u) {
+          cmp(r8d, K + 1);
+          jump(Cond::B, stub_[i]);
+          movzx(ecx, byte[rdi + static_cast<int>(K)]);
+          and_(ecx, 0xf);
+          shl(ecx, 2);
+        } else {
+          jump(Cond::Always, stub_[i]);  // negative offsets: the helper's job
+        }
+        break;
+      case BPF_LD | BPF_W | BPF_LEN: mov(eax, dword[rsi + static_cast<int>(offsetof(PacketView, wire_len))]); break;
+      case BPF_LDX | BPF_W | BPF_LEN: mov(ecx, dword[rsi + static_cast<int>(offsetof(PacketView, wire_len))]); break;
+      case BPF_LD | BPF_IMM: mov_imm(eax, K); break;
+      case BPF_LDX | BPF_IMM: mov_imm(ecx, K); break;
+      case BPF_LD | BPF_MEM: mov(eax, dword[rsp + static_cast<int>(4 * K)]); break;
+      case BPF_LDX | BPF_MEM: mov(ecx, dword[rsp + static_cast<int>(4 * K)]); break;
+      case BPF_ST: mov(dword[rsp + static_cast<int>(4 * K)], eax); break;
+      case BPF_STX: mov(dword[rsp + static_cast<int>(4 * K)], ecx); break;
+      case BPF_MISC | BPF_TAX: mov(ecx, eax); break;
+      case BPF_MISC | BPF_TXA: mov(eax, ecx); break;
+      case BPF_RET | BPF_K:
+        mov_imm(eax, K);
+        epilogue();
+        break;
+      case BPF_RET | BPF_A: epilogue(); break;
+      default:
+        throw std::runtime_error("jit: opcode not handled");  // unreachable after the checker
+    }
+  }
+
+  static uint32_t size_of(uint16_t code) {
+    switch (bpf_size(code)) {
+      case BPF_W: return 4;
+      case BPF_H: return 2;
+      default: return 1;
+    }
+  }
+
+  void div_k(uint16_t code, uint32_t k) {
+    bool mod = bpf_op(code) == BPF_MOD;
+    if (!in_.blind && (k & (k - 1)) == 0) {  // a power of two: shift or mask
+      if (mod) {
+        and_(eax, k - 1);
+      } else {
+        int sh = __builtin_ctz(k);
+        if (sh) shr(eax, sh);
+      }
+      return;
+    }
+    imm_to_r9(k);
+    xor_(edx, edx);
+    div(r9d);
+    if (mod) mov(eax, edx);
+  }
+
+  void load_abs(size_t i, uint32_t size, uint32_t k) {
+    if (k >= 0x80000000u) {  // SKF_NET_OFF / SKF_LL_OFF and beyond: the helper decides
+      jump(Cond::Always, stub_[i]);
+      return;
+    }
+    // The read fits the head when headlen >= k + size (no overflow: k < 2^31).
+    cmp(r8d, k + size);
+    jump(Cond::B, stub_[i]);
+    const int d = static_cast<int>(k);
+    if (size == 4) {
+      mov(eax, dword[rdi + d]);
+      bswap(eax);
+    } else if (size == 2) {
+      movzx(eax, word[rdi + d]);
+      rol(ax, 8);
+    } else {
+      movzx(eax, byte[rdi + d]);
+    }
+  }
+
+  void load_ind(size_t i, uint32_t size, uint32_t k) {
+    // off = X + k with 32-bit wrap-around, then the 64-bit end compared with headlen.
+    lea(edx, ptr[rcx + static_cast<int>(k)]);
+    lea(r9, ptr[rdx + static_cast<int>(size)]);
+    cmp(r9, r8);
+    jump(Cond::A, stub_[i]);
+    if (size == 4) {
+      mov(eax, dword[rdi + rdx]);
+      bswap(eax);
+    } else if (size == 2) {
+      movzx(eax, word[rdi + rdx]);
+      rol(ax, 8);
+    } else {
+      movzx(eax, byte[rdi + rdx]);
+    }
+  }
+
+  void save_for_call() {
+    mov(dword[rsp + kSaveA], eax);
+    mov(dword[rsp + kSaveX], ecx);
+    mov(qword[rsp + kSaveV], rsi);
+  }
+
+  void restore_after_call() {
+    mov(rsi, qword[rsp + kSaveV]);
+    mov(ecx, dword[rsp + kSaveX]);
+    reload_packet();
+  }
+
+  // Ancillary loads go through load_ancillary (one implementation for every engine).
+  void ancillary(uint32_t ad) {
+    save_for_call();
+    mov(edx, eax);
+    mov(rdi, rsi);
+    mov(esi, ad);
+    // ecx already holds X, the fourth argument.
+    mov(rax, reinterpret_cast<uint64_t>(&helper_ancillary));
+    call(rax);
+    restore_after_call();
+    mov(rdx, rax);
+    shr(rdx, 32);
+    jump(Cond::NE, exit_a_);  // the program ends returning A (eax)
+  }
+
+  // The out-of-line slow path of packet load i: call load_packet, then continue at i+1.
+  void stub(size_t i) {
+    const Insn& in = in_.prog[i];
+    const bool ind = bpf_mode(in.code) == BPF_IND;
+    const bool msh = bpf_class(in.code) == BPF_LDX;
+    L(stub_[i]);
+    save_for_call();
+    if (ind) {
+      mov(esi, edx);  // the wrapped X + k the fast path computed
+    } else {
+      mov(esi, in.k);
+    }
+    mov(rdi, qword[rsp + kSaveV]);
+    mov(edx, size_of(in.code));
+    mov(rax, reinterpret_cast<uint64_t>(&helper_load));
+    call(rax);
+    restore_after_call();
+    mov(rdx, rax);
+    shr(rdx, 32);
+    jump(Cond::NE, ret0_);  // outside the packet: the program returns 0
+    if (msh) {
+      and_(eax, 0xf);
+      shl(eax, 2);
+      mov(ecx, eax);
+      mov(eax, dword[rsp + kSaveA]);
+    }
+    jump(Cond::Always, lab_[i + 1]);
+  }
+
+  // Conditional jump: compare, then branch to jt/jf with fall-through where one is 0.
+  void cond_jump(size_t i, const Insn& in) {
+    const bool x = bpf_src(in.code) == BPF_X;
+    const uint16_t op = bpf_op(in.code);
+    if (in.jt == in.jf) {  // both ways lead to one place: no test needed
+      if (in.jt) jump(Cond::Always, lab_[i + 1 + in.jt]);
+      return;
+    }
+    if (op == BPF_JSET) {
+      if (x) test(eax, ecx);
+      else if (in_.blind) { imm_to_r9(in.k); test(eax, r9d); }
+      else test(eax, in.k);
+    } else {
+      if (x) cmp(eax, ecx);
+      else if (in_.blind) { imm_to_r9(in.k); cmp(eax, r9d); }
+      else cmp(eax, in.k);
+    }
+    Cond t, f;  // taken / not-taken conditions (unsigned compares, as cBPF's)
+    switch (op) {
+      case BPF_JGT: t = Cond::A; f = Cond::BE; break;
+      case BPF_JGE: t = Cond::AE; f = Cond::B; break;
+      case BPF_JEQ: t = Cond::E; f = Cond::NE; break;
+      default: t = Cond::NE; f = Cond::E; break;  // JSET: taken when A & K != 0
+    }
+    if (in.jt == 0) {  // fall through on true
+      jump(f, lab_[i + 1 + in.jf]);
+      return;
+    }
+    jump(t, lab_[i + 1 + in.jt]);
+    if (in.jf) jump(Cond::Always, lab_[i + 1 + in.jf]);
+  }
+
+  const PassInput& in_;
+  const size_t n_;
+  std::vector<Xbyak::Label> lab_;   // lab_[i]: start of instruction i
+  std::vector<Xbyak::Label> stub_;  // stub_[i]: slow path of packet load i
+  Xbyak::Label ret0_, exit_a_;
+  std::vector<uint8_t> needs_stub_;
+  std::vector<Site> sites_;
+  bool frame_ = false, packet_ = false;
+  uint64_t rng_;
+};
+
+}  // namespace
+
+void emit_pass(const PassInput& in, PassOutput* out) {
+  // Generous per-instruction budget: the longest instruction plus its slow path is
+  // well under 160 bytes; xbyak throws if a program ever exceeds it.
+  const size_t cap = 256 + in.prog.size() * 160;
+  std::vector<uint8_t> buf(cap);
+  auto pass = std::make_unique<Pass>(in, buf.data(), cap);
+  pass->run(out);
+}
+
+}  // namespace pktpath::bpf::jit_detail

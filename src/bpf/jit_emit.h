@@ -1,0 +1,31 @@
+// The JIT's code emitter: one pass over a checked program into a byte buffer. jit.cc runs
+// passes until the jump encodings converge, then maps the last pass's bytes W^X.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "bpf/insn.h"
+
+namespace pktpath::bpf::jit_detail {
+
+struct PassInput {
+  std::span<const Insn> prog;
+  // One flag per jump site (in emission order): true = a 2-byte rel8 encoding fits.
+  // Sites beyond the vector's end are emitted near (rel32).
+  const std::vector<uint8_t>* short_ok = nullptr;
+  bool blind = false;
+  uint64_t blind_seed = 0;
+};
+
+struct PassOutput {
+  std::vector<uint8_t> code;
+  // For every jump site: whether rel8 would reach its target in this pass's layout.
+  std::vector<uint8_t> fits_short;
+};
+
+// Emits one pass. Throws (Xbyak::Error / std::exception) when the assembler refuses.
+void emit_pass(const PassInput& in, PassOutput* out);
+
+}  // namespace pktpath::bpf::jit_detail
