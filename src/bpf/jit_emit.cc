@@ -25,16 +25,13 @@ namespace {
 // bounds (bit 32: end returning 0). Mirrors bpf_skb_load_helper_* /
 // bpf_internal_load_pointer_neg_helper through load_packet.
 uint64_t helper_load(const PacketView* v, int32_t off, uint32_t size) {
-  uint32_t val = 0;
-  if (!load_packet(*v, off, size, &val)) return uint64_t{1} << 32;
-  return val;
+  return load_packet(*v, off, size);
 }
 
 // An ancillary load (bit 32: end returning the low half, the current A).
 uint64_t helper_ancillary(const PacketView* v, uint32_t ad, uint32_t a, uint32_t x) {
-  uint32_t aa = a;
-  if (!load_ancillary(*v, ad, &aa, x)) return (uint64_t{1} << 32) | aa;
-  return aa;
+  const uint64_t r = load_ancillary(*v, ad, a, x);
+  return load_failed(r) ? ((uint64_t{1} << 32) | a) : r;
 }
 
 constexpr int kFrame = 120;      // keeps rsp 16-byte aligned at helper calls
