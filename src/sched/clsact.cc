@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -49,6 +50,28 @@ std::set<TcDevState*>& registry() {
 }
 
 std::atomic<bpf::Engine> g_engine{bpf::Engine::Jit};
+
+// Deferred frees (call_rcu): what writers unpublished, freed after one grace period that
+// covers a whole batch, so a writer replacing filters in a loop does not wait for the
+// readers once per change. Guarded by tc_mu().
+constexpr size_t kRetireBatch = 64;
+std::vector<std::function<void()>>& retired() {
+  static std::vector<std::function<void()>> r;
+  return r;
+}
+void retire_flush(bool force) {
+  auto& r = retired();
+  if (r.empty() || (!force && r.size() < kRetireBatch)) return;
+  nf::nf_rcu_synchronize();
+  for (auto& fn : r) fn();
+  r.clear();
+}
+template <typename T>
+void retire(std::unique_ptr<T> obj) {
+  if (!obj) return;
+  retired().push_back([p = obj.release()] { delete p; });
+  retire_flush(false);
+}
 std::atomic<bool> g_egress_hooks_on{true};
 
 TcDevState::~TcDevState() {
@@ -57,6 +80,7 @@ TcDevState::~TcDevState() {
   registry().erase(this);
   for (Dir d : {Dir::Egress, Dir::Ingress}) delete head(d).exchange(nullptr);
   dev.set_egress_hook(nullptr, nullptr);
+  retire_flush(true);
 }
 
 TcDevState& state_of(NetDevice& dev) {
@@ -78,7 +102,8 @@ void update_egress_hook(TcDevState& s) {
   s.dev.set_egress_hook(want ? dev_egress_hooks : nullptr, nullptr);
 }
 
-// Publish the current filter list of a direction, wait for readers, free the old list.
+// Publish the current filter list of a direction; the old list is freed after a grace
+// period (retire).
 void publish(TcDevState& s, Dir d) {
   const Miniq* fresh = nullptr;
   auto& list = s.filters[static_cast<int>(d)];
@@ -90,10 +115,7 @@ void publish(TcDevState& s, Dir d) {
   }
   const Miniq* old = s.head(d).exchange(fresh, std::memory_order_acq_rel);
   if (d == Dir::Egress) update_egress_hook(s);
-  if (old) {
-    nf::nf_rcu_synchronize();
-    delete old;
-  }
+  retire(std::unique_ptr<const Miniq>(old));
 }
 
 bool run_order(const std::unique_ptr<BpfFilter>& a, const std::unique_ptr<BpfFilter>& b) {
@@ -243,8 +265,15 @@ bool clsact_del(NetDevice& dev, std::string* err) {
   // Unpublish both lists (publish() waits for readers), then free the filters.
   publish(*s, Dir::Egress);
   publish(*s, Dir::Ingress);
+  for (auto& l : s->filters)
+    for (auto& f : l) retire(std::move(f));
   for (auto& l : s->filters) l.clear();
   return true;
+}
+
+void tc_rcu_barrier() {
+  std::lock_guard g(tc_mu());
+  retire_flush(true);
 }
 
 bool clsact_present(NetDevice& dev) {
@@ -296,8 +325,8 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
     list.push_back(std::move(f));
     std::stable_sort(list.begin(), list.end(), run_order);
   }
-  publish(*s, dir);  // a list was published before whenever `old` is set: this waited
-  old.reset();
+  publish(*s, dir);
+  retire(std::move(old));
   if (pref_out) *pref_out = pref;
   if (handle_out) *handle_out = handle;
   return true;
@@ -324,7 +353,8 @@ bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::st
     if (err) *err = "Filter with specified priority/protocol not found";
     return false;
   }
-  publish(*s, dir);  // the list held `removed`, so it was published: this waited
+  publish(*s, dir);
+  for (auto& f : removed) retire(std::move(f));
   return true;
 }
 
@@ -347,15 +377,13 @@ bpf::Engine tc_bpf_engine() { return g_engine.load(); }
 bool tc_set_bpf_engine(bpf::Engine e, std::string* err) {
   std::lock_guard g(tc_mu());
   g_engine.store(e);
-  std::vector<std::unique_ptr<const bpf::Program>> old;
   for (TcDevState* s : registry())
     for (auto& list : s->filters)
       for (auto& f : list) {
         auto o = f->reload(e, err);
         if (!o) return false;
-        old.push_back(std::move(o));
+        retire(std::move(o));
       }
-  if (!old.empty()) nf::nf_rcu_synchronize();
   return true;
 }
 

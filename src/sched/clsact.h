@@ -10,10 +10,11 @@
 // quiescent state (netfilter/nf_rcu.h: the same liburcu QSBR domain as netfilter). No
 // lock.
 // Write side: every function below that changes configuration takes one global mutex
-// (the rtnl lock's role), builds a new Miniq, publishes it, waits for a grace period
-// (nf_rcu_synchronize) and only then frees what it replaced. The caller must not hold an
-// RCU read-side reference (a registered reader calling these is fine: it is taken
-// offline while waiting).
+// (the rtnl lock's role), builds a new Miniq and publishes it; what it replaced is freed
+// after a grace period (call_rcu style: retired objects are freed in batches of 64 after
+// one nf_rcu_synchronize, and all at once by tc_rcu_barrier or when a device with hooks
+// is destroyed). The caller must not hold an RCU read-side reference (a registered
+// reader calling these is fine: liburcu takes it offline while waiting).
 #pragma once
 
 #include <functional>
@@ -63,6 +64,8 @@ Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
 bool clsact_add(NetDevice& dev, std::string* err);  // EEXIST-style error when present
 bool clsact_del(NetDevice& dev, std::string* err);  // detaches and frees every filter
 bool clsact_present(NetDevice& dev);
+// rcu_barrier: wait for a grace period and free everything retired so far.
+void tc_rcu_barrier();
 
 // `tc filter add` (replace=false) or `tc filter replace` (replace=true: the filter at
 // (pref, handle) is swapped in one publication; readers see the old or the new one).
