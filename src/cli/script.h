@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "cli/script_ext.h"
 #include "core/netdevice.h"
 #include "sched/qdisc_options.h"
 #include "sched/sch_api.h"
@@ -61,8 +62,8 @@ struct SendCmd {
   uint32_t threads = 1;
 };
 
-using ScriptCommand =
-    std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow, SleepCmd, SendCmd>;
+using ScriptCommand = std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow, SleepCmd,
+                                   SendCmd, ExtCommand>;
 
 // Parse one tokenized, non-empty line. false with err on bad input.
 bool parse_command(const std::vector<std::string>& words, ScriptCommand& out, ScriptError& err);

@@ -24,6 +24,12 @@ class ScriptRunner {
   // Apply one command. false with err (nothing applied) on failure.
   bool execute(const ScriptCommand& cmd, ScriptError& err);
   DeviceTable& table() { return table_; }
+  // For extension lines (script_ext.h).
+  bool json() const { return json_; }
+  std::FILE* out() const { return out_; }
+  Cpu& control_cpu() { return control_; }
+  std::shared_ptr<ScriptExtState>& ext_slot() { return ext_; }
+  void drain_pending() { run_all_pending(); }
 
  private:
   bool ip_link_add(const IpLinkAdd& c, ScriptError& err);
@@ -45,6 +51,7 @@ class ScriptRunner {
   Cpu control_;
   std::vector<std::unique_ptr<Cpu>> workers_;
   DeviceTable table_;
+  std::shared_ptr<ScriptExtState> ext_;  // after table_: destroyed before the devices
 };
 
 }  // namespace pktpath::cli

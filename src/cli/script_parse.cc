@@ -387,6 +387,12 @@ bool tokenize_line(const std::string& line, std::vector<std::string>& words, Scr
 
 bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, ScriptError& err) {
   const std::string& cmd = w.at(0);
+  // clsact, tc filter and nft lines (script_ext.h).
+  ExtCommand ext;
+  if (auto r = parse_ext_command(w, ext, err)) {
+    if (*r) out = std::move(ext);
+    return *r;
+  }
   if (cmd == "ip") return parse_ip(w, out, err);
   if (cmd == "tc") return parse_tc(w, out, err);
   if (cmd == "sleep") return parse_sleep(w, out, err);

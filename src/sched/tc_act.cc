@@ -146,7 +146,7 @@ int SkbeditAction::act(const TcContext& ctx, Packet* p, TcResult&) {
 }
 
 std::string SkbeditAction::describe() const {
-  std::string s = "skbedit ";
+  std::string s = "skbedit";
   if (p_.queue_mapping) s += " queue_mapping " + std::to_string(*p_.queue_mapping);
   if (p_.priority) {
     char b[32];
