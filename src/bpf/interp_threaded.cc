@@ -34,6 +34,12 @@ enum Op : uint8_t {
   // libpcap's code (ldh [12]; jeq #0x800 ...).
   kLdWJeq, kLdWJgt, kLdWJge, kLdWJset, kLdHJeq, kLdHJgt, kLdHJge, kLdHJset,
   kLdBJeq, kLdBJgt, kLdBJge, kLdBJset,
+  // `LD ABS; AND #mask; Jcond K` (libpcap's net/mask tests) and `LD IND; Jcond K`
+  // (port tests after `ldxb 4*([14]&0xf)`), in the same W, H, B x JEQ, JGT, JGE, JSET grid.
+  kLdWAndJeq, kLdWAndJgt, kLdWAndJge, kLdWAndJset, kLdHAndJeq, kLdHAndJgt, kLdHAndJge, kLdHAndJset,
+  kLdBAndJeq, kLdBAndJgt, kLdBAndJge, kLdBAndJset,
+  kIndWJeq, kIndWJgt, kIndWJge, kIndWJset, kIndHJeq, kIndHJgt, kIndHJge, kIndHJset,
+  kIndBJeq, kIndBJgt, kIndBJge, kIndBJset,
   kOpCount
 };
 
@@ -48,7 +54,11 @@ uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* 
       &&ld_ind_w, &&ld_ind_h, &&ld_ind_b, &&ldx_msh, &&ld_len, &&ldx_len, &&ld_imm,
       &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx,
       &&ldw_jeq, &&ldw_jgt, &&ldw_jge, &&ldw_jset, &&ldh_jeq, &&ldh_jgt, &&ldh_jge, &&ldh_jset,
-      &&ldb_jeq, &&ldb_jgt, &&ldb_jge, &&ldb_jset};
+      &&ldb_jeq, &&ldb_jgt, &&ldb_jge, &&ldb_jset,
+      &&ldw_and_jeq, &&ldw_and_jgt, &&ldw_and_jge, &&ldw_and_jset, &&ldh_and_jeq, &&ldh_and_jgt,
+      &&ldh_and_jge, &&ldh_and_jset, &&ldb_and_jeq, &&ldb_and_jgt, &&ldb_and_jge, &&ldb_and_jset,
+      &&indw_jeq, &&indw_jgt, &&indw_jge, &&indw_jset, &&indh_jeq, &&indh_jgt, &&indh_jge,
+      &&indh_jset, &&indb_jeq, &&indb_jgt, &&indb_jge, &&indb_jset};
   if (PP_UNLIKELY(ip == nullptr)) {
     *table = kLabels;
     return 0;
@@ -174,6 +184,46 @@ stx: M[ip->k] = X; NEXT;
   FUSED(ldb_jge, 1, A >= ip->k)
   FUSED(ldb_jset, 1, A & ip->k)
 #undef FUSED
+#define FUSED_AND(label, size, cond)               \
+  label:                                           \
+  r = load_fast<size>(v, ip->k);                   \
+  if (PP_UNLIKELY(load_failed(r))) return 0;       \
+  A = static_cast<uint32_t>(r) & ip[1].k;          \
+  ip += 2;                                         \
+  JUMP(cond);
+  FUSED_AND(ldw_and_jeq, 4, A == ip->k)
+  FUSED_AND(ldw_and_jgt, 4, A > ip->k)
+  FUSED_AND(ldw_and_jge, 4, A >= ip->k)
+  FUSED_AND(ldw_and_jset, 4, A & ip->k)
+  FUSED_AND(ldh_and_jeq, 2, A == ip->k)
+  FUSED_AND(ldh_and_jgt, 2, A > ip->k)
+  FUSED_AND(ldh_and_jge, 2, A >= ip->k)
+  FUSED_AND(ldh_and_jset, 2, A & ip->k)
+  FUSED_AND(ldb_and_jeq, 1, A == ip->k)
+  FUSED_AND(ldb_and_jgt, 1, A > ip->k)
+  FUSED_AND(ldb_and_jge, 1, A >= ip->k)
+  FUSED_AND(ldb_and_jset, 1, A & ip->k)
+#undef FUSED_AND
+#define FUSED_IND(label, size, cond)               \
+  label:                                           \
+  r = load_fast<size>(v, X + ip->k);               \
+  if (PP_UNLIKELY(load_failed(r))) return 0;       \
+  A = static_cast<uint32_t>(r);                    \
+  ++ip;                                            \
+  JUMP(cond);
+  FUSED_IND(indw_jeq, 4, A == ip->k)
+  FUSED_IND(indw_jgt, 4, A > ip->k)
+  FUSED_IND(indw_jge, 4, A >= ip->k)
+  FUSED_IND(indw_jset, 4, A & ip->k)
+  FUSED_IND(indh_jeq, 2, A == ip->k)
+  FUSED_IND(indh_jgt, 2, A > ip->k)
+  FUSED_IND(indh_jge, 2, A >= ip->k)
+  FUSED_IND(indh_jset, 2, A & ip->k)
+  FUSED_IND(indb_jeq, 1, A == ip->k)
+  FUSED_IND(indb_jgt, 1, A > ip->k)
+  FUSED_IND(indb_jge, 1, A >= ip->k)
+  FUSED_IND(indb_jset, 1, A & ip->k)
+#undef FUSED_IND
 #undef NEXT
 #undef JUMP
 }
@@ -233,22 +283,37 @@ Op op_of(const Insn& in) {
   }
 }
 
-// The fused handler for `ld` at i followed by `next`, or kOpCount if the pair does not fuse.
-Op fused_op(Op ld, const Insn& next) {
-  int size_base;
-  switch (ld) {
-    case kLdAbsW: size_base = kLdWJeq; break;
-    case kLdAbsH: size_base = kLdHJeq; break;
-    case kLdAbsB: size_base = kLdBJeq; break;
+// Offset of a conditional jump on K within a fused group (JEQ 0, JGT 1, JGE 2, JSET 3), or -1.
+int cond_index(const Insn& j) {
+  switch (j.code) {
+    case BPF_JMP | BPF_JEQ | BPF_K: return 0;
+    case BPF_JMP | BPF_JGT | BPF_K: return 1;
+    case BPF_JMP | BPF_JGE | BPF_K: return 2;
+    case BPF_JMP | BPF_JSET | BPF_K: return 3;
+    default: return -1;
+  }
+}
+
+// The fused handler for the group starting at prog[i] (a load), or kOpCount.
+// Only the group's first slot changes; the others stay intact for jumps landing on them.
+Op fused_op(Op op, std::span<const Insn> prog, size_t i) {
+  int size_index;  // W 0, H 1, B 2
+  bool ind;
+  switch (op) {
+    case kLdAbsW: size_index = 0; ind = false; break;
+    case kLdAbsH: size_index = 1; ind = false; break;
+    case kLdAbsB: size_index = 2; ind = false; break;
+    case kLdIndW: size_index = 0; ind = true; break;
+    case kLdIndH: size_index = 1; ind = true; break;
+    case kLdIndB: size_index = 2; ind = true; break;
     default: return kOpCount;
   }
-  switch (next.code) {
-    case BPF_JMP | BPF_JEQ | BPF_K: return static_cast<Op>(size_base + 0);
-    case BPF_JMP | BPF_JGT | BPF_K: return static_cast<Op>(size_base + 1);
-    case BPF_JMP | BPF_JGE | BPF_K: return static_cast<Op>(size_base + 2);
-    case BPF_JMP | BPF_JSET | BPF_K: return static_cast<Op>(size_base + 3);
-    default: return kOpCount;
-  }
+  if (i + 1 >= prog.size()) return kOpCount;
+  if (int c = cond_index(prog[i + 1]); c >= 0)
+    return static_cast<Op>((ind ? kIndWJeq : kLdWJeq) + 4 * size_index + c);
+  if (!ind && prog[i + 1].code == (BPF_ALU | BPF_AND | BPF_K) && i + 2 < prog.size())
+    if (int c = cond_index(prog[i + 2]); c >= 0) return static_cast<Op>(kLdWAndJeq + 4 * size_index + c);
+  return kOpCount;
 }
 
 uint32_t threaded_entry(const void* image, const PacketView& v) {
@@ -269,10 +334,7 @@ bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::strin
       return false;
     }
     ThreadedInsn& t = (*code)[i];
-    if (i + 1 < prog.size()) {
-      Op f = fused_op(op, prog[i + 1]);
-      if (f != kOpCount) op = f;
-    }
+    if (Op f = fused_op(op, prog, i); f != kOpCount) op = f;
     t.op = labels[op];
     t.k = op == kLdAnc ? in.k - static_cast<uint32_t>(SKF_AD_OFF) : in.k;
     if (op == kJa) {

@@ -60,6 +60,7 @@ struct SendCmd {
   uint64_t count = 0;
   uint32_t size = 60;
   uint32_t threads = 1;
+  uint32_t priority = 0;  // skb->priority, for pfifo_fast/prio band selection
 };
 
 using ScriptCommand = std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow, SleepCmd,

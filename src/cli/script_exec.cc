@@ -282,6 +282,7 @@ bool ScriptRunner::send(const SendCmd& c, ScriptError& err) {
       h[13] = 0x00;
       p->protocol = 0x0008;  // htons(ETH_P_IP)
       p->dev = d;
+      p->priority = c.priority;
       if (dev_queue_xmit(cpu, p) == NET_XMIT_SUCCESS) ++ok[t];
       else ++errors[t];
       if ((i & 63) == 63) cpu.run_pending();

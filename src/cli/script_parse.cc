@@ -88,7 +88,7 @@ bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptComman
       return fail(err, k, "unknown option \"" + k + "\"");
     }
   }
-  if (!have_name) return fail(err, at(w, i), "ip link add needs a device name");
+  if (!have_name) return fail(err, "add", "ip link add needs a device name");
   if (a.kind.empty()) return fail(err, at(w, i), "ip link add needs \"type KIND\"");
   out = a;
   return true;
@@ -262,6 +262,8 @@ bool parse_send(const std::vector<std::string>& w, ScriptCommand& out, ScriptErr
     } else if (k == "size") {
       if (!parse_u32(v, s.size) || s.size < 14 || s.size > 1500 + 14)
         return fail(err, v, "size must be 14..1514");
+    } else if (k == "priority") {
+      if (!parse_u32(v, s.priority)) return fail(err, v, "bad priority \"" + v + "\"");
     } else if (k == "threads") {
       if (!parse_u32(v, s.threads) || s.threads < 1 || s.threads > 64) return fail(err, v, "threads must be 1..64");
     } else {

@@ -173,28 +173,4 @@ PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
 int dev_queue_xmit(Cpu& cpu, Packet* p) { return dev_queue_xmit_impl<true>(cpu, p); }
 int dev_queue_xmit_nohook(Cpu& cpu, Packet* p) { return dev_queue_xmit_impl<false>(cpu, p); }
 
-// mirrors dev_hard_start_xmit / xmit_one
-Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice& dev, TxQueue& txq, NetdevTx& rc) {
-  auto start_xmit = dev.ops().start_xmit;
-  Packet* p = first;
-  rc = NetdevTx::OK;
-  while (p) {
-    Packet* next = p->next;
-    p->next = nullptr;
-    p->xmit_more = next != nullptr;
-    rc = start_xmit(cpu, p, dev, txq);
-    if (PP_UNLIKELY(rc != NetdevTx::OK)) {
-      p->next = next;
-      return p;
-    }
-    p = next;
-    // The driver stopped the queue under us: hand the rest back for a requeue.
-    if (PP_UNLIKELY(p != nullptr && txq.stopped())) {
-      rc = NetdevTx::BUSY;
-      return p;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace pktpath
