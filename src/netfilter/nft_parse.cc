@@ -61,8 +61,17 @@ class Parser {
       else if (o.text == "-a" || o.text == "--handle") {}  // handles are always listed
       else fail(o, "unsupported option");
     }
-    const Tok& verb = need("a command (add, insert, delete, flush, list)");
-    if (verb.text == "add" || verb.text == "insert") {
+    const Tok& verb = need("a command (add, insert, replace, delete, flush, list)");
+    if (verb.text == "replace") {
+      const Tok& what = need("'rule'");
+      if (what.text != "rule") fail(what, "unsupported: replace only takes 'rule'");
+      c.op = NftOp::REPLACE_RULE;
+      family();
+      c.table = name("table name");
+      c.chain = name("chain name");
+      c.handle = handle();
+      c.rule = rule();
+    } else if (verb.text == "add" || verb.text == "insert") {
       const Tok& what = need("table, chain or rule");
       if (verb.text == "insert" && what.text != "rule") fail(what, "unsupported: insert only takes 'rule'");
       if (what.text == "table") {
@@ -96,10 +105,7 @@ class Parser {
       } else if (what.text == "rule") {
         c.op = NftOp::DELETE_RULE;
         c.chain = name("chain name");
-        const Tok& h = need("'handle'");
-        if (h.text != "handle") fail(h, "expected 'handle' (rules are deleted by handle)");
-        const Tok& v = need("a rule handle");
-        c.handle = number(v, 1, std::numeric_limits<uint64_t>::max(), "rule handle");
+        c.handle = handle();
       } else {
         fail(what, "unsupported object (expected table, chain or rule)");
       }
@@ -108,7 +114,7 @@ class Parser {
       if (what.text != "ruleset") fail(what, "unsupported: only '" + verb.text + " ruleset'");
       c.op = verb.text == "flush" ? NftOp::FLUSH_RULESET : NftOp::LIST_RULESET;
     } else {
-      fail(verb, "unsupported command (expected add, insert, delete, flush or list)");
+      fail(verb, "unsupported command (expected add, insert, replace, delete, flush or list)");
     }
     if (!at_end()) fail(peek_tok(), "unexpected word after the command");
     return c;
@@ -129,6 +135,14 @@ class Parser {
   const Tok& need(const std::string& what) {
     if (at_end()) fail_missing(what);
     return next();
+  }
+
+  // handle H
+  uint64_t handle() {
+    const Tok& h = need("'handle'");
+    if (h.text != "handle") fail(h, "expected 'handle' (rules are named by handle)");
+    const Tok& v = need("a rule handle");
+    return number(v, 1, std::numeric_limits<uint64_t>::max(), "rule handle");
   }
 
   void family() {
@@ -328,9 +342,17 @@ class Parser {
     if (dash == std::string::npos) {
       m.lo = m.hi = static_cast<uint32_t>(number(v, 0, 65535, "port"));
     } else {
-      Tok a{s.substr(0, dash), v.index}, b{s.substr(dash + 1), v.index};
-      m.lo = static_cast<uint32_t>(number(a, 0, 65535, "port"));
-      m.hi = static_cast<uint32_t>(number(b, 0, 65535, "port"));
+      // Errors in either bound name the whole "a-b" word.
+      auto bound = [&](std::string part) {
+        try {
+          return static_cast<uint32_t>(number(Tok{std::move(part), v.index}, 0, 65535, "port"));
+        } catch (ParseFail& f) {
+          f.err.word = v.text;
+          throw;
+        }
+      };
+      m.lo = bound(s.substr(0, dash));
+      m.hi = bound(s.substr(dash + 1));
       if (m.lo > m.hi) fail(v, "invalid port range (first > last)");
     }
     return m;

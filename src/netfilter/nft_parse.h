@@ -9,6 +9,7 @@
 //       match := meta mark [OP] N | meta protocol [OP] ip|ip6|arp|vlan|8021q|8021ad|N
 //              | ip saddr|daddr [OP] A.B.C.D[/LEN] | tcp|udp sport|dport [OP] N[-M]
 //       OP    := == | != | eq | ne
+//   nft replace rule netdev T C handle H [match...] [counter] [accept|drop]
 //   nft delete table netdev T | delete chain netdev T C | delete rule netdev T C handle H
 //   nft flush ruleset | nft list ruleset
 // The chain body may arrive as one quoted word or as separate words; both are accepted.
@@ -30,6 +31,7 @@ enum class NftOp : uint8_t {
   ADD_CHAIN,
   ADD_RULE,     // append
   INSERT_RULE,  // prepend
+  REPLACE_RULE, // replace the rule with `handle` in place (one publication)
   DELETE_TABLE,
   DELETE_CHAIN,
   DELETE_RULE,
@@ -54,7 +56,7 @@ struct NftCommand {
   std::string chain;
   NftChainSpec chain_spec;
   NftRuleSpec rule;
-  uint64_t handle = 0;  // DELETE_RULE
+  uint64_t handle = 0;  // DELETE_RULE, REPLACE_RULE
   bool json = false;    // -j / --json
 };
 

@@ -154,6 +154,17 @@ NftStatus NftRuleset::add_table(const std::string& table) {
   return {};
 }
 
+static std::unique_ptr<NftRule> make_rule(NftTable& t, const NftRuleSpec& spec) {
+  auto r = std::make_unique<NftRule>();
+  r->handle = t.next_handle++;
+  r->spec = spec;
+  if (spec.counter_at >= 0) {
+    r->counter = std::make_unique<NftCounter>();
+    r->counter->set_initial(spec.counter_packets, spec.counter_bytes);
+  }
+  return r;
+}
+
 static NftChain* find_chain(NftTable& t, const std::string& name) {
   for (auto& c : t.chains)
     if (c->name == name) return c.get();
@@ -213,17 +224,29 @@ NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chai
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
   NftChain* c = find_chain(*t, chain);
   if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
-  auto r = std::make_unique<NftRule>();
-  r->handle = t->next_handle++;
-  r->spec = spec;
-  if (spec.counter_at >= 0) {
-    r->counter = std::make_unique<NftCounter>();
-    r->counter->set_initial(spec.counter_packets, spec.counter_bytes);
-  }
+  auto r = make_rule(*t, spec);
   if (handle) *handle = r->handle;
   if (front) c->rules.insert(c->rules.begin(), std::move(r));
   else c->rules.push_back(std::move(r));
   publish_rules(*c);
+  return {};
+}
+
+NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
+                                   const NftRuleSpec& spec, uint64_t* new_handle) {
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  NftChain* c = find_chain(*t, chain);
+  if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  auto it = std::find_if(c->rules.begin(), c->rules.end(),
+                         [&](const auto& r) { return r->handle == handle; });
+  if (it == c->rules.end())
+    return NftStatus::fail("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
+  std::unique_ptr<NftRule> gone = std::move(*it);
+  *it = make_rule(*t, spec);
+  if (new_handle) *new_handle = (*it)->handle;
+  publish_rules(*c);  // after the grace period no reader sees `gone`
   return {};
 }
 
@@ -356,6 +379,7 @@ NftStatus NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, st
     case NftOp::ADD_CHAIN: return add_chain(c.table, c.chain, c.chain_spec, resolver);
     case NftOp::ADD_RULE: return add_rule(c.table, c.chain, c.rule, false);
     case NftOp::INSERT_RULE: return add_rule(c.table, c.chain, c.rule, true);
+    case NftOp::REPLACE_RULE: return replace_rule(c.table, c.chain, c.handle, c.rule);
     case NftOp::DELETE_TABLE: return delete_table(c.table);
     case NftOp::DELETE_CHAIN: return delete_chain(c.table, c.chain);
     case NftOp::DELETE_RULE: return delete_rule(c.table, c.chain, c.handle);

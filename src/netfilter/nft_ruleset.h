@@ -85,6 +85,10 @@ class NftRuleset {
   // Append (or, with front, prepend) a rule; its handle goes to *handle when given.
   NftStatus add_rule(const std::string& table, const std::string& chain, const NftRuleSpec& spec,
                      bool front = false, uint64_t* handle = nullptr);
+  // Replace the rule with `handle` by a new rule (new handle, fresh counter) in the same
+  // position, in one publication: readers see the old rule or the new one, never neither.
+  NftStatus replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
+                         const NftRuleSpec& spec, uint64_t* new_handle = nullptr);
   NftStatus delete_table(const std::string& table);
   NftStatus delete_chain(const std::string& table, const std::string& chain);
   NftStatus delete_rule(const std::string& table, const std::string& chain, uint64_t handle);

@@ -198,6 +198,12 @@ TEST_F(NftMatchTest, InsertPrependsAndDeleteByHandle) {
   Packet* p = test::make_packet(cpu, Pkt{});
   EXPECT_EQ(nf_hook_egress(foo, p, cpu), NfVerdict::ACCEPT);
   cpu.free(p);
+  // Replace the accept rule (handle h) by a drop rule in place; it gets a new handle.
+  ASSERT_EQ(run({"replace", "rule", "netdev", "t", "c", "handle", std::to_string(h), "udp", "dport", "2000", "drop"}), 0);
+  EXPECT_EQ(nf_hook_egress(foo, test::make_packet(cpu, Pkt{}), cpu), NfVerdict::DROP);
+  EXPECT_NE(rs.list().find("udp dport 2000 drop # handle " + std::to_string(h + 2)), std::string::npos) << rs.list();
+  EXPECT_EQ(test::nft(rs, devs, {"replace", "rule", "netdev", "t", "c", "handle", std::to_string(h), "drop"}).err,
+            "nft: rule handle " + std::to_string(h) + " does not exist in chain 'c'\n");
 }
 
 TEST_F(NftMatchTest, IngressChainAndTwoChainsByPriority) {

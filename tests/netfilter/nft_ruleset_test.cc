@@ -1,0 +1,166 @@
+// The ruleset through nft_command: list ruleset text and JSON, handles, and the errors
+// of applying commands (missing table/chain/device/handle).
+#include <gtest/gtest.h>
+
+#include "nf_test_util.h"
+
+namespace pktpath::nf {
+namespace {
+
+class NftRulesetTest : public ::testing::Test {
+ protected:
+  test::TestResolver devs;
+  NfDeviceHooks& foo = devs.add("foo");
+  NftRuleset rs;
+
+  test::NftRun run(const std::vector<std::string>& w, bool json = false) { return test::nft(rs, devs, w, json); }
+  void ok(const std::vector<std::string>& w) {
+    auto r = run(w);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.err, "");
+  }
+  void build() {
+    ok({"nft", "add", "table", "netdev", "filt"});
+    ok({"nft", "add", "chain", "netdev", "filt", "out",
+        "{ type filter hook egress device foo priority 0; policy drop; }"});
+    ok({"nft", "add", "rule", "netdev", "filt", "out", "meta", "mark", "1", "counter", "accept"});
+    ok({"nft", "add", "rule", "netdev", "filt", "out", "ip", "saddr", "10.0.0.0/8", "udp", "dport",
+        "1000-2000", "drop"});
+    ok({"nft", "add", "chain", "netdev", "filt", "in",
+        "{ type filter hook ingress device foo priority -5; }"});
+    ok({"nft", "add", "rule", "netdev", "filt", "in", "meta", "protocol", "!=", "arp", "ip", "daddr",
+        "1.2.3.4", "tcp", "sport", "80", "counter", "packets", "7", "bytes", "700"});
+  }
+};
+
+TEST_F(NftRulesetTest, ListRulesetText) {
+  build();
+  auto r = run({"nft", "list", "ruleset"});
+  ASSERT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out,
+            "table netdev filt { # handle 1\n"
+            "\tchain out { # handle 1\n"
+            "\t\ttype filter hook egress device \"foo\" priority filter; policy drop;\n"
+            "\t\tmeta mark 0x00000001 counter packets 0 bytes 0 accept # handle 2\n"
+            "\t\tip saddr 10.0.0.0/8 udp dport 1000-2000 drop # handle 3\n"
+            "\t}\n"
+            "\n"
+            "\tchain in { # handle 4\n"
+            "\t\ttype filter hook ingress device \"foo\" priority filter - 5; policy accept;\n"
+            "\t\tmeta protocol != arp ip daddr 1.2.3.4 tcp sport 80 counter packets 7 bytes 700 # handle 5\n"
+            "\t}\n"
+            "}\n");
+  ok({"nft", "add", "table", "netdev", "second"});
+  EXPECT_NE(run({"nft", "list", "ruleset"}).out.find("}\ntable netdev second { # handle 2\n}\n"), std::string::npos);
+}
+
+TEST_F(NftRulesetTest, ListRulesetJson) {
+  build();
+  auto r = run({"nft", "-j", "list", "ruleset"});
+  ASSERT_EQ(r.rc, 0);
+  auto j = nlohmann::json::parse(r.out);
+  auto& items = j.at("nftables");
+  ASSERT_EQ(items.size(), 1u + 1 + 2 + 3);
+  EXPECT_EQ(items[0]["metainfo"]["json_schema_version"], 1);
+  EXPECT_EQ(items[1]["table"]["name"], "filt");
+  EXPECT_EQ(items[1]["table"]["family"], "netdev");
+  EXPECT_EQ(items[2]["chain"]["hook"], "egress");
+  EXPECT_EQ(items[2]["chain"]["dev"], "foo");
+  EXPECT_EQ(items[2]["chain"]["policy"], "drop");
+  EXPECT_EQ(items[3]["chain"]["prio"], -5);
+  const auto& e1 = items[4]["rule"]["expr"];
+  EXPECT_EQ(items[4]["rule"]["handle"], 2);
+  EXPECT_EQ(e1[0]["match"]["left"]["meta"]["key"], "mark");
+  EXPECT_EQ(e1[0]["match"]["right"], 1);
+  EXPECT_EQ(e1[1]["counter"]["packets"], 0);
+  EXPECT_TRUE(e1[2].contains("accept"));
+  const auto& e2 = items[5]["rule"]["expr"];
+  EXPECT_EQ(e2[0]["match"]["right"]["prefix"]["addr"], "10.0.0.0");
+  EXPECT_EQ(e2[0]["match"]["right"]["prefix"]["len"], 8);
+  EXPECT_EQ(e2[1]["match"]["left"]["payload"]["protocol"], "udp");
+  EXPECT_EQ(e2[1]["match"]["right"]["range"], nlohmann::json::array({1000, 2000}));
+  const auto& e3 = items[6]["rule"]["expr"];
+  EXPECT_EQ(e3[0]["match"]["op"], "!=");
+  EXPECT_EQ(e3[0]["match"]["right"], "arp");
+  EXPECT_EQ(e3[3]["counter"]["bytes"], 700);
+  // --json given by the runner instead of -j: same document.
+  EXPECT_EQ(run({"nft", "list", "ruleset"}, true).out, r.out);
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1);  // one line (JSON Lines)
+}
+
+TEST_F(NftRulesetTest, ApplyErrors) {
+  struct Case {
+    std::vector<std::string> words;
+    const char* err;
+  } cases[] = {
+      {{"nft", "add", "chain", "netdev", "nope", "c"}, "nft: table 'nope' does not exist\n"},
+      {{"nft", "add", "rule", "netdev", "nope", "c", "accept"}, "nft: table 'nope' does not exist\n"},
+      {{"nft", "add", "rule", "netdev", "filt", "nope", "accept"}, "nft: chain 'nope' does not exist in table 'filt'\n"},
+      {{"nft", "add", "chain", "netdev", "filt", "c2", "{ type filter hook egress device bar priority 0; }"},
+       "nft: device 'bar' not found\n"},
+      {{"nft", "add", "chain", "netdev", "filt", "out", "{ type filter hook ingress device foo priority 0; }"},
+       "nft: chain 'out' exists in table 'filt' with a different type/hook/device/priority\n"},
+      {{"nft", "delete", "rule", "netdev", "filt", "out", "handle", "99"}, "nft: rule handle 99 does not exist in chain 'out'\n"},
+      {{"nft", "delete", "chain", "netdev", "filt", "nope"}, "nft: chain 'nope' does not exist in table 'filt'\n"},
+      {{"nft", "delete", "table", "netdev", "nope"}, "nft: table 'nope' does not exist\n"},
+      {{"nft", "add", "chain", "netdev", "filt", "out", "{ type filter hook egress device foo priority 0; polcy drop; }"},
+       "nft: word 6 'polcy': unsupported in a chain description (expected type, policy or '}')\n"},
+  };
+  build();
+  const std::string before = run({"nft", "list", "ruleset"}).out;
+  for (const auto& c : cases) {
+    auto r = run(c.words);
+    EXPECT_EQ(r.rc, 1) << c.err;
+    EXPECT_EQ(r.err, c.err);
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_EQ(run({"nft", "list", "ruleset"}).out, before);  // nothing changed
+  EXPECT_EQ(foo.egress.load()->size(), 1u);
+  EXPECT_EQ(foo.ingress.load()->size(), 1u);
+}
+
+TEST_F(NftRulesetTest, AddIsIdempotentAndUpdatesPolicy) {
+  build();
+  ok({"nft", "add", "table", "netdev", "filt"});
+  ok({"nft", "add", "chain", "netdev", "filt", "out"});
+  ok({"nft", "add", "chain", "netdev", "filt", "out", "{ type filter hook egress device foo priority 0; policy accept; }"});
+  EXPECT_NE(run({"nft", "list", "ruleset"}).out.find("hook egress device \"foo\" priority filter; policy accept;"),
+            std::string::npos);
+  EXPECT_EQ(foo.egress.load()->size(), 1u);  // not registered twice
+}
+
+TEST_F(NftRulesetTest, DeleteChainTableFlushDetach) {
+  build();
+  ok({"nft", "delete", "rule", "netdev", "filt", "out", "handle", "2"});
+  EXPECT_EQ(run({"nft", "list", "ruleset"}).out.find("handle 2\n"), std::string::npos);
+  ok({"nft", "delete", "chain", "netdev", "filt", "out"});
+  EXPECT_EQ(foo.egress.load(), nullptr);
+  EXPECT_NE(foo.ingress.load(), nullptr);
+  ok({"nft", "delete", "table", "netdev", "filt"});
+  EXPECT_EQ(foo.ingress.load(), nullptr);
+  EXPECT_EQ(run({"nft", "list", "ruleset"}).out, "");
+  build();
+  ok({"nft", "flush", "ruleset"});
+  EXPECT_EQ(foo.egress.load(), nullptr);
+  EXPECT_EQ(run({"nft", "list", "ruleset"}).out, "");
+  // A device going away: its chains stay, detached.
+  build();
+  rs.detach_device(&foo);
+  EXPECT_EQ(foo.egress.load(), nullptr);
+  EXPECT_EQ(foo.ingress.load(), nullptr);
+  EXPECT_NE(run({"nft", "list", "ruleset"}).out.find("chain out"), std::string::npos);
+}
+
+TEST_F(NftRulesetTest, RegularChainIsListedWithoutHook) {
+  ok({"nft", "add", "table", "netdev", "t"});
+  ok({"nft", "add", "chain", "netdev", "t", "plain"});
+  ok({"nft", "add", "rule", "netdev", "t", "plain", "counter", "drop"});
+  EXPECT_EQ(run({"nft", "list", "ruleset"}).out,
+            "table netdev t { # handle 1\n\tchain plain { # handle 1\n"
+            "\t\tcounter packets 0 bytes 0 drop # handle 2\n\t}\n}\n");
+  EXPECT_EQ(foo.egress.load(), nullptr);
+}
+
+}  // namespace
+}  // namespace pktpath::nf
