@@ -1,4 +1,4 @@
-// Classic BPF engines side by side (document 003): switch, threaded code and libpcap's
+// Classic BPF engines side by side (document 003): switch, threaded code, the JIT and libpcap's
 // bpf_filter over the synthetic packet set, for the filters of docs/benchmarks.md.
 // Each iteration runs the filter on one packet, cycling through 4096 cache-resident
 // frames; Google Benchmark's time/iteration is the ns per packet.
@@ -80,6 +80,7 @@ int register_all() {
   for (const Filter& f : kFilters) {
     benchmark::RegisterBenchmark((std::string("bpf/") + f.name + "/switch").c_str(), bench_engine, f, Engine::Switch);
     benchmark::RegisterBenchmark((std::string("bpf/") + f.name + "/threaded").c_str(), bench_engine, f, Engine::Threaded);
+    benchmark::RegisterBenchmark((std::string("bpf/") + f.name + "/jit").c_str(), bench_engine, f, Engine::Jit);
     benchmark::RegisterBenchmark((std::string("bpf/") + f.name + "/libpcap").c_str(), bench_libpcap, f);
   }
   return 0;

@@ -1,6 +1,7 @@
 // libFuzzer target for the classic BPF machine: bytes -> parse or decode -> check ->
-// run on every engine (and libpcap's bpf_filter where its semantics coincide) on a
-// packet built from the rest of the input. Aborts when the engines disagree.
+// run on every engine: switch, threaded and the x86-64 JIT (and libpcap's bpf_filter
+// where its semantics coincide) on a packet built from the rest of the input. Aborts
+// when the engines disagree.
 //
 // Input: byte 0 selects the mode and packet shape, then
 //   mode 0 (raw):  byte 1 = instruction count n (1..64), n * 8 bytes of sock_filter,
@@ -16,6 +17,7 @@
 #include <string_view>
 
 #include "bpf/check.h"
+#include "bpf/jit.h"
 #include "bpf/parse.h"
 #include "bpf/program.h"
 
@@ -68,7 +70,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto sw = Program::load(prog, Engine::Switch, &err);
   auto th = Program::load(prog, Engine::Threaded, &err);
-  if (!sw || !th) std::abort();  // the checker accepted it
+  // The JIT without its fallback: a program it cannot compile is a finding. Every
+  // other input also runs with constant blinding.
+  jit_default_options().allow_fallback = false;
+  jit_default_options().blind = (size & 1) != 0;
+  auto jt = Program::load(prog, Engine::Jit, &err);
+  if (!sw || !th || !jt) {
+    std::fprintf(stderr, "load failed: %s\n", err.c_str());
+    std::abort();  // the checker accepted it
+  }
 
   // The packet: the remaining bytes, optionally split into a head and two fragments.
   const uint8_t* pkt = data + pos;
@@ -90,9 +100,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const Insn& in : prog)  // RANDOM is not deterministic between runs
     if (is_ancillary_load(in) && in.k - static_cast<uint32_t>(SKF_AD_OFF) == SKF_AD_RANDOM) return 0;
-  uint32_t a = sw->run(v), b = th->run(v);
-  if (a != b) {
-    std::fprintf(stderr, "engines disagree: switch %u threaded %u\n", a, b);
+  uint32_t a = sw->run(v), b = th->run(v), j = jt->run(v);
+  if (a != b || a != j) {
+    std::fprintf(stderr, "engines disagree: switch %u threaded %u jit %u\n", a, b, j);
     std::abort();
   }
   if (!v.nr_frags && libpcap_comparable(prog)) {

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -16,6 +18,23 @@ namespace pktpath::bpf {
 JitCode::~JitCode() {
   if (mem) munmap(mem, map_len);
 }
+
+namespace {
+std::atomic<int> g_default_engine{-1};  // -1: not decided yet
+}  // namespace
+
+Engine default_engine() {
+  int e = g_default_engine.load(std::memory_order_relaxed);
+  if (e >= 0) return static_cast<Engine>(e);
+  Engine d = Engine::Jit;
+  if (const char* env = std::getenv("PKTPATH_BPF_ENGINE"))
+    if (auto p = parse_engine(env)) d = *p;
+  int expected = -1;
+  g_default_engine.compare_exchange_strong(expected, static_cast<int>(d));
+  return static_cast<Engine>(g_default_engine.load(std::memory_order_relaxed));
+}
+
+void set_default_engine(Engine e) { g_default_engine.store(static_cast<int>(e), std::memory_order_relaxed); }
 
 JitOptions& jit_default_options() {
   static JitOptions opt;

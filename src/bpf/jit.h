@@ -7,8 +7,8 @@
 // Register plan (System V, the RunFn signature `u32 (const void* image, const PacketView&)`):
 //   eax = A, ecx = X (shift-by-X uses cl directly), rsi = the PacketView,
 //   rdi = packet head pointer, r8 = head length, edx/r9 scratch (div uses edx:eax).
-//   M[16] and the slow-path save slots live in a 120-byte frame, made only when the
-//   program touches the packet or scratch memory.
+//   M[16] and the slow-path save slots live in a 120-byte frame, made at entry only when
+//   the program uses scratch memory (otherwise only around slow-path helper calls).
 #pragma once
 
 #include <cstddef>

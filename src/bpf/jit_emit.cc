@@ -18,20 +18,19 @@ namespace pktpath::bpf::jit_detail {
 
 namespace {
 
-// Slow-path helpers the image calls (System V ABI). The result is packed into one
-// register: low 32 bits the value, bit 32 set when the program must end now.
+// Slow-path helpers the image calls (System V ABI), in the semantics' by-value form:
+// low 32 bits the value, kLoadFail in the high half when the program must end now.
 
 // A packet read outside the head's fast path: fragments, negative offsets, or out of
-// bounds (bit 32: end returning 0). Mirrors bpf_skb_load_helper_* /
+// bounds (end returning 0). Mirrors bpf_skb_load_helper_* /
 // bpf_internal_load_pointer_neg_helper through load_packet.
-uint64_t helper_load(const PacketView* v, int32_t off, uint32_t size) {
-  return load_packet(*v, off, size);
-}
+uint64_t helper_load(const PacketView* v, int32_t off, uint32_t size) { return load_packet(*v, off, size); }
 
-// An ancillary load (bit 32: end returning the low half, the current A).
+// An ancillary load; on kLoadFail the low half carries the current A, which the program
+// then returns (the kernel's exit when skb->dev is NULL).
 uint64_t helper_ancillary(const PacketView* v, uint32_t ad, uint32_t a, uint32_t x) {
-  const uint64_t r = load_ancillary(*v, ad, a, x);
-  return load_failed(r) ? ((uint64_t{1} << 32) | a) : r;
+  uint64_t r = load_ancillary(*v, ad, a, x);
+  return load_failed(r) ? (kLoadFail | a) : r;
 }
 
 constexpr int kFrame = 120;      // keeps rsp 16-byte aligned at helper calls
@@ -91,7 +90,6 @@ class Pass : public Xbyak::CodeGenerator {
       bool ld = cls == BPF_LD || cls == BPF_LDX;
       if (ld && (mode == BPF_ABS || mode == BPF_IND || mode == BPF_MSH)) {
         packet_ = true;
-        frame_ = true;
         if (!is_ancillary_load(in)) needs_stub_[i] = 1;
       }
       if ((ld && mode == BPF_MEM) || cls == BPF_ST || cls == BPF_STX) frame_ = true;
@@ -322,15 +320,21 @@ class Pass : public Xbyak::CodeGenerator {
     }
   }
 
+  // Around a helper call: a program without scratch memory has no frame, so the call
+  // makes one for itself (keeping rsp 16-byte aligned at the call).
   void save_for_call() {
+    if (!frame_) sub(rsp, kFrame);
     mov(dword[rsp + kSaveA], eax);
     mov(dword[rsp + kSaveX], ecx);
     mov(qword[rsp + kSaveV], rsi);
   }
 
+  // Restores X and the view; the saved A comes back in r9d for whoever needs it.
   void restore_after_call() {
     mov(rsi, qword[rsp + kSaveV]);
     mov(ecx, dword[rsp + kSaveX]);
+    mov(r9d, dword[rsp + kSaveA]);
+    if (!frame_) add(rsp, kFrame);
     reload_packet();
   }
 
@@ -373,7 +377,7 @@ class Pass : public Xbyak::CodeGenerator {
       and_(eax, 0xf);
       shl(eax, 2);
       mov(ecx, eax);
-      mov(eax, dword[rsp + kSaveA]);
+      mov(eax, r9d);  // A as it was before the load
     }
     jump(Cond::Always, lab_[i + 1]);
   }

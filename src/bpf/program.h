@@ -33,6 +33,12 @@ enum class Engine { Switch, Threaded, Jit };
 const char* engine_name(Engine e);
 std::optional<Engine> parse_engine(std::string_view name);
 
+// The engine a filter gets when it is attached (tc cls_bpf, taps) or run without
+// --engine: the JIT, unless forced to an interpreter by set_default_engine() or by the
+// environment variable PKTPATH_BPF_ENGINE=switch|threaded|jit (read once). jit.cc.
+Engine default_engine();
+void set_default_engine(Engine e);
+
 // The entry every engine provides: `image` is the engine's prepared form.
 using RunFn = uint32_t (*)(const void* image, const PacketView& v);
 

@@ -3,7 +3,7 @@
 //   SRC := --bytecode 'N,c jt jf k,...' | --bytecode-file F | --expr 'pcap filter'
 //   check SRC                 exit 0 valid, 1 rejected (reason on stderr)
 //   dump  SRC                 -ddd listing, then a tcpdump -d style disassembly
-//   run   SRC --pcap FILE [--engine switch|threaded|jit]
+//   run   SRC --pcap FILE [--engine switch|threaded|jit]   (default: default_engine(), the JIT)
 //                             one decimal result per packet, one per line
 //   bench SRC (--pcap FILE | --synthetic N) [--engine E|all] [--json] [--runs R] [--packets P]
 // --expr compiles for EN10MB/262144, or with --pcap for the file's own link type and
@@ -21,6 +21,7 @@
 #include "bpf/bench_runner.h"
 #include "bpf/check.h"
 #include "bpf/disasm.h"
+#include "bpf/jit.h"
 #include "bpf/packet_set.h"
 #include "bpf/parse.h"
 #include "bpf/program.h"
@@ -36,12 +37,15 @@ constexpr const char* kUsage =
     "usage: pktpath bpf check|dump|run|bench SRC [options]\n"
     "  SRC := --bytecode 'N,code jt jf k,...' | --bytecode-file FILE | --expr 'pcap filter'\n"
     "  check SRC                      validate with the kernel's rules (exit 1 + reason if rejected)\n"
-    "  dump SRC [--ddd|--disasm]      -ddd listing and disassembly\n"
+    "  dump SRC [--ddd|--disasm] [--engine E]\n"
+    "                                 -ddd listing, disassembly and the engine that runs it\n"
     "  run SRC --pcap FILE [--engine switch|threaded|jit]\n"
     "                                 one decimal return value per packet, one per line\n"
     "  bench SRC (--pcap FILE | --synthetic N) [--engine switch|threaded|jit|libpcap|all]\n"
     "            [--json] [--runs R] [--packets P]\n"
-    "  --expr options: --linktype NAME|NUM, --snaplen N, --no-optimize\n";
+    "  --expr options: --linktype NAME|NUM, --snaplen N, --no-optimize\n"
+    "  --jit-harden                   blind the JIT's constants (as bpf_jit_harden)\n"
+    "  default engine: jit (PKTPATH_BPF_ENGINE=switch|threaded|jit forces another)\n";
 
 struct Args {
   std::string sub;
@@ -57,7 +61,7 @@ struct Args {
 
 const char* const kValueOptions[] = {"--bytecode", "--bytecode-file", "--expr", "--pcap", "--engine",
                                      "--linktype", "--snaplen", "--synthetic", "--runs", "--packets"};
-const char* const kFlagOptions[] = {"--json", "--no-optimize", "--ddd", "--disasm"};
+const char* const kFlagOptions[] = {"--json", "--no-optimize", "--ddd", "--disasm", "--jit-harden"};
 
 // Returns an empty string, or the usage error.
 std::string parse_args(const std::vector<std::string>& in, Args* a) {
@@ -156,9 +160,22 @@ int fail(const Failure& f, const std::string& sub) {
   return 1;
 }
 
+// Without --engine: the default filter engine (the JIT unless PKTPATH_BPF_ENGINE forces
+// an interpreter).
 std::optional<Engine> engine_arg(const Args& a, std::string* name) {
-  *name = a.has("--engine") ? a.opt.at("--engine") : "threaded";
+  *name = a.has("--engine") ? a.opt.at("--engine") : engine_name(default_engine());
   return parse_engine(*name);
+}
+
+// "engine: jit (x86-64, N bytes)" or "engine: threaded (jit fallback: why)".
+std::string engine_line(const Program& p) {
+  std::string s = std::string("engine: ") + engine_name(p.engine());
+  if (const JitCode* jc = jit_code_of(p.image()))
+    s += fmt::format(" (x86-64, {} bytes, {} passes{})", jc->code_len, jc->passes,
+                     jit_default_options().blind ? ", constants blinded" : "");
+  else if (!p.jit_fallback_reason().empty())
+    s += " (jit fallback: " + p.jit_fallback_reason() + ")";
+  return s;
 }
 
 int do_check(const Args& a, const Insns& prog) {
@@ -179,7 +196,17 @@ int do_dump(const Args& a, const Insns& prog) {
   if (ddd && dis) std::fputs("\n", stdout);
   if (dis) std::fputs(disassemble(prog).c_str(), stdout);
   CheckResult r = check_program(prog);
-  if (!r.ok) std::fprintf(stderr, "pktpath bpf dump: note: the checker rejects it: %s\n", r.reason.c_str());
+  if (!r.ok) {
+    std::fprintf(stderr, "pktpath bpf dump: note: the checker rejects it: %s\n", r.reason.c_str());
+    return 0;
+  }
+  // Which engine runs it (the default, or --engine): the JIT, or the threaded engine
+  // when the JIT could not compile it.
+  std::string ename, err;
+  auto engine = engine_arg(a, &ename);
+  if (!engine) return usage_error("bpf dump: unknown --engine '" + ename + "'");
+  auto p = Program::load(prog, *engine, &err);
+  if (ddd && dis && p) std::printf("\n%s\n", engine_line(*p).c_str());
   return 0;
 }
 
@@ -216,10 +243,10 @@ int do_bench(const Args& a, const Insns& prog) {
     return usage_error("bpf bench: bad --runs '" + a.opt.at("--runs") + "' (1..1000)");
   if (a.has("--packets") && !parse_uint(a.opt.at("--packets"), 1, 1ull << 40, &packets))
     return usage_error("bpf bench: bad --packets '" + a.opt.at("--packets") + "'");
-  std::string ename = a.has("--engine") ? a.opt.at("--engine") : "threaded";
+  std::string ename = a.has("--engine") ? a.opt.at("--engine") : engine_name(default_engine());
   std::vector<std::string> names;
   if (ename == "all")
-    names = {"switch", "threaded", "libpcap"};
+    names = {"switch", "threaded", "jit", "libpcap"};
   else if (ename == "libpcap" || parse_engine(ename))
     names = {ename};
   else
@@ -286,10 +313,15 @@ int cmd_bpf(const std::vector<std::string>& args) {
   }
   Insns prog;
   if (auto f = load_source(a, &prog)) return fail(*f, a.sub);
-  if (a.sub == "check") return do_check(a, prog);
-  if (a.sub == "dump") return do_dump(a, prog);
-  if (a.sub == "run") return do_run(a, prog);
-  return do_bench(a, prog);
+  // --jit-harden applies to this command only (run_main may run many in one process).
+  const JitOptions saved = jit_default_options();
+  if (a.flag("--jit-harden")) jit_default_options().blind = true;
+  int rc = a.sub == "check" ? do_check(a, prog)
+           : a.sub == "dump" ? do_dump(a, prog)
+           : a.sub == "run"  ? do_run(a, prog)
+                             : do_bench(a, prog);
+  jit_default_options() = saved;
+  return rc;
 }
 
 CommandRegistration reg("bpf", "classic BPF: `bpf check|dump|run|bench SRC ...`", cmd_bpf);
