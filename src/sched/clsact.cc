@@ -49,7 +49,13 @@ std::set<TcDevState*>& registry() {
   return r;
 }
 
-std::atomic<bpf::Engine> g_engine{bpf::Engine::Jit};
+// -1: not chosen yet, use bpf::default_engine() (the JIT unless forced to an interpreter
+// by PKTPATH_BPF_ENGINE or set_default_engine).
+std::atomic<int> g_engine{-1};
+bpf::Engine current_engine() {
+  const int e = g_engine.load();
+  return e < 0 ? bpf::default_engine() : static_cast<bpf::Engine>(e);
+}
 
 // Deferred frees (call_rcu): what writers unpublished, freed after one grace period that
 // covers a whole batch, so a writer replacing filters in a loop does not wait for the
@@ -315,7 +321,7 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
     return false;
   }
   const uint32_t pref = spec.pref, handle = spec.handle;
-  auto f = BpfFilter::create(std::move(spec), g_engine.load(), err);
+  auto f = BpfFilter::create(std::move(spec), current_engine(), err);
   if (!f) return false;
   std::unique_ptr<BpfFilter> old;
   if (it != list.end()) {
@@ -372,11 +378,11 @@ TcStats::Sum clsact_stats(NetDevice& dev, Dir dir) {
   return s->qstats[static_cast<int>(dir)].sum();
 }
 
-bpf::Engine tc_bpf_engine() { return g_engine.load(); }
+bpf::Engine tc_bpf_engine() { return current_engine(); }
 
 bool tc_set_bpf_engine(bpf::Engine e, std::string* err) {
   std::lock_guard g(tc_mu());
-  g_engine.store(e);
+  g_engine.store(static_cast<int>(e));
   for (TcDevState* s : registry())
     for (auto& list : s->filters)
       for (auto& f : list) {

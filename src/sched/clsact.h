@@ -81,8 +81,9 @@ void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilt
 // The clsact's per-direction counters (what passed through, drops); zero when absent.
 TcStats::Sum clsact_stats(NetDevice& dev, Dir dir);
 
-// The engine newly attached programs load on (default: the JIT, which falls back to
-// threaded code for a program it cannot compile). Setting it reloads every attached
+// The engine newly attached programs load on (default: bpf::default_engine(), the JIT
+// unless PKTPATH_BPF_ENGINE / set_default_engine force an interpreter; the JIT falls back
+// to threaded code for a program it cannot compile). Setting it reloads every attached
 // program on every device with the new engine.
 bpf::Engine tc_bpf_engine();
 bool tc_set_bpf_engine(bpf::Engine e, std::string* err);
