@@ -179,7 +179,8 @@ void attach_default_qdiscs(NetDevice& dev) {
   else if (dev.real_num_tx_queues() > 1)
     kind = "mq";
   std::unique_ptr<Qdisc> q = qdisc_create(dev, kind, QdiscOptions{}, err);
-  // The built-in kinds cannot fail with default options.
+  // pfifo_fast refuses txqueuelen 0: fall back to noqueue, as Linux does.
+  if (!q) q = qdisc_create(dev, "noqueue", QdiscOptions{}, err);
   if (!q) return;
   q->set_handle(0);
   dev.graft_root(std::move(q));
@@ -190,6 +191,7 @@ void attach_default_qdiscs(NetDevice& dev) {
 void dev_activate(NetDevice& dev) {
   if (!dev.qdisc()) attach_default_qdiscs(dev);
   Qdisc* root = dev.qdisc();
+  if (!root) return;  // tx queues stay on noop_qdisc: packets are dropped
   root->state().fetch_and(~QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
   for (unsigned i = 0; i < root->num_children(); ++i)
     if (Qdisc* c = root->child(i + 1)) c->state().fetch_and(~QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);

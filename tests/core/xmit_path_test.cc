@@ -32,6 +32,14 @@ TEST_F(XmitPath, DefaultQdiscsFollowAttachDefaultQdiscs) {
   EXPECT_STREQ(make("d4", "dummy", 4)->qdisc()->kind(), "noqueue");
 }
 
+TEST_F(XmitPath, ZeroTxqueuelenFallsBackToNoqueue) {
+  NetDevice* d = make("z0", "testdrv", 1, /*txqlen=*/0);
+  ASSERT_NE(d->qdisc(), nullptr);
+  EXPECT_STREQ(d->qdisc()->kind(), "noqueue");
+  EXPECT_EQ(send(d, 1), NET_XMIT_SUCCESS);
+  EXPECT_EQ(testdrv_state(*d).transmitted.load(), 1u);
+}
+
 TEST_F(XmitPath, DownDeviceDropsWithDevReady) {
   NetDevice* d = make("foo", "dummy", 1, 1000, /*up=*/false);
   EXPECT_EQ(send(d, 1), NET_XMIT_DROP);
