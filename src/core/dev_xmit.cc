@@ -160,28 +160,4 @@ int dev_queue_xmit(Cpu& cpu, Packet* p) {
   return dev_xmit_skb_locked(cpu, p, q, dev, *txq);
 }
 
-// mirrors dev_hard_start_xmit / xmit_one
-Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice& dev, TxQueue& txq, NetdevTx& rc) {
-  auto start_xmit = dev.ops().start_xmit;
-  Packet* p = first;
-  rc = NetdevTx::OK;
-  while (p) {
-    Packet* next = p->next;
-    p->next = nullptr;
-    p->xmit_more = next != nullptr;
-    rc = start_xmit(cpu, p, dev, txq);
-    if (PP_UNLIKELY(rc != NetdevTx::OK)) {
-      p->next = next;
-      return p;
-    }
-    p = next;
-    // The driver stopped the queue under us: hand the rest back for a requeue.
-    if (PP_UNLIKELY(p != nullptr && txq.stopped())) {
-      rc = NetdevTx::BUSY;
-      return p;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace pktpath

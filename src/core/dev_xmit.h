@@ -26,7 +26,30 @@ TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p);
 
 // dev_hard_start_xmit: hand a chain to the driver one packet at a time with xmit_more
 // set on all but the last. Returns the part the driver did not take (rc BUSY), or nullptr.
-Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice& dev, TxQueue& txq, NetdevTx& rc);
+// Inline: the single-packet case is the hot path of every qdisc.
+PP_ALWAYS_INLINE Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice& dev, TxQueue& txq,
+                                             NetdevTx& rc) {
+  auto start_xmit = dev.ops().start_xmit;
+  Packet* p = first;
+  rc = NetdevTx::OK;
+  while (p) {
+    Packet* next = p->next;
+    p->next = nullptr;
+    p->xmit_more = next != nullptr;
+    rc = start_xmit(cpu, p, dev, txq);  // mirrors xmit_one / netdev_start_xmit
+    if (PP_UNLIKELY(rc != NetdevTx::OK)) {
+      p->next = next;
+      return p;
+    }
+    p = next;
+    // The driver stopped the queue under us: hand the rest back for a requeue.
+    if (PP_UNLIKELY(p != nullptr && txq.stopped())) {
+      rc = NetdevTx::BUSY;
+      return p;
+    }
+  }
+  return nullptr;
+}
 
 // For an egress hook (tc skbedit queue_mapping, issue 6): use p->queue_mapping as the tx
 // queue instead of picking one (netdev_xmit_skip_txqueue).

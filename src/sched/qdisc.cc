@@ -12,6 +12,7 @@ QdiscStats& QdiscStats::operator+=(const QdiscStats& o) {
   requeues += o.requeues;
   backlog += o.backlog;
   qlen += o.qlen;
+  bypassed += o.bypassed;
   return *this;
 }
 
@@ -54,6 +55,7 @@ static void add_block(QdiscStats& s, const QdiscStatsBlock& b) {
   s.requeues += b.requeues.get();
   s.backlog += b.backlog.get();
   s.qlen += b.qlen.get();
+  s.bypassed += b.bypassed.get();
 }
 
 QdiscStats Qdisc::own_stats() const {

@@ -63,11 +63,13 @@ inline constexpr uint32_t QDISC_STATE_NON_EMPTY = QDISC_STATE_MISSED | QDISC_STA
 // decrements; only the sum over blocks is meaningful for a per-Cpu qdisc.
 struct alignas(kCacheLine) QdiscStatsBlock {
   Counter packets, bytes, drops, overlimits, requeues, backlog, qlen;
+  Counter bypassed;  // packets sent by the bypass (not a tc field; for tests and A/B)
 };
 
 struct QdiscStats {
   uint64_t packets = 0, bytes = 0, drops = 0, overlimits = 0, requeues = 0;
   uint64_t backlog = 0, qlen = 0;
+  uint64_t bypassed = 0;
   QdiscStats& operator+=(const QdiscStats& o);
 };
 
@@ -191,6 +193,7 @@ class Qdisc : public CpuWork {
     QdiscStatsBlock& s = st(cpu);
     s.packets.add(1);
     s.bytes.add(p->len);
+    s.bypassed.add(1);
   }
   void stats_dropped(const Cpu& cpu, uint64_t n = 1) { st(cpu).drops.add(n); }
   // The shared block: a locked qdisc's only one (root lock held).

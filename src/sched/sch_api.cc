@@ -98,11 +98,13 @@ bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req
       err = "parent " + tc_handle_str(req.parent) + " has no such class";
       return false;
     }
+    // A default child (handle 0) is replaced by add, like a default root.
+    if (existing->handle() == 0 && req.op != QdiscOp::Del) existing = nullptr;
   }
 
   if (req.op == QdiscOp::Del) {
-    if (!existing || (req.parent == TC_H_ROOT && dev.root_is_default())) {
-      err = "cannot delete the default qdisc";
+    if (!existing || existing->handle() == 0 || (req.parent == TC_H_ROOT && dev.root_is_default())) {
+      err = "cannot delete a qdisc with handle of zero (the default)";
       return false;
     }
     if (!req.kind.empty() && req.kind != existing->kind()) {

@@ -9,13 +9,17 @@ namespace {
 // qdisc_maybe_clear_missed: the tx queue is stopped, so nobody needs to rerun the qdisc
 // until a wake. Clear MISSED, then look at the queue again: a wake that raced with the
 // clear must leave MISSED set; otherwise DRAINING marks the qdisc non-empty for bypass.
-void maybe_clear_missed(Qdisc& q, const TxQueue& txq) {
+}  // namespace
+
+void qdisc_maybe_clear_missed(Qdisc& q, const TxQueue& txq) {
   q.state().fetch_and(~QDISC_STATE_MISSED, std::memory_order_seq_cst);
   if (!txq.stopped())
     q.state().fetch_or(QDISC_STATE_MISSED, std::memory_order_seq_cst);
   else
     q.state().fetch_or(QDISC_STATE_DRAINING, std::memory_order_seq_cst);
 }
+
+namespace {
 
 // try_bulk_dequeue_skb: chain more packets behind `p` while the queue's byte budget
 // (BQL's dql_avail) and the packet budget allow. Only for single-queue qdiscs.
@@ -52,7 +56,7 @@ Packet* dequeue_skb(Cpu& cpu, Qdisc& q, int& packets, int budget) {
         s.backlog.add(-uint64_t{p->len});
       } else {
         p = nullptr;
-        maybe_clear_missed(q, txq);
+        qdisc_maybe_clear_missed(q, txq);
       }
       if (nolock) q.root_lock().unlock();
       return p;
@@ -61,7 +65,7 @@ Packet* dequeue_skb(Cpu& cpu, Qdisc& q, int& packets, int budget) {
   }
   const uint32_t flags = q.flags();
   if ((flags & TCQ_F_ONETXQUEUE) && q.dev_queue()->stopped()) {
-    maybe_clear_missed(q, *q.dev_queue());
+    qdisc_maybe_clear_missed(q, *q.dev_queue());
     return nullptr;
   }
   Packet* p = q.dequeue(cpu);
@@ -96,25 +100,6 @@ class NoopQdisc final : public Qdisc {
 };
 
 }  // namespace
-
-// mirrors sch_direct_xmit
-bool sch_direct_xmit(Cpu& cpu, Packet* list, Qdisc& q, NetDevice& dev, TxQueue& txq, SpinLock* root_lock) {
-  if (root_lock) root_lock->unlock();
-  NetdevTx rc = NetdevTx::BUSY;
-  const bool lltx = dev.lltx();
-  if (!lltx) txq.xmit_lock.lock();
-  if (PP_LIKELY(!txq.stopped()))
-    list = dev_hard_start_xmit(cpu, list, dev, txq, rc);
-  else
-    maybe_clear_missed(q, txq);
-  if (!lltx) txq.xmit_lock.unlock();
-  if (root_lock) root_lock->lock();
-  if (PP_UNLIKELY(rc != NetdevTx::OK)) {
-    dev_requeue(cpu, list, q);
-    return false;
-  }
-  return true;
-}
 
 // mirrors __qdisc_run
 void qdisc_run_inner(Cpu& cpu, Qdisc& q) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "core/dev_xmit.h"
 #include "core/netdevice.h"
 #include "sched/qdisc.h"
 
@@ -11,10 +12,33 @@ namespace pktpath {
 
 inline constexpr int kDevTxWeight = 64;  // dev_tx_weight: packets per qdisc run
 
-// sch_direct_xmit: hand `list` (one packet or a bulk-dequeued chain) to the driver.
-// root_lock, if given, is held on entry and on return but dropped around the driver call.
-// Returns true if the caller may keep dequeuing, false after a requeue (BUSY or stopped).
-bool sch_direct_xmit(Cpu& cpu, Packet* list, Qdisc& q, NetDevice& dev, TxQueue& txq, SpinLock* root_lock);
+// dev_requeue_skb: put a chain the driver refused back at the head of the qdisc.
+void dev_requeue(Cpu& cpu, Packet* list, Qdisc& q);
+// qdisc_maybe_clear_missed: see sch_generic.cc.
+void qdisc_maybe_clear_missed(Qdisc& q, const TxQueue& txq);
+
+// mirrors sch_direct_xmit: hand `list` (one packet or a bulk-dequeued chain) to the
+// driver. root_lock, if given, is held on entry and on return but dropped around the
+// driver call. Returns true if the caller may keep dequeuing, false after a requeue
+// (BUSY or stopped queue).
+PP_ALWAYS_INLINE bool sch_direct_xmit(Cpu& cpu, Packet* list, Qdisc& q, NetDevice& dev, TxQueue& txq,
+                                      SpinLock* root_lock) {
+  if (root_lock) root_lock->unlock();
+  NetdevTx rc = NetdevTx::BUSY;
+  const bool lltx = dev.lltx();
+  if (!lltx) txq.xmit_lock.lock();
+  if (PP_LIKELY(!txq.stopped()))
+    list = dev_hard_start_xmit(cpu, list, dev, txq, rc);
+  else
+    qdisc_maybe_clear_missed(q, txq);
+  if (!lltx) txq.xmit_lock.unlock();
+  if (root_lock) root_lock->lock();
+  if (PP_UNLIKELY(rc != NetdevTx::OK)) {
+    dev_requeue(cpu, list, q);
+    return false;
+  }
+  return true;
+}
 
 // __qdisc_run: dequeue and transmit until empty, blocked, or the quota is spent (then
 // reschedule). Caller has won run_begin (and holds the root lock if locked).
@@ -27,9 +51,6 @@ PP_ALWAYS_INLINE void qdisc_run(Cpu& cpu, Qdisc& q) {
     q.run_end(cpu);
   }
 }
-
-// dev_requeue_skb: put a chain the driver refused back at the head of the qdisc.
-void dev_requeue(Cpu& cpu, Packet* list, Qdisc& q);
 
 // The qdisc every tx queue points at while the device is down or has no qdisc yet
 // (noop_qdisc): permanently deactivated, so dev_queue_xmit drops.

@@ -1,0 +1,104 @@
+// `pktpath run [--json] FILE|-`: run a script of ip/tc/sleep/send lines. The whole
+// script is parsed first, so a bad line anywhere stops it before anything is applied;
+// a line that fails while running stops the script there. Errors name file:line and
+// the offending word; exit 1 for bad input, 2 for usage.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/script.h"
+#include "cli/script_exec.h"
+
+namespace pktpath::cli {
+
+namespace {
+
+void report(const std::string& file, size_t line, const ScriptError& e) {
+  if (e.word.empty())
+    std::fprintf(stderr, "%s:%zu: %s\n", file.c_str(), line, e.msg.c_str());
+  else
+    std::fprintf(stderr, "%s:%zu: %s (at \"%s\")\n", file.c_str(), line, e.msg.c_str(), e.word.c_str());
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  CLI::App app{"run a script of ip/tc lines", "pktpath run"};
+  bool json = false;
+  std::string file;
+  app.add_flag("--json", json, "JSON Lines output");
+  app.add_option("file", file, "script file, or - for stdin")->required();
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return usage_error(std::string("run: ") + e.what());
+  }
+  std::string text;
+  std::string name = file;
+  if (file == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+    name = "<stdin>";
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "pktpath: run: cannot open %s\n", file.c_str());
+      return 1;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  if (text.find('\0') != std::string::npos) {
+    std::fprintf(stderr, "%s: binary data in script\n", name.c_str());
+    return 1;
+  }
+
+  struct Parsed {
+    size_t line;
+    ScriptCommand cmd;
+  };
+  std::vector<Parsed> script;
+  std::istringstream lines(text);
+  std::string line;
+  size_t lineno = 0;
+  std::vector<std::string> words;
+  while (std::getline(lines, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    ScriptError e;
+    if (!tokenize_line(line, words, e)) {
+      report(name, lineno, e);
+      return 1;
+    }
+    if (words.empty()) continue;
+    ScriptCommand c;
+    if (!parse_command(words, c, e)) {
+      report(name, lineno, e);
+      return 1;
+    }
+    script.push_back({lineno, std::move(c)});
+  }
+
+  ScriptRunner runner(json, stdout);
+  for (const Parsed& p : script) {
+    ScriptError e;
+    if (!runner.execute(p.cmd, e)) {
+      report(name, p.line, e);
+      return 1;
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+CommandRegistration reg("run", "run a script of ip/tc lines: `run [--json] FILE|-`", cmd_run);
+
+}  // namespace
+}  // namespace pktpath::cli

@@ -1,0 +1,84 @@
+// The `pktpath run` script language: lines in the kernel tools' syntax (ip, tc), plus
+// `sleep` and the interim `send`, '#' comments. Parsing is separate from execution so
+// a whole script is checked before anything is applied.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/netdevice.h"
+#include "sched/qdisc_options.h"
+#include "sched/sch_api.h"
+
+namespace pktpath::cli {
+
+// A parse or execution error: the message and the word it is about.
+struct ScriptError {
+  std::string word;
+  std::string msg;
+};
+
+// Split a line into words: whitespace separated, '...' and "..." quote, a '#' that
+// starts a word starts a comment. Unterminated quote -> error.
+bool tokenize_line(const std::string& line, std::vector<std::string>& words, ScriptError& err);
+
+struct IpLinkAdd {
+  NetDevice::Config cfg;
+  std::string kind;
+};
+struct IpLinkSet {
+  std::string dev;
+  std::optional<bool> up;
+  std::optional<uint32_t> mtu;
+};
+struct IpLinkDel {
+  std::string dev;
+};
+struct IpLinkShow {
+  bool stats = false;
+  std::string dev;  // empty: all
+};
+struct TcQdiscCmd {
+  std::string dev;
+  QdiscRequest req;
+};
+struct TcQdiscShow {
+  bool stats = false;
+  std::string dev;  // empty: all
+};
+struct SleepCmd {
+  uint64_t ns = 0;
+};
+// Interim traffic source until pktgen lands: `send dev D count N [size S] [threads T]`.
+struct SendCmd {
+  std::string dev;
+  uint64_t count = 0;
+  uint32_t size = 60;
+  uint32_t threads = 1;
+  uint32_t priority = 0;  // skb->priority, for pfifo_fast/prio band selection
+};
+
+using ScriptCommand =
+    std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow, SleepCmd, SendCmd>;
+
+// Parse one tokenized, non-empty line. false with err on bad input.
+bool parse_command(const std::vector<std::string>& words, ScriptCommand& out, ScriptError& err);
+
+// tc's option words for one qdisc kind -> typed options (words after the kind).
+bool parse_qdisc_options(const std::string& kind, const std::vector<std::string>& words, size_t pos,
+                         QdiscOptions& out, ScriptError& err);
+
+// Units as tc writes them.
+bool parse_tc_rate(const std::string& s, uint64_t& bytes_per_sec);  // "1mbit", "125kbps", "8000"
+bool parse_tc_size(const std::string& s, uint64_t& bytes);          // "1500", "10kb", "1m", "8kbit"
+bool parse_tc_time(const std::string& s, uint64_t& ns);             // "50ms", "1s", "20" (usec)
+bool parse_tc_handle(const std::string& s, uint32_t& h);            // "1:", "8001:", "1:2", ":3", "root"
+bool parse_u32(const std::string& s, uint32_t& v);
+bool parse_u64(const std::string& s, uint64_t& v);
+bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac);
+
+}  // namespace pktpath::cli

@@ -1,0 +1,322 @@
+#include "cli/script_exec.h"
+
+#include <time.h>
+
+#include <atomic>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/dev_xmit.h"
+#include "sched/sch_generic.h"
+
+namespace pktpath::cli {
+
+namespace {
+
+bool fail(ScriptError& err, const std::string& word, std::string msg) {
+  err.word = word;
+  err.msg = std::move(msg);
+  return false;
+}
+
+std::string mac_str(const std::array<uint8_t, 6>& m) {
+  char b[18];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return b;
+}
+
+// Which qdiscs `tc qdisc show` lists: the root, then children that are not invisible
+// defaults (a default child has handle 0, except mq's, which tc shows).
+void collect(Qdisc* q, bool is_root, bool parent_is_mq, std::vector<std::pair<Qdisc*, bool>>& out) {
+  if (!q) return;
+  if (is_root || q->handle() != 0 || parent_is_mq) out.emplace_back(q, is_root);
+  const bool mq = q->flags() & TCQ_F_MQROOT;
+  for (unsigned i = 0; i < q->num_children(); ++i) collect(q->child(i + 1), false, mq, out);
+}
+
+}  // namespace
+
+ScriptRunner::ScriptRunner(bool json, std::FILE* out)
+    : json_(json),
+      out_(out),
+      pool_(PacketPool::Options{.capacity = 16384, .buf_size = 2048, .headroom = kDefaultHeadroom}),
+      control_(pool_),
+      table_(control_) {
+  control_.bind();
+}
+
+ScriptRunner::~ScriptRunner() {
+  run_all_pending();
+  // table_ is destroyed before the Cpus (declaration order), dropping what is queued.
+}
+
+Cpu& ScriptRunner::worker(unsigned i) {
+  while (workers_.size() <= i) workers_.push_back(std::make_unique<Cpu>(pool_));
+  return *workers_[i];
+}
+
+void ScriptRunner::run_all_pending() {
+  for (int round = 0; round < 4; ++round) {
+    control_.run_pending();
+    for (auto& w : workers_) w->run_pending();
+  }
+}
+
+bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
+  return std::visit(
+      [&](const auto& c) -> bool {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, IpLinkAdd>) return ip_link_add(c, err);
+        else if constexpr (std::is_same_v<T, IpLinkSet>) return ip_link_set(c, err);
+        else if constexpr (std::is_same_v<T, IpLinkDel>) return ip_link_del(c, err);
+        else if constexpr (std::is_same_v<T, IpLinkShow>) return ip_link_show(c, err);
+        else if constexpr (std::is_same_v<T, TcQdiscCmd>) return tc_qdisc(c, err);
+        else if constexpr (std::is_same_v<T, TcQdiscShow>) return tc_qdisc_show(c, err);
+        else if constexpr (std::is_same_v<T, SleepCmd>) return sleep(c);
+        else return send(c, err);
+      },
+      cmd);
+}
+
+bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
+  std::string msg;
+  if (!table_.add(c.cfg, c.kind, msg)) {
+    const bool kind_bad = msg.find("link type") != std::string::npos;
+    return fail(err, kind_bad ? c.kind : c.cfg.name, msg);
+  }
+  return true;
+}
+
+bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
+  NetDevice* d = table_.find(c.dev);
+  if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
+  run_all_pending();
+  if (c.mtu) d->set_mtu(*c.mtu);
+  if (c.up) {
+    std::string msg;
+    if (!table_.set_up(*d, *c.up, msg)) return fail(err, c.dev, msg);
+  }
+  return true;
+}
+
+bool ScriptRunner::ip_link_del(const IpLinkDel& c, ScriptError& err) {
+  run_all_pending();
+  std::string msg;
+  if (!table_.del(c.dev, msg)) return fail(err, c.dev, msg);
+  return true;
+}
+
+bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
+  std::vector<NetDevice*> devs;
+  if (!c.dev.empty()) {
+    NetDevice* d = table_.find(c.dev);
+    if (!d) return fail(err, c.dev, "device \"" + c.dev + "\" does not exist");
+    devs.push_back(d);
+  } else {
+    devs = table_.list();
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (NetDevice* d : devs) {
+    const DevStatsSum s = d->stats_sum();
+    const char* qkind = d->is_up() && d->qdisc() ? d->qdisc()->kind() : "noop";
+    const bool noarp = d->flags() & IFF_NO_QUEUE;
+    const std::string flags = std::string(noarp ? "BROADCAST,NOARP" : "BROADCAST,MULTICAST") +
+                              (d->is_up() ? ",UP,LOWER_UP" : "");
+    const char* state = d->is_up() ? (noarp ? "UNKNOWN" : "UP") : "DOWN";
+    if (json_) {
+      nlohmann::json j = {{"ifindex", d->ifindex()}, {"ifname", d->name()},
+                          {"flags", nlohmann::json::array()}, {"mtu", d->mtu()},
+                          {"qdisc", qkind}, {"operstate", state}, {"txqlen", d->tx_queue_len()},
+                          {"num_tx_queues", d->num_tx_queues()}, {"link_type", "ether"},
+                          {"link_kind", std::string(table_.kind_of(*d))},
+                          {"address", mac_str(d->mac())}, {"broadcast", "ff:ff:ff:ff:ff:ff"}};
+      for (size_t p = 0, q; p < flags.size(); p = q + 1) {
+        q = flags.find(',', p);
+        if (q == std::string::npos) q = flags.size();
+        j["flags"].push_back(flags.substr(p, q - p));
+      }
+      if (c.stats)
+        j["stats64"] = {{"rx", {{"bytes", 0}, {"packets", 0}, {"errors", 0}, {"dropped", 0}, {"over_errors", 0}, {"multicast", 0}}},
+                        {"tx", {{"bytes", s.tx_bytes}, {"packets", s.tx_packets}, {"errors", 0},
+                                {"dropped", s.tx_dropped}, {"carrier_errors", 0}, {"collisions", 0}}}};
+      arr.push_back(std::move(j));
+      continue;
+    }
+    std::fprintf(out_, "%d: %s: <%s> mtu %u qdisc %s state %s mode DEFAULT group default qlen %u\n",
+                 d->ifindex(), d->name().c_str(), flags.c_str(), d->mtu(), qkind, state, d->tx_queue_len());
+    std::fprintf(out_, "    link/ether %s brd ff:ff:ff:ff:ff:ff\n", mac_str(d->mac()).c_str());
+    if (c.stats) {
+      std::fprintf(out_, "    RX:  bytes packets errors dropped  missed   mcast\n");
+      std::fprintf(out_, "    %10d %7d %6d %7d %7d %7d\n", 0, 0, 0, 0, 0, 0);
+      std::fprintf(out_, "    TX:  bytes packets errors dropped carrier collsns\n");
+      std::fprintf(out_, "    %10llu %7llu %6d %7llu %7d %7d\n", static_cast<unsigned long long>(s.tx_bytes),
+                   static_cast<unsigned long long>(s.tx_packets), 0,
+                   static_cast<unsigned long long>(s.tx_dropped), 0, 0);
+    }
+  }
+  if (json_) std::fprintf(out_, "%s\n", arr.dump().c_str());
+  return true;
+}
+
+bool ScriptRunner::tc_qdisc(const TcQdiscCmd& c, ScriptError& err) {
+  NetDevice* d = table_.find(c.dev);
+  if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
+  run_all_pending();
+  std::string msg;
+  if (!tc_qdisc_modify(table_, *d, c.req, msg)) return fail(err, c.req.kind.empty() ? c.dev : c.req.kind, msg);
+  return true;
+}
+
+bool ScriptRunner::tc_qdisc_show(const TcQdiscShow& c, ScriptError& err) {
+  std::vector<NetDevice*> devs;
+  if (!c.dev.empty()) {
+    NetDevice* d = table_.find(c.dev);
+    if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
+    devs.push_back(d);
+  } else {
+    devs = table_.list();
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (NetDevice* d : devs) {
+    std::vector<std::pair<Qdisc*, bool>> qs;
+    if (d->is_up() || !d->root_is_default()) collect(d->qdisc(), true, false, qs);
+    if (qs.empty()) {
+      // A down device with no configured qdisc shows noop, as the kernel does.
+      qs.emplace_back(&noop_qdisc(), true);
+    }
+    for (auto [q, is_root] : qs) {
+      const QdiscStats s = q->stats();
+      QdiscDump dump;
+      q->dump(dump);
+      if (json_) {
+        nlohmann::json j = {{"kind", q->kind()}, {"handle", tc_handle_str(q->handle())}};
+        if (c.dev.empty()) j["dev"] = d->name();
+        if (is_root) {
+          j["root"] = true;
+          j["refcnt"] = 2;
+        } else {
+          j["parent"] = tc_handle_str(q->parent());
+        }
+        nlohmann::json opts = nlohmann::json::object();
+        for (auto& [k, v] : dump.json) opts[k] = nlohmann::json::parse(v);
+        j["options"] = opts;
+        if (c.stats) {
+          j["bytes"] = s.bytes;
+          j["packets"] = s.packets;
+          j["drops"] = s.drops;
+          j["overlimits"] = s.overlimits;
+          j["requeues"] = s.requeues;
+          j["backlog"] = s.backlog;
+          j["qlen"] = s.qlen;
+        }
+        arr.push_back(std::move(j));
+        continue;
+      }
+      std::string line = "qdisc " + std::string(q->kind()) + " " + tc_handle_str(q->handle()) + " ";
+      if (c.dev.empty()) line += "dev " + d->name() + " ";
+      line += is_root ? "root refcnt 2 " : "parent " + tc_handle_str(q->parent()) + " ";
+      line += dump.text;
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      std::fprintf(out_, "%s\n", line.c_str());
+      if (c.stats) {
+        std::fprintf(out_, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
+                     static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
+                     static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
+                     static_cast<unsigned long long>(s.requeues));
+        std::fprintf(out_, " backlog %llub %llup requeues %llu\n", static_cast<unsigned long long>(s.backlog),
+                     static_cast<unsigned long long>(s.qlen), static_cast<unsigned long long>(s.requeues));
+      }
+    }
+  }
+  if (json_) std::fprintf(out_, "%s\n", arr.dump().c_str());
+  return true;
+}
+
+// Sleep while running the Cpus' pending work (timers such as tbf's watchdog).
+bool ScriptRunner::sleep(const SleepCmd& c) {
+  const uint64_t end = MonotonicClock::instance().now_ns() + c.ns;
+  for (;;) {
+    run_all_pending();
+    const uint64_t now = MonotonicClock::instance().now_ns();
+    if (now >= end) break;
+    const uint64_t step = std::min<uint64_t>(end - now, 200'000);
+    timespec ts{0, static_cast<long>(step)};
+    nanosleep(&ts, nullptr);
+  }
+  return true;
+}
+
+// Interim traffic source: each thread binds its own Cpu, allocates, fills and sends
+// count/threads packets through dev_queue_xmit, then runs its pending work.
+bool ScriptRunner::send(const SendCmd& c, ScriptError& err) {
+  NetDevice* d = table_.find(c.dev);
+  if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
+  for (unsigned t = 0; t < c.threads; ++t) worker(t);
+  std::vector<uint64_t> ok(c.threads, 0), errors(c.threads, 0);
+  const uint64_t t0 = MonotonicClock::instance().now_ns();
+  auto body = [&](unsigned t) {
+    Cpu& cpu = *workers_[t];
+    cpu.bind();
+    const uint64_t n = c.count / c.threads + (t < c.count % c.threads ? 1 : 0);
+    for (uint64_t i = 0; i < n; ++i) {
+      Packet* p = cpu.alloc();
+      if (!p) {
+        cpu.run_pending();
+        p = cpu.alloc();
+        if (!p) {
+          ++errors[t];
+          continue;
+        }
+      }
+      uint8_t* h = p->put(c.size);
+      if (!h) {
+        cpu.free(p);
+        ++errors[t];
+        continue;
+      }
+      std::memset(h, 0xff, 6);
+      std::memcpy(h + 6, d->mac().data(), 6);
+      h[12] = 0x08;
+      h[13] = 0x00;
+      p->protocol = 0x0008;  // htons(ETH_P_IP)
+      p->dev = d;
+      p->priority = c.priority;
+      if (dev_queue_xmit(cpu, p) == NET_XMIT_SUCCESS) ++ok[t];
+      else ++errors[t];
+      if ((i & 63) == 63) cpu.run_pending();
+    }
+    for (int k = 0; k < 1000 && cpu.has_pending(); ++k) cpu.run_pending();
+  };
+  if (c.threads == 1) {
+    body(0);
+    control_.bind();
+  } else {
+    std::vector<std::thread> th;
+    for (unsigned t = 0; t < c.threads; ++t) th.emplace_back(body, t);
+    for (auto& x : th) x.join();
+  }
+  const uint64_t t1 = MonotonicClock::instance().now_ns();
+  run_all_pending();
+  uint64_t tot_ok = 0, tot_err = 0;
+  for (unsigned t = 0; t < c.threads; ++t) {
+    tot_ok += ok[t];
+    tot_err += errors[t];
+  }
+  const double ns = static_cast<double>(t1 - t0);
+  const double pps = ns > 0 ? static_cast<double>(c.count) * 1e9 / ns : 0;
+  if (json_) {
+    nlohmann::json j = {{"send", {{"dev", c.dev}, {"threads", c.threads}, {"size", c.size},
+                                  {"packets", tot_ok}, {"errors", tot_err},
+                                  {"ns_per_packet", c.count ? ns / static_cast<double>(c.count) : 0.0},
+                                  {"pps", pps}}}};
+    std::fprintf(out_, "%s\n", j.dump().c_str());
+  } else {
+    std::fprintf(out_, "send: dev %s: %llu packets (%ubyte) in %.3f ms, %llu errors, %.1f ns/pkt, %.0f pps\n",
+                 c.dev.c_str(), static_cast<unsigned long long>(tot_ok), c.size, ns / 1e6,
+                 static_cast<unsigned long long>(tot_err), c.count ? ns / static_cast<double>(c.count) : 0.0, pps);
+  }
+  return true;
+}
+
+}  // namespace pktpath::cli

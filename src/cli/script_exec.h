@@ -1,0 +1,50 @@
+// Executes parsed script commands against one pktpath instance (devices, qdiscs, Cpus)
+// and prints what the kernel tools would print, or JSON Lines.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/script.h"
+#include "core/cpu.h"
+#include "core/dev_table.h"
+#include "core/packet_pool.h"
+
+namespace pktpath::cli {
+
+class ScriptRunner {
+ public:
+  ScriptRunner(bool json, std::FILE* out);
+  ~ScriptRunner();
+  ScriptRunner(const ScriptRunner&) = delete;
+  ScriptRunner& operator=(const ScriptRunner&) = delete;
+
+  // Apply one command. false with err (nothing applied) on failure.
+  bool execute(const ScriptCommand& cmd, ScriptError& err);
+  DeviceTable& table() { return table_; }
+
+ private:
+  bool ip_link_add(const IpLinkAdd& c, ScriptError& err);
+  bool ip_link_set(const IpLinkSet& c, ScriptError& err);
+  bool ip_link_del(const IpLinkDel& c, ScriptError& err);
+  bool ip_link_show(const IpLinkShow& c, ScriptError& err);
+  bool tc_qdisc(const TcQdiscCmd& c, ScriptError& err);
+  bool tc_qdisc_show(const TcQdiscShow& c, ScriptError& err);
+  bool sleep(const SleepCmd& c);
+  bool send(const SendCmd& c, ScriptError& err);
+  // Run every Cpu's pending work (tx work, timers, defer lists) from this thread; only
+  // while no sender thread runs.
+  void run_all_pending();
+  Cpu& worker(unsigned i);
+
+  bool json_;
+  std::FILE* out_;
+  PacketPool pool_;
+  Cpu control_;
+  std::vector<std::unique_ptr<Cpu>> workers_;
+  DeviceTable table_;
+};
+
+}  // namespace pktpath::cli

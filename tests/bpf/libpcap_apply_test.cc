@@ -1,0 +1,82 @@
+// libpcap's own filter-apply cases (../shared/conformance/libpcap-apply/): each
+// expression compiled by Debian's libpcap for its capture's link type and snapshot
+// length must give, on every engine, exactly what libpcap's bpf_filter gives.
+#include <arpa/inet.h>
+
+#include <cstdio>
+#include <map>
+
+#include "bpf/check.h"
+#include "bpf/parse.h"
+#include "bpf_test_util.h"
+
+namespace pktpath::bpf {
+namespace {
+
+TEST(BpfLibpcapApply, EnginesEqualLibpcap) {
+  nlohmann::json cases = testing::load_json(testing::shared_path("conformance/libpcap-apply/apply.json"));
+  ASSERT_EQ(cases.size(), 185u);
+  std::map<std::string, PacketSet> files;
+  int passed = 0, failed = 0, skipped = 0, rejected = 0, same_as_upstream = 0;
+  for (const auto& c : cases) {
+    const std::string name = c["name"], file = c["savefile"], expr = c["expr"];
+    if (!files.count(file)) {
+      PacketSet s;
+      std::string err;
+      ASSERT_TRUE(read_pcap(testing::shared_path("conformance/libpcap-apply/captures/" + file), &s, &err)) << err;
+      files.emplace(file, std::move(s));
+    }
+    const PacketSet& set = files.at(file);
+    CompileOptions opt;
+    opt.savefile = testing::shared_path("conformance/libpcap-apply/captures/" + file);
+    if (c.contains("netmask")) {
+      in_addr a{};
+      ASSERT_EQ(inet_pton(AF_INET, c["netmask"].get<std::string>().c_str(), &a), 1);
+      opt.netmask = a.s_addr;
+    }
+    Insns prog;
+    std::string err;
+    if (!compile_expression(expr, opt, &prog, &err)) {
+      ++skipped;  // newer syntax or link type than this libpcap knows
+      continue;
+    }
+    if (CheckResult r = check_program(prog); !r.ok) {
+      // libpcap's `protochain` loops with a backward jump; the kernel's checker (and so
+      // pktpath's) refuses such programs, as upstream's NO_PROTOCHAIN skip anticipates.
+      EXPECT_NE(r.reason.find("jump"), std::string::npos) << name << ": " << r.reason;
+      ++rejected;
+      continue;
+    }
+    bool ok = true, upstream = true;
+    const auto& want_upstream = c["results"];
+    for (Engine e : testing::engines()) {
+      auto p = Program::load(prog, e, &err);
+      if (!p) {
+        ADD_FAILURE() << name << " ('" << expr << "'): rejected on " << engine_name(e) << ": " << err;
+        ok = false;
+        continue;
+      }
+      for (size_t i = 0; i < set.size(); ++i) {
+        uint32_t want = testing::pcap_run(prog, set.bytes(i), set.wirelen(i), set.caplen(i));
+        uint32_t got = p->run(set.views()[i]);
+        if (got != want) {
+          ADD_FAILURE() << name << " ('" << expr << "') packet " << i << " [" << engine_name(e)
+                        << "]: got " << got << ", libpcap " << want;
+          ok = false;
+        }
+        if (i >= want_upstream.size() || want_upstream[i].get<uint32_t>() != got) upstream = false;
+      }
+    }
+    ok ? ++passed : ++failed;
+    same_as_upstream += ok && upstream;
+  }
+  std::printf("libpcap-apply: %d passed, %d failed, %d skipped (do not compile with %s), "
+              "%d skipped (backward jump: the kernel checker rejects them); "
+              "%d also equal upstream's stored results\n",
+              passed, failed, skipped, pcap_lib_version(), rejected, same_as_upstream);
+  EXPECT_EQ(failed, 0);
+  EXPECT_GE(passed, 120);
+}
+
+}  // namespace
+}  // namespace pktpath::bpf
