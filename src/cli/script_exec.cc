@@ -74,6 +74,7 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
         else if constexpr (std::is_same_v<T, TcQdiscCmd>) return tc_qdisc(c, err);
         else if constexpr (std::is_same_v<T, TcQdiscShow>) return tc_qdisc_show(c, err);
         else if constexpr (std::is_same_v<T, SleepCmd>) return sleep(c);
+        else if constexpr (std::is_same_v<T, PktgenLine>) return pktgen(c, err);
         else return send(c, err);
       },
       cmd);
