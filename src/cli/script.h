@@ -72,8 +72,14 @@ struct PktgenLine {
   std::string key, value;  // kSet
 };
 
-using ScriptCommand =
-    std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow, SleepCmd, SendCmd, PktgenLine>;
+// `bpf bench ...`, `bench micro ...`: another pktpath command run from a script (its
+// output inline), so one script can hold a document's whole measurement.
+struct CommandLine {
+  std::vector<std::string> words;
+};
+
+using ScriptCommand = std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow,
+                                   SleepCmd, SendCmd, PktgenLine, CommandLine>;
 
 // Parse one tokenized, non-empty line. false with err on bad input.
 bool parse_command(const std::vector<std::string>& words, ScriptCommand& out, ScriptError& err);

@@ -35,6 +35,7 @@ class ScriptRunner {
   bool sleep(const SleepCmd& c);
   bool send(const SendCmd& c, ScriptError& err);
   bool pktgen(const PktgenLine& c, ScriptError& err);  // script_pktgen.cc
+  bool command_line(const CommandLine& c, ScriptError& err);  // script_pktgen.cc
   // Run every Cpu's pending work (tx work, timers, defer lists) from this thread; only
   // while no sender thread runs.
   void run_all_pending();

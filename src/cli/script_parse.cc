@@ -424,6 +424,13 @@ bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, Script
   if (cmd == "sleep") return parse_sleep(w, out, err);
   if (cmd == "send") return parse_send(w, out, err);
   if (cmd == "pktgen") return parse_pktgen_line(w, out, err);
+  if (cmd == "bpf" || cmd == "bench") {
+    if (w.size() < 2 || (cmd == "bench" && w[1] != "micro") ||
+        (cmd == "bpf" && w[1] != "bench" && w[1] != "check" && w[1] != "dump" && w[1] != "run"))
+      return fail(err, w.size() < 2 ? cmd : w[1], "expected `bpf check|dump|run|bench ...` or `bench micro ...`");
+    out = CommandLine{w};
+    return true;
+  }
   if (cmd == "nft" || cmd == "capture")
     return fail(err, cmd, "command \"" + cmd + "\" is not supported yet");
   return fail(err, cmd, "unknown command \"" + cmd + "\"");

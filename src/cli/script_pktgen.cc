@@ -1,6 +1,8 @@
 // The `pktgen` script line: runs the generator on a device of this script's instance.
+#include <algorithm>
 #include <cstdlib>
 
+#include "cli/command.h"
 #include "cli/script_exec.h"
 #include "tools/pktgen_session.h"
 
@@ -51,6 +53,21 @@ bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
   run_all_pending();
   std::fflush(out_);
   if (rc != 0) return fail(cmd.ab ? "--ab" : cmd.cfg.dev, msg);
+  return true;
+}
+
+bool ScriptRunner::command_line(const CommandLine& c, ScriptError& err) {
+  std::vector<std::string> args = c.words;
+  const bool takes_json = (args[0] == "bpf" && args[1] == "bench") || args[0] == "bench";
+  if (json_ && takes_json && std::find(args.begin(), args.end(), "--json") == args.end()) args.push_back("--json");
+  std::fflush(out_);
+  int rc = run_main(args);
+  std::fflush(stdout);
+  if (rc != 0) {
+    err.word = args[0] + " " + args[1];
+    err.msg = "command failed (exit " + std::to_string(rc) + ")";
+    return false;
+  }
   return true;
 }
 
