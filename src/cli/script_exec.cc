@@ -74,6 +74,8 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
         else if constexpr (std::is_same_v<T, TcQdiscCmd>) return tc_qdisc(c, err);
         else if constexpr (std::is_same_v<T, TcQdiscShow>) return tc_qdisc_show(c, err);
         else if constexpr (std::is_same_v<T, SleepCmd>) return sleep(c);
+        else if constexpr (std::is_same_v<T, PktgenLine>) return pktgen(c, err);
+        else if constexpr (std::is_same_v<T, CommandLine>) return command_line(c, err);
         else if constexpr (std::is_same_v<T, ExtCommand>) return c.line->execute(*this, err);
         else return send(c, err);
       },

@@ -40,6 +40,8 @@ class ScriptRunner {
   bool tc_qdisc_show(const TcQdiscShow& c, ScriptError& err);
   bool sleep(const SleepCmd& c);
   bool send(const SendCmd& c, ScriptError& err);
+  bool pktgen(const PktgenLine& c, ScriptError& err);  // script_pktgen.cc
+  bool command_line(const CommandLine& c, ScriptError& err);  // script_pktgen.cc
   // Run every Cpu's pending work (tx work, timers, defer lists) from this thread; only
   // while no sender thread runs.
   void run_all_pending();
@@ -51,6 +53,8 @@ class ScriptRunner {
   Cpu control_;
   std::vector<std::unique_ptr<Cpu>> workers_;
   DeviceTable table_;
+  // The long form's parameters (`pktgen set`), run by `pktgen start`.
+  PktgenCommand pktgen_pending_;
   std::shared_ptr<ScriptExtState> ext_;  // after table_: destroyed before the devices
 };
 

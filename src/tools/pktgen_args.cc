@@ -20,7 +20,8 @@ bool parse_ipv4_range(std::string_view s, uint32_t* min, uint32_t* max) {
   return true;
 }
 
-std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w, std::string* err) {
+std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w, std::string* err,
+                                               std::string* bad_word) {
   PktgenCommand cmd;
   PktgenConfig& c = cmd.cfg;
   c.count = 10'000'000;
@@ -28,15 +29,17 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
   c.flags = F_QUEUE_MAP_CPU | F_NO_TIMESTAMP;
   parse_mac("90:e2:ba:ff:ff:ff", c.dst_mac);
   c.daddr_min = c.daddr_max = 0xc612002a;  // 198.18.0.42
-  bool mode_set = false;
 
+  std::string current;  // the word being parsed, for error reports
   auto fail = [&](std::string m) -> std::optional<PktgenCommand> {
     if (err) *err = std::move(m);
+    if (bad_word) *bad_word = current;
     return std::nullopt;
   };
   auto set = [&](const char* key, const std::string& v, const std::string& flag) -> bool {
     if (auto e = pktgen_set(c, key, v)) {
       if (err) *err = flag + ": " + *e;
+      if (bad_word) *bad_word = v;
       return false;
     }
     return true;
@@ -44,6 +47,7 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
 
   for (size_t i = 0; i < w.size(); ++i) {
     const std::string& f = w[i];
+    current = f;
     // Flags without a value.
     if (f == "-k") { c.flags |= F_UDPCSUM; continue; }
     if (f == "-v" || f == "-x") continue;  // verbose/debug: accepted, nothing to change
@@ -52,6 +56,7 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
     if (f == "-6") return fail("-6: IPv6 is not supported yet");
     if (i + 1 >= w.size()) return fail(f.rfind("-", 0) == 0 ? f + ": missing value" : "unexpected word '" + f + "'");
     const std::string& v = w[++i];
+    current = v;
     if (f == "-i") {
       c.dev = v;
     } else if (f == "-n") {
@@ -82,7 +87,6 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
       if (!set("delay", v, f)) return std::nullopt;
     } else if (f == "--mode") {
       if (!set("xmit_mode", v, f)) return std::nullopt;
-      mode_set = true;
     } else if (f == "--duration") {
       char* end = nullptr;
       double d = std::strtod(v.c_str(), &end);
@@ -100,13 +104,16 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
         return fail("--ab: invalid value '" + v + "' (expected SETTING=A|B)");
       cmd.ab = PktgenAb{v.substr(0, eq), v.substr(eq + 1, bar - eq - 1), v.substr(bar + 1)};
     } else {
+      current = f;
       return fail("unknown pktgen flag '" + f + "'");
     }
   }
-  (void)mode_set;
+  current = "pktgen";
   if (c.dev.empty()) return fail("-i: missing (the output device is required)");
-  if (c.burst > 1 && c.mode == PktgenMode::kQueueXmit)
+  if (c.burst > 1 && c.mode == PktgenMode::kQueueXmit) {
+    current = "-b";
     return fail("-b: bursting is not supported in queue_xmit mode (use --mode start_xmit)");
+  }
   if (auto e = pktgen_validate(c)) return fail(*e);
   return cmd;
 }

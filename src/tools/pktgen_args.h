@@ -37,8 +37,9 @@ struct PktgenCommand {
 };
 
 // Parses the words after `pktgen`. On error returns nullopt and sets *err to a message
-// naming the offending flag or value.
-std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& words, std::string* err);
+// naming the offending flag or value, and *bad_word (if given) to that word.
+std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& words, std::string* err,
+                                               std::string* bad_word = nullptr);
 
 // "198.18.0.0/15" -> [min, max] host order (parse_addr in samples/pktgen/functions.sh).
 bool parse_ipv4_range(std::string_view s, uint32_t* min, uint32_t* max);

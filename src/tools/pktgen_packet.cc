@@ -227,7 +227,13 @@ Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& 
     put32(pgh + 8, static_cast<uint32_t>(realtime_ns / 1'000'000'000ull));
     put32(pgh + 12, static_cast<uint32_t>(realtime_ns % 1'000'000'000ull / 1000));
   }
-  std::memset(pgh + kPktgenHdrLen, 0, datalen - kPktgenHdrLen);
+  // skb_put_zero of the payload; short pads (60-byte frames have 2 bytes) inline.
+  const uint32_t pad = datalen - kPktgenHdrLen;
+  if (pad <= 16) {
+    for (uint32_t i = 0; i < pad; ++i) pgh[kPktgenHdrLen + i] = 0;
+  } else {
+    std::memset(pgh + kPktgenHdrLen, 0, pad);
+  }
 
   if (cfg.flags & F_UDPCSUM) {
     // Pseudo-header: saddr, daddr, zero+protocol, UDP length.
