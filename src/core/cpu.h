@@ -165,7 +165,11 @@ class alignas(kCacheLine) Cpu {
   // What process_backlog does with each packet (netif_receive_skb); default: consume.
   using RxHandler = void (*)(Cpu& cpu, Packet* p);
   void set_rx_handler(RxHandler h) { rx_handler_ = h; }
+  // Owner thread: everything not yet processed. Any thread: backlog_queued() (the shared
+  // part only).
   uint32_t backlog_len() const { return backlog_.qlen.load(std::memory_order_relaxed) + process_queue_.count; }
+  uint32_t backlog_queued() const { return backlog_.qlen.load(std::memory_order_relaxed); }
+  uint32_t max_backlog() const { return opts_.max_backlog; }
   void arm_timer(CpuTimer* t, uint64_t expires_ns);
   void cancel_timer(CpuTimer* t);
   Clock& clock() { return *clock_; }

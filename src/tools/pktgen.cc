@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <thread>
 
 #include "core/dev_rx.h"
@@ -93,6 +94,29 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
   const uint64_t deadline = cfg.duration_s > 0 ? start + static_cast<uint64_t>(cfg.duration_s * 1e9) : UINT64_MAX;
   const bool timestamps = !(cfg.flags & F_NO_TIMESTAMP);
 
+  // RPS partner: a receive thread with its own Cpu draining this generator's packets.
+  std::unique_ptr<Cpu> rx_cpu;
+  std::atomic<bool> rx_stop{false};
+  std::thread rx_thread;
+  if (opts_.rps && cfg.mode == PktgenMode::kNetifReceive) {
+    Cpu::Options ro = co;
+    if (opts_.pin) ro.core = co.core + static_cast<int>(opts_.threads);
+    rx_cpu = std::make_unique<Cpu>(pool_, ro);
+    rx_cpu->set_rx_handler([](Cpu& c, Packet* p) { netif_receive_skb(c, p); });
+    rx_thread = std::thread([&] {
+      Cpu& rc = *rx_cpu;
+      rc.bind();
+      nf::NfRcuReader reader;
+      uint32_t n = 0;
+      while (!rx_stop.load(std::memory_order_acquire) || rc.backlog_len() != 0) {
+        if (rc.has_pending()) rc.run_pending();
+        else cpu_relax();
+        if ((++n & 255) == 0) nf::nf_rcu_quiescent();
+      }
+      for (int i = 0; i < 1000 && rc.has_pending(); ++i) rc.run_pending();
+    });
+  }
+
   PktgenThreadResult r;
   Packet* skb = nullptr;
   uint64_t clone_count = 0;
@@ -150,6 +174,28 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
       continue;
     }
 
+    if (rx_cpu) {
+      // RPS: enqueue_to_backlog on the partner Cpu; it runs netif_receive_skb and frees.
+      skb->get();
+      if (PP_LIKELY(rx_cpu->backlog_enqueue(skb))) {
+        ++r.sofar;
+        ++st.seq_num;
+        r.tx_bytes += last_pkt_size;
+      } else {
+        cpu.free_reason(skb, DropReason::CPU_BACKLOG);
+        ++r.errors;
+        // Like a BUSY driver: back off until the partner has drained half its queue
+        // (flushing our defer list meanwhile) instead of counting a flood of drops.
+        const uint32_t half = rx_cpu->max_backlog() / 2;
+        while (rx_cpu->backlog_queued() > half && !stop_.load(std::memory_order_relaxed) &&
+               clock.now_ns() < deadline) {
+          if (cpu.has_pending()) cpu.run_pending();
+          std::this_thread::yield();
+        }
+      }
+      continue;
+    }
+
     if (cfg.mode == PktgenMode::kNetifReceive) {
       // pktgen's netif_receive mode: the same packet handed to the receive path, a user
       // taken for each hand-off (the kernel counts only sofar; a drop counts as an error
@@ -198,6 +244,16 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
     if (lock) txq.xmit_lock.unlock();
   }
   r.elapsed_ns = clock.now_ns() - start;
+  if (rx_thread.joinable()) {
+    // The partner drains what is queued; its frees beyond defer_max go straight back.
+    rx_stop.store(true, std::memory_order_release);
+    rx_thread.join();
+    cpu.run_pending();
+    r.rx_processed = rx_cpu->stats().backlog_processed.get();
+    r.defer_queued = rx_cpu->stats().defer_queued.get();
+    r.defer_nodefer = rx_cpu->stats().defer_nodefer.get();
+    r.defer_flushes = cpu.stats().defer_flushes.get();
+  }
   live_.fetch_add(r.sofar - reported, std::memory_order_relaxed);
   if (skb) cpu.free(skb);
   // Let this Cpu's tx work (qdiscs it scheduled) and deferred frees finish.

@@ -22,6 +22,11 @@ struct PktgenThreadResult {
   uint64_t elapsed_ns = 0;
   uint32_t pkt_size = 0;   // the last packet's size (cur_pkt_size)
   uint64_t alloc_fail = 0;
+  // With rps: what the receive side did (document 002's counters).
+  uint64_t rx_processed = 0;   // packets the partner took off its input queue
+  uint64_t defer_queued = 0;   // remote frees put on the generator's defer list
+  uint64_t defer_nodefer = 0;  // remote frees beyond defer_max, freed directly
+  uint64_t defer_flushes = 0;  // flushes of the generator's defer list that found work
   double pps() const { return elapsed_ns ? static_cast<double>(sofar) * 1e9 / static_cast<double>(elapsed_ns) : 0; }
 };
 
@@ -39,6 +44,9 @@ struct PktgenRunOptions {
   bool pin = false;      // pin thread i to core i (kpktgend_i)
   int first_core = 0;
   bool defer_free = true;  // the threads' Cpu option (A/B of document 002)
+  // netif_receive mode: steer each generator's packets to a partner receive thread's
+  // input queue (RPS), which runs the receive path there and frees them remotely.
+  bool rps = false;
 };
 
 class Pktgen {

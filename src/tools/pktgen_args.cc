@@ -52,6 +52,7 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
     if (f == "-k") { c.flags |= F_UDPCSUM; continue; }
     if (f == "-v" || f == "-x") continue;  // verbose/debug: accepted, nothing to change
     if (f == "--pin") { cmd.pin = true; continue; }
+    if (f == "--rps") { cmd.rps = true; continue; }
     if (f == "--json") { cmd.json = true; continue; }
     if (f == "-6") return fail("-6: IPv6 is not supported yet");
     if (i + 1 >= w.size()) return fail(f.rfind("-", 0) == 0 ? f + ": missing value" : "unexpected word '" + f + "'");
@@ -113,6 +114,10 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
   if (c.burst > 1 && c.mode == PktgenMode::kQueueXmit) {
     current = "-b";
     return fail("-b: bursting is not supported in queue_xmit mode (use --mode start_xmit)");
+  }
+  if (cmd.rps && c.mode != PktgenMode::kNetifReceive) {
+    current = "--rps";
+    return fail("--rps: needs --mode netif_receive");
   }
   if (auto e = pktgen_validate(c)) return fail(*e);
   return cmd;

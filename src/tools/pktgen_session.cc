@@ -52,7 +52,11 @@ nlohmann::json result_json(const PktgenResult& r) {
                        {"bytes", t.tx_bytes},
                        {"usec", t.elapsed_ns / 1000},
                        {"pkt_size", t.pkt_size},
-                       {"result", pktgen_result_text(t)}});
+                       {"result", pktgen_result_text(t)},
+                       {"rx_processed", t.rx_processed},
+                       {"defer_queued", t.defer_queued},
+                       {"defer_nodefer", t.defer_nodefer},
+                       {"defer_flushes", t.defer_flushes}});
   return {{"mode", pktgen_mode_name(r.mode)},
           {"threads", threads},
           {"total", {{"packets", r.packets()}, {"pps", r.pps()}, {"mbps", r.mbps()}, {"errors", r.errors()}}}};
@@ -62,6 +66,13 @@ void print_result_text(std::FILE* out, const PktgenResult& r, const std::string&
   for (size_t i = 0; i < r.threads.size(); ++i)
     std::fprintf(out, "Device: %s@%zu%s\nResult: %s\n", dev.c_str(), i, label.c_str(),
                  pktgen_result_text(r.threads[i]).c_str());
+  for (size_t i = 0; i < r.threads.size(); ++i) {
+    const PktgenThreadResult& t = r.threads[i];
+    if (t.rx_processed)
+      std::fprintf(out, "  rx@%zu: %llu received, %llu freed through the defer list (%llu flushes), %llu directly\n", i,
+                   static_cast<unsigned long long>(t.rx_processed), static_cast<unsigned long long>(t.defer_queued),
+                   static_cast<unsigned long long>(t.defer_flushes), static_cast<unsigned long long>(t.defer_nodefer));
+  }
   std::fprintf(out, "Total: %llu packets, %.0fpps %.0fMb/sec errors: %llu\n",
                static_cast<unsigned long long>(r.packets()), r.pps(), r.mbps(),
                static_cast<unsigned long long>(r.errors()));
@@ -70,7 +81,7 @@ void print_result_text(std::FILE* out, const PktgenResult& r, const std::string&
 // One run with progress on a terminal and Ctrl-C support.
 PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, const PktgenKnobs& knobs) {
   PktgenRunOptions ro{.threads = cmd.threads, .pin = cmd.pin, .first_core = cmd.first_core,
-                      .defer_free = knobs.defer_free};
+                      .defer_free = knobs.defer_free, .rps = cmd.rps};
   Pktgen g(dev, pool, cmd.cfg, ro);
   g_running.store(&g);
   auto old = std::signal(SIGINT, on_sigint);
