@@ -171,7 +171,6 @@ const BadLine kBadLines[] = {
     {"send dev foo count 10 threads 0", "0", "threads must be"},
     {"send dev foo count 10 speed 3", "speed", "unknown send option"},
     {"send dev foo count", "count", "needs a value"},
-    {"pktgen -i foo -n 10", "pktgen", "not supported yet"},
 };
 
 TEST(ScriptParse, BadLinesNameTheirWord) {
