@@ -338,8 +338,50 @@ class Pass : public Xbyak::CodeGenerator {
     reload_packet();
   }
 
-  // Ancillary loads go through load_ancillary (one implementation for every engine).
+  // The address of PacketView field `off` (offsetof) through the view in rsi.
+  Xbyak::RegExp view_field(size_t off) const { return Xbyak::RegExp(rsi) + static_cast<int>(off); }
+
+  // Ancillary loads that only read the view's metadata are inline (what
+  // convert_bpf_extensions turns into single loads); nlattr, pay_offset and random call
+  // load_ancillary. The inline forms equal load_ancillary's cases one for one.
+  bool ancillary_inline(uint32_t ad) {
+    constexpr size_t m = offsetof(PacketView, meta);
+    switch (ad) {
+      case SKF_AD_PROTOCOL:  // ntohs(skb->protocol)
+        movzx(eax, word[view_field(m + offsetof(PacketMeta, protocol))]);
+        rol(ax, 8);
+        return true;
+      case SKF_AD_VLAN_TPID:
+        movzx(eax, word[view_field(m + offsetof(PacketMeta, vlan_proto))]);
+        rol(ax, 8);
+        return true;
+      case SKF_AD_PKTTYPE:
+        movzx(eax, byte[view_field(m + offsetof(PacketMeta, pkt_type))]);
+        and_(eax, 7);
+        return true;
+      case SKF_AD_IFINDEX:
+      case SKF_AD_HATYPE:  // no device: the program ends returning A
+        cmp(byte[view_field(m + offsetof(PacketMeta, has_dev))], 0);
+        jump(Cond::E, exit_a_);
+        if (ad == SKF_AD_IFINDEX) mov(eax, dword[view_field(m + offsetof(PacketMeta, ifindex))]);
+        else movzx(eax, word[view_field(m + offsetof(PacketMeta, hatype))]);
+        return true;
+      case SKF_AD_MARK: mov(eax, dword[view_field(m + offsetof(PacketMeta, mark))]); return true;
+      case SKF_AD_RXHASH: mov(eax, dword[view_field(m + offsetof(PacketMeta, hash))]); return true;
+      case SKF_AD_CPU: mov(eax, dword[view_field(m + offsetof(PacketMeta, cpu))]); return true;
+      case SKF_AD_QUEUE: movzx(eax, word[view_field(m + offsetof(PacketMeta, queue_mapping))]); return true;
+      case SKF_AD_VLAN_TAG: movzx(eax, word[view_field(m + offsetof(PacketMeta, vlan_tci))]); return true;
+      case SKF_AD_VLAN_TAG_PRESENT:
+        static_assert(sizeof(PacketMeta::vlan_present) == 1 && sizeof(PacketMeta::has_dev) == 1);
+        movzx(eax, byte[view_field(m + offsetof(PacketMeta, vlan_present))]);
+        return true;
+      case SKF_AD_ALU_XOR_X: xor_(eax, ecx); return true;
+      default: return false;
+    }
+  }
+
   void ancillary(uint32_t ad) {
+    if (ancillary_inline(ad)) return;
     save_for_call();
     mov(edx, eax);
     mov(rdi, rsi);

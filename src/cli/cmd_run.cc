@@ -21,7 +21,8 @@ void report(const std::string& file, size_t line, const ScriptError& e) {
   if (e.word.empty())
     std::fprintf(stderr, "%s:%zu: %s\n", file.c_str(), line, e.msg.c_str());
   else
-    std::fprintf(stderr, "%s:%zu: %s (at \"%s\")\n", file.c_str(), line, e.msg.c_str(), e.word.c_str());
+    std::fprintf(stderr, "%s:%zu: %s (at \"%s\")\n", file.c_str(), line, e.msg.c_str(),
+                 e.word.c_str());
 }
 
 int cmd_run(const std::vector<std::string>& args) {

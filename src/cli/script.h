@@ -93,7 +93,7 @@ bool parse_qdisc_options(const std::string& kind, const std::vector<std::string>
 bool parse_tc_rate(const std::string& s, uint64_t& bytes_per_sec);  // "1mbit", "125kbps", "8000"
 bool parse_tc_size(const std::string& s, uint64_t& bytes);          // "1500", "10kb", "1m", "8kbit"
 bool parse_tc_time(const std::string& s, uint64_t& ns);             // "50ms", "1s", "20" (usec)
-bool parse_tc_handle(const std::string& s, uint32_t& h);            // "1:", "8001:", "1:2", ":3", "root"
+bool parse_tc_handle(const std::string& s, uint32_t& h);  // "1:", "8001:", "1:2", ":3", "root"
 bool parse_u32(const std::string& s, uint32_t& v);
 bool parse_u64(const std::string& s, uint64_t& v);
 bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac);

@@ -128,32 +128,51 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
                               (d->is_up() ? ",UP,LOWER_UP" : "");
     const char* state = d->is_up() ? (noarp ? "UNKNOWN" : "UP") : "DOWN";
     if (json_) {
-      nlohmann::json j = {{"ifindex", d->ifindex()}, {"ifname", d->name()},
-                          {"flags", nlohmann::json::array()}, {"mtu", d->mtu()},
-                          {"qdisc", qkind}, {"operstate", state}, {"txqlen", d->tx_queue_len()},
-                          {"num_tx_queues", d->num_tx_queues()}, {"link_type", "ether"},
+      nlohmann::json j = {{"ifindex", d->ifindex()},
+                          {"ifname", d->name()},
+                          {"flags", nlohmann::json::array()},
+                          {"mtu", d->mtu()},
+                          {"qdisc", qkind},
+                          {"operstate", state},
+                          {"txqlen", d->tx_queue_len()},
+                          {"num_tx_queues", d->num_tx_queues()},
+                          {"link_type", "ether"},
                           {"link_kind", std::string(table_.kind_of(*d))},
-                          {"address", mac_str(d->mac())}, {"broadcast", "ff:ff:ff:ff:ff:ff"}};
+                          {"address", mac_str(d->mac())},
+                          {"broadcast", "ff:ff:ff:ff:ff:ff"}};
       for (size_t p = 0, q; p < flags.size(); p = q + 1) {
         q = flags.find(',', p);
         if (q == std::string::npos) q = flags.size();
         j["flags"].push_back(flags.substr(p, q - p));
       }
       if (c.stats)
-        j["stats64"] = {{"rx", {{"bytes", 0}, {"packets", 0}, {"errors", 0}, {"dropped", 0}, {"over_errors", 0}, {"multicast", 0}}},
-                        {"tx", {{"bytes", s.tx_bytes}, {"packets", s.tx_packets}, {"errors", 0},
-                                {"dropped", s.tx_dropped}, {"carrier_errors", 0}, {"collisions", 0}}}};
+        j["stats64"] = {{"rx",
+                         {{"bytes", 0},
+                          {"packets", 0},
+                          {"errors", 0},
+                          {"dropped", 0},
+                          {"over_errors", 0},
+                          {"multicast", 0}}},
+                        {"tx",
+                         {{"bytes", s.tx_bytes},
+                          {"packets", s.tx_packets},
+                          {"errors", 0},
+                          {"dropped", s.tx_dropped},
+                          {"carrier_errors", 0},
+                          {"collisions", 0}}}};
       arr.push_back(std::move(j));
       continue;
     }
     std::fprintf(out_, "%d: %s: <%s> mtu %u qdisc %s state %s mode DEFAULT group default qlen %u\n",
-                 d->ifindex(), d->name().c_str(), flags.c_str(), d->mtu(), qkind, state, d->tx_queue_len());
+                 d->ifindex(), d->name().c_str(), flags.c_str(), d->mtu(), qkind, state,
+                 d->tx_queue_len());
     std::fprintf(out_, "    link/ether %s brd ff:ff:ff:ff:ff:ff\n", mac_str(d->mac()).c_str());
     if (c.stats) {
       std::fprintf(out_, "    RX:  bytes packets errors dropped  missed   mcast\n");
       std::fprintf(out_, "    %10d %7d %6d %7d %7d %7d\n", 0, 0, 0, 0, 0, 0);
       std::fprintf(out_, "    TX:  bytes packets errors dropped carrier collsns\n");
-      std::fprintf(out_, "    %10llu %7llu %6d %7llu %7d %7d\n", static_cast<unsigned long long>(s.tx_bytes),
+      std::fprintf(out_, "    %10llu %7llu %6d %7llu %7d %7d\n",
+                   static_cast<unsigned long long>(s.tx_bytes),
                    static_cast<unsigned long long>(s.tx_packets), 0,
                    static_cast<unsigned long long>(s.tx_dropped), 0, 0);
     }
@@ -167,7 +186,8 @@ bool ScriptRunner::tc_qdisc(const TcQdiscCmd& c, ScriptError& err) {
   if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
   run_all_pending();
   std::string msg;
-  if (!tc_qdisc_modify(table_, *d, c.req, msg)) return fail(err, c.req.kind.empty() ? c.dev : c.req.kind, msg);
+  if (!tc_qdisc_modify(table_, *d, c.req, msg))
+    return fail(err, c.req.kind.empty() ? c.dev : c.req.kind, msg);
   return true;
 }
 
@@ -223,12 +243,15 @@ bool ScriptRunner::tc_qdisc_show(const TcQdiscShow& c, ScriptError& err) {
       while (!line.empty() && line.back() == ' ') line.pop_back();
       std::fprintf(out_, "%s\n", line.c_str());
       if (c.stats) {
-        std::fprintf(out_, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
-                     static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
-                     static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
+        std::fprintf(
+            out_, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
+            static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
+            static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
+            static_cast<unsigned long long>(s.requeues));
+        std::fprintf(out_, " backlog %llub %llup requeues %llu\n",
+                     static_cast<unsigned long long>(s.backlog),
+                     static_cast<unsigned long long>(s.qlen),
                      static_cast<unsigned long long>(s.requeues));
-        std::fprintf(out_, " backlog %llub %llup requeues %llu\n", static_cast<unsigned long long>(s.backlog),
-                     static_cast<unsigned long long>(s.qlen), static_cast<unsigned long long>(s.requeues));
       }
     }
   }
@@ -285,8 +308,10 @@ bool ScriptRunner::send(const SendCmd& c, ScriptError& err) {
       p->protocol = 0x0008;  // htons(ETH_P_IP)
       p->dev = d;
       p->priority = c.priority;
-      if (dev_queue_xmit(cpu, p) == NET_XMIT_SUCCESS) ++ok[t];
-      else ++errors[t];
+      if (dev_queue_xmit(cpu, p) == NET_XMIT_SUCCESS)
+        ++ok[t];
+      else
+        ++errors[t];
       if ((i & 63) == 63) cpu.run_pending();
     }
     for (int k = 0; k < 1000 && cpu.has_pending(); ++k) cpu.run_pending();
@@ -309,15 +334,22 @@ bool ScriptRunner::send(const SendCmd& c, ScriptError& err) {
   const double ns = static_cast<double>(t1 - t0);
   const double pps = ns > 0 ? static_cast<double>(c.count) * 1e9 / ns : 0;
   if (json_) {
-    nlohmann::json j = {{"send", {{"dev", c.dev}, {"threads", c.threads}, {"size", c.size},
-                                  {"packets", tot_ok}, {"errors", tot_err},
-                                  {"ns_per_packet", c.count ? ns / static_cast<double>(c.count) : 0.0},
-                                  {"pps", pps}}}};
+    nlohmann::json j = {{"send",
+                         {{"dev", c.dev},
+                          {"threads", c.threads},
+                          {"size", c.size},
+                          {"packets", tot_ok},
+                          {"errors", tot_err},
+                          {"ns_per_packet", c.count ? ns / static_cast<double>(c.count) : 0.0},
+                          {"pps", pps}}}};
     std::fprintf(out_, "%s\n", j.dump().c_str());
   } else {
-    std::fprintf(out_, "send: dev %s: %llu packets (%ubyte) in %.3f ms, %llu errors, %.1f ns/pkt, %.0f pps\n",
-                 c.dev.c_str(), static_cast<unsigned long long>(tot_ok), c.size, ns / 1e6,
-                 static_cast<unsigned long long>(tot_err), c.count ? ns / static_cast<double>(c.count) : 0.0, pps);
+    std::fprintf(
+        out_,
+        "send: dev %s: %llu packets (%ubyte) in %.3f ms, %llu errors, %.1f ns/pkt, %.0f pps\n",
+        c.dev.c_str(), static_cast<unsigned long long>(tot_ok), c.size, ns / 1e6,
+        static_cast<unsigned long long>(tot_err), c.count ? ns / static_cast<double>(c.count) : 0.0,
+        pps);
   }
   return true;
 }

@@ -47,7 +47,8 @@ bool need_value(const std::vector<std::string>& w, size_t i, ScriptError& err) {
 
 // ---- ip ------------------------------------------------------------------
 
-bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptCommand& out, ScriptError& err) {
+bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptCommand& out,
+                       ScriptError& err) {
   IpLinkAdd a;
   bool have_name = false;
   const size_t first = i;
@@ -56,7 +57,8 @@ bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptComman
     if (k == "type") {
       if (!need_value(w, i, err)) return false;
       a.kind = w[++i];
-      if (i + 1 < w.size()) return fail(err, w[i + 1], "unexpected \"" + w[i + 1] + "\" after the link type");
+      if (i + 1 < w.size())
+        return fail(err, w[i + 1], "unexpected \"" + w[i + 1] + "\" after the link type");
       break;
     }
     if (k == "dev" || k == "name") {
@@ -94,7 +96,8 @@ bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptComman
   return true;
 }
 
-bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, ScriptCommand& out, ScriptError& err) {
+bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, ScriptCommand& out,
+                   ScriptError& err) {
   const std::string& verb = at(w, i);
   if (verb == "add") return parse_ip_link_add(w, i + 1, out, err);
   if (verb == "set") {
@@ -109,7 +112,8 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, Scri
       } else if (k == "mtu") {
         uint32_t v;
         if (!need_value(w, i, err)) return false;
-        if (!parse_u32(w[++i], v) || v < 68 || v > 65535) return fail(err, w[i], "mtu must be 68..65535");
+        if (!parse_u32(w[++i], v) || v < 68 || v > 65535)
+          return fail(err, w[i], "mtu must be 68..65535");
         s.mtu = v;
       } else if (s.dev.empty()) {
         s.dev = k;
@@ -118,7 +122,8 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, Scri
       }
     }
     if (s.dev.empty()) return fail(err, at(w, i), "ip link set needs a device");
-    if (!s.up && !s.mtu) return fail(err, at(w, i), "ip link set: nothing to change (up, down, mtu N)");
+    if (!s.up && !s.mtu)
+      return fail(err, at(w, i), "ip link set: nothing to change (up, down, mtu N)");
     out = s;
     return true;
   }
@@ -149,7 +154,8 @@ bool parse_ip(const std::vector<std::string>& w, ScriptCommand& out, ScriptError
   size_t i = 1;
   bool stats = false;
   while (i < w.size() && w[i].size() > 1 && w[i][0] == '-') {
-    if (w[i] == "-s" || w[i] == "-stats" || w[i] == "-statistics") stats = true;
+    if (w[i] == "-s" || w[i] == "-stats" || w[i] == "-statistics")
+      stats = true;
     else if (w[i] != "-j" && w[i] != "-json" && w[i] != "-d" && w[i] != "-details")
       return fail(err, w[i], "unknown ip option \"" + w[i] + "\"");
     ++i;
@@ -162,7 +168,8 @@ bool parse_ip(const std::vector<std::string>& w, ScriptCommand& out, ScriptError
 
 // ---- tc ------------------------------------------------------------------
 
-bool parse_tc_qdisc(const std::vector<std::string>& w, size_t i, bool stats, ScriptCommand& out, ScriptError& err) {
+bool parse_tc_qdisc(const std::vector<std::string>& w, size_t i, bool stats, ScriptCommand& out,
+                    ScriptError& err) {
   const std::string& verb = at(w, i);
   if (verb.empty() || verb == "show" || verb == "list" || verb == "ls") {
     TcQdiscShow s;
@@ -178,11 +185,16 @@ bool parse_tc_qdisc(const std::vector<std::string>& w, size_t i, bool stats, Scr
     return true;
   }
   TcQdiscCmd c;
-  if (verb == "add") c.req.op = QdiscOp::Add;
-  else if (verb == "replace") c.req.op = QdiscOp::Replace;
-  else if (verb == "change") c.req.op = QdiscOp::Change;
-  else if (verb == "del" || verb == "delete") c.req.op = QdiscOp::Del;
-  else return fail(err, verb, "unknown tc qdisc command \"" + verb + "\"");
+  if (verb == "add")
+    c.req.op = QdiscOp::Add;
+  else if (verb == "replace")
+    c.req.op = QdiscOp::Replace;
+  else if (verb == "change")
+    c.req.op = QdiscOp::Change;
+  else if (verb == "del" || verb == "delete")
+    c.req.op = QdiscOp::Del;
+  else
+    return fail(err, verb, "unknown tc qdisc command \"" + verb + "\"");
   bool have_parent = false;
   for (++i; i < w.size(); ++i) {
     const std::string& k = w[i];
@@ -196,13 +208,14 @@ bool parse_tc_qdisc(const std::vector<std::string>& w, size_t i, bool stats, Scr
     } else if (k == "parent") {
       if (have_parent) return fail(err, k, "\"parent\" given twice or with \"root\"");
       if (!need_value(w, i, err)) return false;
-      if (!parse_tc_handle(w[++i], c.req.parent) || c.req.parent == TC_H_ROOT || (c.req.parent & 0xffff) == 0)
+      if (!parse_tc_handle(w[++i], c.req.parent) || c.req.parent == TC_H_ROOT ||
+          (c.req.parent & 0xffff) == 0)
         return fail(err, w[i], "bad parent \"" + w[i] + "\" (want MAJ:MIN)");
       have_parent = true;
     } else if (k == "handle") {
       if (!need_value(w, i, err)) return false;
-      if (!parse_tc_handle(w[++i], c.req.handle) || (c.req.handle & 0xffff) != 0 || c.req.handle == 0 ||
-          c.req.handle == TC_H_ROOT)
+      if (!parse_tc_handle(w[++i], c.req.handle) || (c.req.handle & 0xffff) != 0 ||
+          c.req.handle == 0 || c.req.handle == TC_H_ROOT)
         return fail(err, w[i], "bad handle \"" + w[i] + "\" (want MAJ:)");
       c.req.handle_set = true;
     } else {
@@ -216,7 +229,8 @@ bool parse_tc_qdisc(const std::vector<std::string>& w, size_t i, bool stats, Scr
   }
   if (c.dev.empty()) return fail(err, at(w, i), "tc qdisc needs \"dev DEV\"");
   if (!have_parent) return fail(err, at(w, i), "tc qdisc needs \"root\" or \"parent X:Y\"");
-  if (c.req.kind.empty() && c.req.op != QdiscOp::Del) return fail(err, at(w, i), "tc qdisc needs a qdisc kind");
+  if (c.req.kind.empty() && c.req.op != QdiscOp::Del)
+    return fail(err, at(w, i), "tc qdisc needs a qdisc kind");
   out = c;
   return true;
 }
@@ -225,15 +239,18 @@ bool parse_tc(const std::vector<std::string>& w, ScriptCommand& out, ScriptError
   size_t i = 1;
   bool stats = false;
   while (i < w.size() && w[i].size() > 1 && w[i][0] == '-') {
-    if (w[i] == "-s" || w[i] == "-stats" || w[i] == "-statistics") stats = true;
-    else if (w[i] != "-j" && w[i] != "-json" && w[i] != "-d" && w[i] != "-details" && w[i] != "-p" && w[i] != "-pretty")
+    if (w[i] == "-s" || w[i] == "-stats" || w[i] == "-statistics")
+      stats = true;
+    else if (w[i] != "-j" && w[i] != "-json" && w[i] != "-d" && w[i] != "-details" &&
+             w[i] != "-p" && w[i] != "-pretty")
       return fail(err, w[i], "unknown tc option \"" + w[i] + "\"");
     ++i;
   }
   const std::string& obj = at(w, i);
   if (obj == "qdisc") return parse_tc_qdisc(w, i + 1, stats, out, err);
   if (obj.empty()) return fail(err, "", "tc needs an object (qdisc)");
-  if (obj == "filter" || obj == "class") return fail(err, obj, "tc " + obj + " is not supported yet");
+  if (obj == "filter" || obj == "class")
+    return fail(err, obj, "tc " + obj + " is not supported yet");
   return fail(err, obj, "unknown tc object \"" + obj + "\"");
 }
 
@@ -257,7 +274,8 @@ bool parse_send(const std::vector<std::string>& w, ScriptCommand& out, ScriptErr
     if (k == "dev") {
       s.dev = v;
     } else if (k == "count") {
-      if (!parse_u64(v, s.count) || s.count == 0 || s.count > (1ull << 40)) return fail(err, v, "bad count \"" + v + "\"");
+      if (!parse_u64(v, s.count) || s.count == 0 || s.count > (1ull << 40))
+        return fail(err, v, "bad count \"" + v + "\"");
       have_count = true;
     } else if (k == "size") {
       if (!parse_u32(v, s.size) || s.size < 14 || s.size > 1500 + 14)
@@ -265,7 +283,8 @@ bool parse_send(const std::vector<std::string>& w, ScriptCommand& out, ScriptErr
     } else if (k == "priority") {
       if (!parse_u32(v, s.priority)) return fail(err, v, "bad priority \"" + v + "\"");
     } else if (k == "threads") {
-      if (!parse_u32(v, s.threads) || s.threads < 1 || s.threads > 64) return fail(err, v, "threads must be 1..64");
+      if (!parse_u32(v, s.threads) || s.threads < 1 || s.threads > 64)
+        return fail(err, v, "threads must be 1..64");
     } else {
       return fail(err, k, "unknown send option \"" + k + "\"");
     }
@@ -278,10 +297,12 @@ bool parse_send(const std::vector<std::string>& w, ScriptCommand& out, ScriptErr
 
 // ---- qdisc options ---------------------------------------------------------
 
-bool parse_fifo_opts(const std::vector<std::string>& w, size_t i, bool bytes, QdiscOptions& out, ScriptError& err) {
+bool parse_fifo_opts(const std::vector<std::string>& w, size_t i, bool bytes, QdiscOptions& out,
+                     ScriptError& err) {
   FifoOptions f;
   for (; i < w.size(); ++i) {
-    if (w[i] != "limit") return fail(err, w[i], "unknown option \"" + w[i] + "\" (fifo takes limit)");
+    if (w[i] != "limit")
+      return fail(err, w[i], "unknown option \"" + w[i] + "\" (fifo takes limit)");
     if (!need_value(w, i, err)) return false;
     uint64_t v;
     const bool ok = bytes ? parse_tc_size(w[i + 1], v) : parse_u64(w[i + 1], v);
@@ -294,13 +315,15 @@ bool parse_fifo_opts(const std::vector<std::string>& w, size_t i, bool bytes, Qd
   return true;
 }
 
-bool parse_prio_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& out, ScriptError& err) {
+bool parse_prio_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& out,
+                     ScriptError& err) {
   PrioOptions p;
   bool have_map = false;
   for (; i < w.size(); ++i) {
     if (w[i] == "bands") {
       if (!need_value(w, i, err)) return false;
-      if (!parse_u32(w[++i], p.bands) || p.bands < 2 || p.bands > 16) return fail(err, w[i], "bands must be 2..16");
+      if (!parse_u32(w[++i], p.bands) || p.bands < 2 || p.bands > 16)
+        return fail(err, w[i], "bands must be 2..16");
     } else if (w[i] == "priomap") {
       size_t n = 0;
       while (i + 1 < w.size() && n <= kTcPrioMax) {
@@ -319,21 +342,25 @@ bool parse_prio_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& 
   for (size_t k = 0; k <= kTcPrioMax; ++k)
     if (p.priomap[k] >= p.bands)
       return fail(err, have_map ? "priomap" : "bands",
-                  "priomap entry " + std::to_string(p.priomap[k]) + " is not a band (bands " + std::to_string(p.bands) + ")");
+                  "priomap entry " + std::to_string(p.priomap[k]) + " is not a band (bands " +
+                      std::to_string(p.bands) + ")");
   out = p;
   return true;
 }
 
-bool parse_tbf_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& out, ScriptError& err) {
+bool parse_tbf_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& out,
+                    ScriptError& err) {
   TbfOptions t;
   for (; i < w.size(); ++i) {
     const std::string& k = w[i];
-    if (k == "rate" || k == "burst" || k == "buffer" || k == "maxburst" || k == "limit" || k == "latency") {
+    if (k == "rate" || k == "burst" || k == "buffer" || k == "maxburst" || k == "limit" ||
+        k == "latency") {
       if (!need_value(w, i, err)) return false;
       const std::string& v = w[++i];
       uint64_t x;
       if (k == "rate") {
-        if (!parse_tc_rate(v, t.rate_bytes_ps) || t.rate_bytes_ps == 0) return fail(err, v, "bad rate \"" + v + "\"");
+        if (!parse_tc_rate(v, t.rate_bytes_ps) || t.rate_bytes_ps == 0)
+          return fail(err, v, "bad rate \"" + v + "\"");
       } else if (k == "limit") {
         if (!parse_tc_size(v, x) || x > UINT32_MAX) return fail(err, v, "bad limit \"" + v + "\"");
         t.limit = static_cast<uint32_t>(x);
@@ -342,10 +369,12 @@ bool parse_tbf_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& o
         if (!parse_tc_time(v, t.latency_ns)) return fail(err, v, "bad latency \"" + v + "\"");
         t.latency_set = true;
       } else {
-        if (!parse_tc_size(v, x) || x == 0 || x > UINT32_MAX) return fail(err, v, "bad burst \"" + v + "\"");
+        if (!parse_tc_size(v, x) || x == 0 || x > UINT32_MAX)
+          return fail(err, v, "bad burst \"" + v + "\"");
         t.burst = static_cast<uint32_t>(x);
       }
-    } else if (k == "peakrate" || k == "mtu" || k == "minburst" || k == "overhead" || k == "linklayer") {
+    } else if (k == "peakrate" || k == "mtu" || k == "minburst" || k == "overhead" ||
+               k == "linklayer") {
       return fail(err, k, "tbf option \"" + k + "\" is not supported");
     } else {
       return fail(err, k, "unknown option \"" + k + "\" (tbf takes rate, burst, limit|latency)");
@@ -353,7 +382,8 @@ bool parse_tbf_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& o
   }
   if (t.rate_bytes_ps == 0) return fail(err, "tbf", "tbf needs \"rate\"");
   if (t.burst == 0) return fail(err, "tbf", "tbf needs \"burst\"");
-  if (t.limit_set == t.latency_set) return fail(err, "tbf", "tbf needs exactly one of \"limit\" or \"latency\"");
+  if (t.limit_set == t.latency_set)
+    return fail(err, "tbf", "tbf needs exactly one of \"limit\" or \"latency\"");
   out = t;
   return true;
 }
@@ -442,8 +472,8 @@ bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, Script
   return fail(err, cmd, "unknown command \"" + cmd + "\"");
 }
 
-bool parse_qdisc_options(const std::string& kind, const std::vector<std::string>& w, size_t i, QdiscOptions& out,
-                         ScriptError& err) {
+bool parse_qdisc_options(const std::string& kind, const std::vector<std::string>& w, size_t i,
+                         QdiscOptions& out, ScriptError& err) {
   out = std::monostate{};
   if (kind == "pfifo") return parse_fifo_opts(w, i, false, out, err);
   if (kind == "bfifo") return parse_fifo_opts(w, i, true, out, err);
@@ -471,11 +501,27 @@ bool parse_tc_rate(const std::string& s, uint64_t& bytes_per_sec) {
   double num;
   std::string u;
   if (!split_number(s, num, u)) return false;
-  static const struct { const char* unit; double bits; } kUnits[] = {
-      {"", 1}, {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}, {"tbit", 1e12},
-      {"kibit", 1024.0}, {"mibit", 1048576.0}, {"gibit", 1073741824.0},
-      {"bps", 8}, {"kbps", 8e3}, {"mbps", 8e6}, {"gbps", 8e9}, {"tbps", 8e12},
-      {"kibps", 8 * 1024.0}, {"mibps", 8 * 1048576.0}, {"gibps", 8 * 1073741824.0},
+  static const struct {
+    const char* unit;
+    double bits;
+  } kUnits[] = {
+      {"", 1},
+      {"bit", 1},
+      {"kbit", 1e3},
+      {"mbit", 1e6},
+      {"gbit", 1e9},
+      {"tbit", 1e12},
+      {"kibit", 1024.0},
+      {"mibit", 1048576.0},
+      {"gibit", 1073741824.0},
+      {"bps", 8},
+      {"kbps", 8e3},
+      {"mbps", 8e6},
+      {"gbps", 8e9},
+      {"tbps", 8e12},
+      {"kibps", 8 * 1024.0},
+      {"mibps", 8 * 1048576.0},
+      {"gibps", 8 * 1073741824.0},
   };
   for (const auto& e : kUnits)
     if (u == e.unit) {
@@ -492,10 +538,22 @@ bool parse_tc_size(const std::string& s, uint64_t& bytes) {
   double num;
   std::string u;
   if (!split_number(s, num, u)) return false;
-  static const struct { const char* unit; double mult; } kUnits[] = {
-      {"", 1}, {"b", 1}, {"k", 1024}, {"kb", 1024}, {"m", 1048576}, {"mb", 1048576},
-      {"g", 1073741824.0}, {"gb", 1073741824.0}, {"kbit", 1024 / 8.0}, {"mbit", 1048576 / 8.0},
-      {"gbit", 1073741824.0 / 8}, {"bit", 1 / 8.0},
+  static const struct {
+    const char* unit;
+    double mult;
+  } kUnits[] = {
+      {"", 1},
+      {"b", 1},
+      {"k", 1024},
+      {"kb", 1024},
+      {"m", 1048576},
+      {"mb", 1048576},
+      {"g", 1073741824.0},
+      {"gb", 1073741824.0},
+      {"kbit", 1024 / 8.0},
+      {"mbit", 1048576 / 8.0},
+      {"gbit", 1073741824.0 / 8},
+      {"bit", 1 / 8.0},
   };
   for (const auto& e : kUnits)
     if (u == e.unit) {
@@ -513,11 +571,16 @@ bool parse_tc_time(const std::string& s, uint64_t& ns) {
   std::string u;
   if (!split_number(s, num, u)) return false;
   double mult;
-  if (u == "s" || u == "sec" || u == "secs") mult = 1e9;
-  else if (u == "ms" || u == "msec" || u == "msecs") mult = 1e6;
-  else if (u.empty() || u == "us" || u == "usec" || u == "usecs") mult = 1e3;
-  else if (u == "ns" || u == "nsec") mult = 1;
-  else return false;
+  if (u == "s" || u == "sec" || u == "secs")
+    mult = 1e9;
+  else if (u == "ms" || u == "msec" || u == "msecs")
+    mult = 1e6;
+  else if (u.empty() || u == "us" || u == "usec" || u == "usecs")
+    mult = 1e3;
+  else if (u == "ns" || u == "nsec")
+    mult = 1;
+  else
+    return false;
   const double v = num * mult;
   if (v > 3600e9) return false;
   ns = static_cast<uint64_t>(v);

@@ -20,4 +20,7 @@ inline constexpr int NET_RX_DROP = 1;
 // Returns NET_RX_SUCCESS when the packet was delivered, stolen or redirected, else NET_RX_DROP.
 int netif_receive_skb(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
 
+// The same as a Cpu::RxHandler, for process_backlog (Cpu::set_rx_handler).
+inline void netif_receive_skb_rx_handler(Cpu& cpu, Packet* p) { netif_receive_skb(cpu, p); }
+
 }  // namespace pktpath

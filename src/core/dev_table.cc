@@ -46,7 +46,8 @@ NetDevice* DeviceTable::add(const NetDevice::Config& cfg, std::string_view kind,
   dev->set_ifindex(idx);
   if (!cfg.mac_set) {
     // Deterministic locally administered address (the kernel picks a random one).
-    dev->set_mac({0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(idx >> 8), static_cast<uint8_t>(idx)});
+    dev->set_mac(
+        {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(idx >> 8), static_cast<uint8_t>(idx)});
   }
   for (uint16_t i = 0; i < dev->num_tx_queues(); ++i) dev->txq(i).qdisc = &noop_qdisc();
   if (lk->setup) lk->setup(*dev);
@@ -131,7 +132,8 @@ void DeviceTable::retire(std::unique_ptr<Qdisc> q) {
 }
 
 static bool scheduled(const Qdisc& q) {
-  if (const_cast<Qdisc&>(q).state().load(std::memory_order_acquire) & QDISC_STATE_SCHED) return true;
+  if (const_cast<Qdisc&>(q).state().load(std::memory_order_acquire) & QDISC_STATE_SCHED)
+    return true;
   for (unsigned i = 0; i < q.num_children(); ++i)
     if (Qdisc* c = q.child(i + 1); c && scheduled(*c)) return true;
   return false;

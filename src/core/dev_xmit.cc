@@ -19,7 +19,8 @@ void free_to_free(Cpu& cpu, PacketList& to_free) {
 }
 
 // mirrors __dev_xmit_skb for TCQ_F_NOLOCK qdiscs (the part document 001 adds bypass to)
-PP_ALWAYS_INLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& dev, TxQueue& txq) {
+PP_ALWAYS_INLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& dev,
+                                         TxQueue& txq) {
   PacketList to_free;
   int rc;
   if ((q.flags() & TCQ_F_CAN_BYPASS) && q.nolock_is_empty() &&

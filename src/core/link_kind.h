@@ -12,8 +12,8 @@ namespace pktpath {
 struct LinkKind {
   const char* kind;
   const NetDeviceOps* ops;
-  uint32_t flags;                    // IFF_NO_QUEUE, NETIF_F_LLTX, ...
-  void (*setup)(NetDevice& dev);     // driver-private state; may be null
+  uint32_t flags;                 // IFF_NO_QUEUE, NETIF_F_LLTX, ...
+  void (*setup)(NetDevice& dev);  // driver-private state; may be null
 };
 
 const LinkKind* link_kind_lookup(std::string_view kind);

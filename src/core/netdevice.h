@@ -140,7 +140,9 @@ class NetDevice {
 
   // netif_tx_stop_queue / netif_tx_wake_queue. Wake schedules the queue's qdisc on `cpu`
   // so that packets it holds go out (__netif_schedule).
-  static void tx_stop_queue(TxQueue& q) { q.state.fetch_or(TxQueue::kDrvXoff, std::memory_order_acq_rel); }
+  static void tx_stop_queue(TxQueue& q) {
+    q.state.fetch_or(TxQueue::kDrvXoff, std::memory_order_acq_rel);
+  }
   static void tx_wake_queue(Cpu& cpu, TxQueue& q);
   void tx_stop_all();
   void tx_wake_all(Cpu& cpu);

@@ -14,9 +14,9 @@ namespace pktpath {
 
 struct TestDrvState final : DriverState {
   // Behaviour (set while no traffic runs).
-  uint32_t busy_every = 0;     // N > 0: every Nth start_xmit call returns BUSY
-  uint32_t stop_after = 0;     // N > 0: stop the queue after N more transmitted packets
-  bool record = false;         // record marks of transmitted packets (up to capacity)
+  uint32_t busy_every = 0;  // N > 0: every Nth start_xmit call returns BUSY
+  uint32_t stop_after = 0;  // N > 0: stop the queue after N more transmitted packets
+  bool record = false;      // record marks of transmitted packets (up to capacity)
   // Observations (read after traffic).
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> busy_returned{0};

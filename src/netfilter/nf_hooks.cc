@@ -99,6 +99,7 @@ NfDeviceHooks::~NfDeviceHooks() {
 
 int nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
   if (!ops || !ops->hook) return -EINVAL;
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
@@ -110,6 +111,7 @@ int nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
 
 int nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
   if (!ops) return -EINVAL;
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
@@ -121,6 +123,7 @@ int nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
 int nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOps* new_ops) {
   if (!old_ops || !new_ops || !new_ops->hook) return -EINVAL;
   if (old_ops->hooknum != new_ops->hooknum) return -EINVAL;
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(old_ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
@@ -131,6 +134,7 @@ int nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOp
 }
 
 void nf_unregister_all(NfDeviceHooks& dev) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   const NfHookEntries* in = dev.ingress.exchange(nullptr, std::memory_order_release);
   const NfHookEntries* eg = dev.egress.exchange(nullptr, std::memory_order_release);

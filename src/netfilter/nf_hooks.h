@@ -143,7 +143,8 @@ PP_ALWAYS_INLINE NfVerdict nf_hook_run(const NfHookEntries* e, Packet* p, Cpu& c
   return nf_hook_slow(e, p, NfHookState{hook, &cpu, dev});
 }
 
-// mirrors nf_hook_egress: call in __dev_queue_xmit after tc egress, before the queue pick.
+// mirrors nf_hook_egress: call in dev_queue_xmit before the queue pick. Linux 6.1 runs it
+// before tc egress (and skips it for packets tc redirected); see docs/netfilter.md.
 PP_ALWAYS_INLINE NfVerdict nf_hook_egress(const NfDeviceHooks& h, Packet* p, Cpu& cpu) {
   return nf_hook_run(h.egress.load(std::memory_order_acquire), p, cpu, NfHookNum::EGRESS, h.dev);
 }

@@ -35,6 +35,13 @@ void nf_rcu_offline() {
   urcu_qsbr_thread_offline();
 }
 void nf_rcu_online() { urcu_qsbr_thread_online(); }
+NfRcuWriterScope::NfRcuWriterScope() : was_online_(urcu_qsbr_read_ongoing() != 0) {
+  if (was_online_) nf_rcu_offline();
+}
+NfRcuWriterScope::~NfRcuWriterScope() {
+  if (was_online_) nf_rcu_online();
+}
+
 void nf_rcu_synchronize() {
   urcu_qsbr_synchronize_rcu();
   tsan_writer_acquire();

@@ -30,6 +30,21 @@ void nf_rcu_online();             // rcu_thread_online
 // (or been offline) since the call started.
 void nf_rcu_synchronize();
 
+// Writer-side guard: a registered reader thread that is online goes offline for the scope
+// of a configuration change, so that it cannot hold up the grace period another writer is
+// waiting for while it waits for that writer's mutex (which would deadlock). Every writer
+// entry point of src/netfilter takes one before its mutex.
+class NfRcuWriterScope {
+ public:
+  NfRcuWriterScope();
+  ~NfRcuWriterScope();
+  NfRcuWriterScope(const NfRcuWriterScope&) = delete;
+  NfRcuWriterScope& operator=(const NfRcuWriterScope&) = delete;
+
+ private:
+  bool was_online_;
+};
+
 // RAII registration for a reader thread's lifetime.
 class NfRcuReader {
  public:

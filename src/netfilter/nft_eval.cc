@@ -3,6 +3,7 @@
 
 #include "core/compiler.h"
 #include "netfilter/nft_rule.h"
+#include "netfilter/nft_ruleset.h"
 
 namespace pktpath::nf {
 
@@ -26,7 +27,7 @@ uint32_t rd32(const uint8_t* b) {
 }
 
 // mirrors nft_set_pktinfo_ipv4_validate + the transport offset it records.
-void parse_l3(NftPktInfo& k) {
+PP_NOINLINE void parse_l3(NftPktInfo& k) {
   k.l3_done = true;
   const Packet* p = k.p;
   if (nft_packet_protocol(p) != kEthPIp) return;
@@ -59,7 +60,7 @@ void parse_l3(NftPktInfo& k) {
 }
 
 // Fetch the key's value; false when the packet has no such field.
-bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
+PP_ALWAYS_INLINE bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
   switch (m.key) {
     case NftKey::META_MARK:
       v = k.p->mark;
@@ -82,7 +83,7 @@ bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
   }
 }
 
-bool match_one(const NftMatch& m, NftPktInfo& k) {
+PP_ALWAYS_INLINE bool match_one(const NftMatch& m, NftPktInfo& k) {
   uint32_t v;
   if (!load_key(m, k, v)) return false;  // the dependency (meta protocol / l4proto) fails
   v &= m.mask;
@@ -112,7 +113,8 @@ uint64_t NftCounter::bytes() const {
 
 // mirrors the expression loop of nft_do_chain for one rule: the first failing match ends
 // the rule (NFT_BREAK); a counter counts the packets that reached it.
-bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) {
+// Inlined into the chain walk below; the exported nft_rule_eval wraps it.
+PP_ALWAYS_INLINE static bool rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) {
   const NftMatch* m = r.spec.matches.data();
   const int n = static_cast<int>(r.spec.matches.size());
   const int counter_at = r.spec.counter_at;
@@ -122,6 +124,23 @@ bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) {
   }
   if (counter_at == n) r.counter->add(cpu_id, pkt.p->len);
   return true;
+}
+
+bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) { return rule_eval(r, pkt, cpu_id); }
+
+// mirrors nft_do_chain for a netdev base chain: rules in order, the first verdict wins,
+// else the chain policy. Reads only the published snapshot; allocates nothing.
+NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
+  const NftChain* c = static_cast<const NftChain*>(priv);
+  const NftRuleSnapshot* s = c->snapshot.load(std::memory_order_acquire);
+  NftPktInfo pkt(p);
+  const uint16_t cpu = st.cpu->id();
+  for (const NftRule* r : s->rules) {
+    if (!rule_eval(*r, pkt, cpu)) continue;
+    if (r->spec.verdict == NftRuleVerdict::ACCEPT) return NfVerdict::ACCEPT;
+    if (r->spec.verdict == NftRuleVerdict::DROP) return NfVerdict::DROP;
+  }
+  return static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed));
 }
 
 }  // namespace pktpath::nf

@@ -8,21 +8,6 @@
 
 namespace pktpath::nf {
 
-// mirrors nft_do_chain for a netdev base chain: rules in order, the first verdict wins,
-// else the chain policy. Reads only the published snapshot; allocates nothing.
-NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
-  const NftChain* c = static_cast<const NftChain*>(priv);
-  const NftRuleSnapshot* s = c->snapshot.load(std::memory_order_acquire);
-  NftPktInfo pkt(p);
-  const uint16_t cpu = st.cpu->id();
-  for (const NftRule* r : s->rules) {
-    if (!nft_rule_eval(*r, pkt, cpu)) continue;
-    if (r->spec.verdict == NftRuleVerdict::ACCEPT) return NfVerdict::ACCEPT;
-    if (r->spec.verdict == NftRuleVerdict::DROP) return NfVerdict::DROP;
-  }
-  return static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed));
-}
-
 namespace {
 
 std::string ipv4_str(uint32_t a) {
@@ -145,6 +130,7 @@ NftTable* NftRuleset::find_table(const std::string& name) {
 }
 
 NftStatus NftRuleset::add_table(const std::string& table) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   if (find_table(table)) return {};  // `add` of an existing table is not an error in nft
   auto t = std::make_unique<NftTable>();
@@ -173,6 +159,7 @@ static NftChain* find_chain(NftTable& t, const std::string& name) {
 
 NftStatus NftRuleset::add_chain(const std::string& table, const std::string& chain,
                                 const NftChainSpec& spec, NftDeviceResolver& resolver) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -219,6 +206,7 @@ void NftRuleset::publish_rules(NftChain& c) {
 
 NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chain,
                                const NftRuleSpec& spec, bool front, uint64_t* handle) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -234,6 +222,7 @@ NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chai
 
 NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
                                    const NftRuleSpec& spec, uint64_t* new_handle) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -251,6 +240,7 @@ NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& 
 }
 
 NftStatus NftRuleset::delete_rule(const std::string& table, const std::string& chain, uint64_t handle) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -272,6 +262,7 @@ void NftRuleset::destroy_chain(std::unique_ptr<NftChain> c) {
 }
 
 NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& chain) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -286,6 +277,7 @@ NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& 
 }
 
 NftStatus NftRuleset::delete_table(const std::string& table) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   auto it = std::find_if(tables_.begin(), tables_.end(), [&](const auto& t) { return t->name == table; });
   if (it == tables_.end()) return NftStatus::fail("table '" + table + "' does not exist");
@@ -296,6 +288,7 @@ NftStatus NftRuleset::delete_table(const std::string& table) {
 }
 
 void NftRuleset::flush() {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   for (auto& t : tables_)
     for (auto& c : t->chains) destroy_chain(std::move(c));
@@ -303,6 +296,7 @@ void NftRuleset::flush() {
 }
 
 void NftRuleset::detach_device(NfDeviceHooks* dev) {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   for (auto& t : tables_)
     for (auto& c : t->chains)
@@ -313,6 +307,7 @@ void NftRuleset::detach_device(NfDeviceHooks* dev) {
 }
 
 std::string NftRuleset::list() const {
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   std::string o;
   for (const auto& t : tables_) {
@@ -338,6 +333,7 @@ std::string NftRuleset::list() const {
 
 nlohmann::json NftRuleset::list_json() const {
   using nlohmann::json;
+  NfRcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   json items = json::array();
   items.push_back({{"metainfo", {{"json_schema_version", 1}}}});

@@ -50,7 +50,9 @@ class MpRing {
     for (;;) {
       const uint64_t h = head_.load(std::memory_order_acquire);
       if (PP_UNLIKELY(t - h >= limit_)) return false;
-      if (tail_.compare_exchange_weak(t, t + 1, std::memory_order_relaxed, std::memory_order_relaxed)) break;
+      if (tail_.compare_exchange_weak(t, t + 1, std::memory_order_relaxed,
+                                      std::memory_order_relaxed))
+        break;
     }
     slots_[t & mask_].store(p, std::memory_order_release);
     return true;

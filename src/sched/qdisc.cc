@@ -33,7 +33,8 @@ bool Qdisc::init(NetDevice&, const QdiscOptions& opts, std::string& err) {
   return true;
 }
 
-std::unique_ptr<Qdisc> Qdisc::graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>, std::string& err) {
+std::unique_ptr<Qdisc> Qdisc::graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>,
+                                    std::string& err) {
   err = std::string("qdisc ") + kind_ + " is classless";
   return nullptr;
 }
@@ -43,8 +44,10 @@ std::unique_ptr<Qdisc> Qdisc::graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>
 void Qdisc::attach(NetDevice& dev) {
   for (uint16_t i = 0; i < dev.num_tx_queues(); ++i) dev.txq(i).qdisc = this;
   set_dev_queue(&dev, &dev.txq(0));
-  if (dev.num_tx_queues() == 1) flags_ |= TCQ_F_ONETXQUEUE;
-  else flags_ &= ~TCQ_F_ONETXQUEUE;
+  if (dev.num_tx_queues() == 1)
+    flags_ |= TCQ_F_ONETXQUEUE;
+  else
+    flags_ &= ~TCQ_F_ONETXQUEUE;
 }
 
 static void add_block(QdiscStats& s, const QdiscStatsBlock& b) {

@@ -106,7 +106,10 @@ class Qdisc : public CpuWork {
   // Classful disciplines: children by class minor (1-based), graft replaces one and
   // returns the old child. attach() points the device's tx queues at this qdisc (or, for
   // mq, at its children).
-  virtual Qdisc* child(uint32_t minor) const { (void)minor; return nullptr; }
+  virtual Qdisc* child(uint32_t minor) const {
+    (void)minor;
+    return nullptr;
+  }
   virtual unsigned num_children() const { return 0; }
   virtual std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
                                        std::string& err);
@@ -122,7 +125,10 @@ class Qdisc : public CpuWork {
   void set_parent(uint32_t p) { parent_ = p; }
   NetDevice* dev() const { return dev_; }
   TxQueue* dev_queue() const { return dev_queue_; }
-  void set_dev_queue(NetDevice* d, TxQueue* q) { dev_ = d; dev_queue_ = q; }
+  void set_dev_queue(NetDevice* d, TxQueue* q) {
+    dev_ = d;
+    dev_queue_ = q;
+  }
 
   // ---- run control (qdisc_run_begin / qdisc_run_end), see the locking rules above.
   // Locked qdiscs: called with root_lock() held.
@@ -144,8 +150,7 @@ class Qdisc : public CpuWork {
       // Store-load ordering between the unlock and the MISSED test: a full barrier. The
       // exchange is the barrier (a locked instruction on x86) and tsan understands it.
       seqlock_.exchange(false, std::memory_order_seq_cst);
-      if (PP_UNLIKELY(state_.load(std::memory_order_seq_cst) & QDISC_STATE_MISSED))
-        schedule(cpu);
+      if (PP_UNLIKELY(state_.load(std::memory_order_seq_cst) & QDISC_STATE_MISSED)) schedule(cpu);
       return;
     }
     running_ = false;
@@ -161,10 +166,14 @@ class Qdisc : public CpuWork {
   void run(Cpu& cpu) override;
 
   std::atomic<uint32_t>& state() { return state_; }
-  bool deactivated() const { return state_.load(std::memory_order_acquire) & QDISC_STATE_DEACTIVATED; }
+  bool deactivated() const {
+    return state_.load(std::memory_order_acquire) & QDISC_STATE_DEACTIVATED;
+  }
   // nolock_qdisc_is_empty: nothing is queued unless MISSED or DRAINING is set (or a run
   // is in progress, which run_begin detects).
-  bool nolock_is_empty() const { return !(state_.load(std::memory_order_acquire) & QDISC_STATE_NON_EMPTY); }
+  bool nolock_is_empty() const {
+    return !(state_.load(std::memory_order_acquire) & QDISC_STATE_NON_EMPTY);
+  }
   uint64_t qlen_locked() const { return stats_.qlen.get(); }  // root lock held
   uint64_t qlen() const { return stats().qlen; }
 
@@ -176,7 +185,9 @@ class Qdisc : public CpuWork {
   std::atomic<uint32_t> requeued{0};
 
   // ---- statistics helpers (qdisc_qstats_* / qdisc_bstats_*).
-  QdiscStatsBlock& st(const Cpu& cpu) { return PP_LIKELY(pcpu_ == nullptr) ? stats_ : pcpu_[cpu.id()]; }
+  QdiscStatsBlock& st(const Cpu& cpu) {
+    return PP_LIKELY(pcpu_ == nullptr) ? stats_ : pcpu_[cpu.id()];
+  }
   PP_ALWAYS_INLINE void stats_enqueued(const Cpu& cpu, const Packet* p) {
     QdiscStatsBlock& s = st(cpu);
     s.qlen.add(1);
@@ -223,7 +234,7 @@ class Qdisc : public CpuWork {
            !seqlock_.exchange(true, std::memory_order_seq_cst);
   }
   alignas(kCacheLine) std::atomic<bool> seqlock_{false};  // NOLOCK: held by the one dequeuer
-  alignas(kCacheLine) SpinLock lock_;     // root lock (locked) / gso_list lock (NOLOCK)
+  alignas(kCacheLine) SpinLock lock_;  // root lock (locked) / gso_list lock (NOLOCK)
   QdiscStatsBlock stats_;
   std::unique_ptr<QdiscStatsBlock[]> pcpu_;
 };

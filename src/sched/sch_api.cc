@@ -1,12 +1,13 @@
 // The qdisc registry (register_qdisc / qdisc_lookup_ops) and qdisc_create. The built-in
 // disciplines are listed here, as pktsched_init registers them: a static library would
 // drop a discipline file that only registers itself.
+#include "sched/sch_api.h"
+
 #include <cstdio>
 #include <string>
 
 #include "core/netdevice.h"
 #include "sched/qdisc.h"
-#include "sched/sch_api.h"
 #include "sched/sch_generic.h"
 
 namespace pktpath {
@@ -58,9 +59,12 @@ namespace pktpath {
 std::string tc_handle_str(uint32_t h) {
   char buf[32];
   const uint32_t maj = h >> 16, min = h & 0xffff;
-  if (min == 0) std::snprintf(buf, sizeof buf, "%x:", maj);
-  else if (maj == 0) std::snprintf(buf, sizeof buf, ":%x", min);
-  else std::snprintf(buf, sizeof buf, "%x:%x", maj, min);
+  if (min == 0)
+    std::snprintf(buf, sizeof buf, "%x:", maj);
+  else if (maj == 0)
+    std::snprintf(buf, sizeof buf, ":%x", min);
+  else
+    std::snprintf(buf, sizeof buf, "%x:%x", maj, min);
   return buf;
 }
 
@@ -72,12 +76,17 @@ static Qdisc* lookup_in(Qdisc* q, uint32_t maj) {
   return nullptr;
 }
 
-Qdisc* qdisc_lookup(NetDevice& dev, uint32_t handle) { return lookup_in(dev.qdisc(), handle & 0xffff0000u); }
+Qdisc* qdisc_lookup(NetDevice& dev, uint32_t handle) {
+  return lookup_in(dev.qdisc(), handle & 0xffff0000u);
+}
 
-static bool handle_in_use(NetDevice& dev, uint32_t handle) { return qdisc_lookup(dev, handle) != nullptr; }
+static bool handle_in_use(NetDevice& dev, uint32_t handle) {
+  return qdisc_lookup(dev, handle) != nullptr;
+}
 
 // mirrors tc_modify_qdisc / tc_get_qdisc(RTM_DELQDISC) / qdisc_graft
-bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req, std::string& err) {
+bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req,
+                     std::string& err) {
   // The qdisc the request addresses (current occupant of the slot), and its owner.
   Qdisc* parent_q = nullptr;
   uint32_t minor = 0;
@@ -85,7 +94,8 @@ bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req
   if (req.parent == TC_H_ROOT) {
     existing = dev.qdisc();
     // A default qdisc (handle 0) is not "there" for add: it is simply replaced.
-    if (existing && existing->handle() == 0 && dev.root_is_default() && req.op != QdiscOp::Del) existing = nullptr;
+    if (existing && existing->handle() == 0 && dev.root_is_default() && req.op != QdiscOp::Del)
+      existing = nullptr;
   } else {
     parent_q = qdisc_lookup(dev, req.parent);
     minor = req.parent & 0xffff;
@@ -103,7 +113,8 @@ bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req
   }
 
   if (req.op == QdiscOp::Del) {
-    if (!existing || existing->handle() == 0 || (req.parent == TC_H_ROOT && dev.root_is_default())) {
+    if (!existing || existing->handle() == 0 ||
+        (req.parent == TC_H_ROOT && dev.root_is_default())) {
       err = "cannot delete a qdisc with handle of zero (the default)";
       return false;
     }
@@ -117,8 +128,10 @@ bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req
     }
     if (req.parent == TC_H_ROOT) {
       table.retire(dev.graft_root(nullptr));
-      if (dev.is_up()) dev_activate(dev);  // no root: the default comes back
-      else dev.set_root_is_default(true);
+      if (dev.is_up())
+        dev_activate(dev);  // no root: the default comes back
+      else
+        dev.set_root_is_default(true);
     } else {
       std::unique_ptr<Qdisc> dflt = qdisc_create(dev, "pfifo", QdiscOptions{}, err);
       if (!dflt) return false;
@@ -129,8 +142,9 @@ bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req
     return true;
   }
 
-  if (req.op == QdiscOp::Change || (req.op == QdiscOp::Replace && existing && req.kind == existing->kind() &&
-                                    (!req.handle_set || req.handle == existing->handle()))) {
+  if (req.op == QdiscOp::Change ||
+      (req.op == QdiscOp::Replace && existing && req.kind == existing->kind() &&
+       (!req.handle_set || req.handle == existing->handle()))) {
     if (!existing) {
       err = "no qdisc to change";
       return false;

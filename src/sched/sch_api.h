@@ -20,7 +20,7 @@ struct QdiscRequest {
   uint32_t parent = TC_H_ROOT;  // TC_H_ROOT or MAJ:MIN of a class
   uint32_t handle = 0;          // MAJ:0; 0 = allocate
   bool handle_set = false;
-  std::string kind;             // may be empty for del
+  std::string kind;  // may be empty for del
   QdiscOptions opts;
 };
 

@@ -50,7 +50,8 @@ class FifoQdisc final : public Qdisc {
     uint64_t limit;
     if (const auto* f = std::get_if<FifoOptions>(&opts); f && f->limit_set) {
       limit = f->limit;
-    } else if (std::holds_alternative<std::monostate>(opts) || std::holds_alternative<FifoOptions>(opts)) {
+    } else if (std::holds_alternative<std::monostate>(opts) ||
+               std::holds_alternative<FifoOptions>(opts)) {
       limit = dev.tx_queue_len();
       if (bytes_) limit *= dev.mtu() + kEthHeaderLen;
     } else {

@@ -194,7 +194,8 @@ void dev_activate(NetDevice& dev) {
   if (!root) return;  // tx queues stay on noop_qdisc: packets are dropped
   root->state().fetch_and(~QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
   for (unsigned i = 0; i < root->num_children(); ++i)
-    if (Qdisc* c = root->child(i + 1)) c->state().fetch_and(~QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
+    if (Qdisc* c = root->child(i + 1))
+      c->state().fetch_and(~QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
   dev.attach_queues();
 }
 

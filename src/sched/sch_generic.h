@@ -21,8 +21,8 @@ void qdisc_maybe_clear_missed(Qdisc& q, const TxQueue& txq);
 // driver. root_lock, if given, is held on entry and on return but dropped around the
 // driver call. Returns true if the caller may keep dequeuing, false after a requeue
 // (BUSY or stopped queue).
-PP_ALWAYS_INLINE bool sch_direct_xmit(Cpu& cpu, Packet* list, Qdisc& q, NetDevice& dev, TxQueue& txq,
-                                      SpinLock* root_lock) {
+PP_ALWAYS_INLINE bool sch_direct_xmit(Cpu& cpu, Packet* list, Qdisc& q, NetDevice& dev,
+                                      TxQueue& txq, SpinLock* root_lock) {
   if (root_lock) root_lock->unlock();
   NetdevTx rc = NetdevTx::BUSY;
   const bool lltx = dev.lltx();

@@ -19,8 +19,9 @@ inline constexpr unsigned kBands = kPfifoFastBands;
 
 class PfifoFastQdisc final : public Qdisc {
  public:
-  PfifoFastQdisc() : Qdisc("pfifo_fast", TCQ_F_NOLOCK | TCQ_F_CAN_BYPASS),
-                     bands_{MpRing(1), MpRing(1), MpRing(1)} {
+  PfifoFastQdisc()
+      : Qdisc("pfifo_fast", TCQ_F_NOLOCK | TCQ_F_CAN_BYPASS),
+        bands_{MpRing(1), MpRing(1), MpRing(1)} {
     enable_cpu_stats();
   }
 

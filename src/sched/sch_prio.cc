@@ -57,7 +57,8 @@ class PrioQdisc final : public Qdisc {
   // bands that go away must be empty here (the control thread changes with no traffic).
   bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
     PrioOptions o;
-    if (const auto* po = std::get_if<PrioOptions>(&opts)) o = *po;
+    if (const auto* po = std::get_if<PrioOptions>(&opts))
+      o = *po;
     else if (!std::holds_alternative<std::monostate>(opts)) {
       err = "bad options for prio";
       return false;
@@ -68,7 +69,8 @@ class PrioQdisc final : public Qdisc {
     }
     for (uint8_t b : o.priomap)
       if (b >= o.bands) {
-        err = "prio: priomap entry " + std::to_string(b) + " is not a band (bands " + std::to_string(o.bands) + ")";
+        err = "prio: priomap entry " + std::to_string(b) + " is not a band (bands " +
+              std::to_string(o.bands) + ")";
         return false;
       }
     std::vector<std::unique_ptr<Qdisc>> fresh;
@@ -86,7 +88,8 @@ class PrioQdisc final : public Qdisc {
       bands_.resize(o.bands);
     }
     for (auto& c : fresh) bands_.push_back(std::move(c));
-    for (uint32_t i = 0; i < bands_.size(); ++i) bands_[i]->set_parent((handle() & 0xffff0000u) | (i + 1));
+    for (uint32_t i = 0; i < bands_.size(); ++i)
+      bands_[i]->set_parent((handle() & 0xffff0000u) | (i + 1));
     opts_ = o;
     return true;
   }

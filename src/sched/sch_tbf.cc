@@ -104,7 +104,9 @@ class TbfQdisc final : public Qdisc {
     uint64_t limit = o->limit;
     if (o->latency_set) {
       // tc: limit = rate * latency + burst
-      limit = static_cast<uint64_t>(static_cast<unsigned __int128>(o->rate_bytes_ps) * o->latency_ns / kNsPerSec) + o->burst;
+      limit = static_cast<uint64_t>(static_cast<unsigned __int128>(o->rate_bytes_ps) *
+                                    o->latency_ns / kNsPerSec) +
+              o->burst;
       if (limit > UINT32_MAX) limit = UINT32_MAX;
     }
     FifoOptions fo;
@@ -130,7 +132,8 @@ class TbfQdisc final : public Qdisc {
 
   Qdisc* child(uint32_t minor) const override { return minor == 1 ? child_.get() : nullptr; }
   unsigned num_children() const override { return 1; }
-  std::unique_ptr<Qdisc> graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>, std::string& err) override {
+  std::unique_ptr<Qdisc> graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>,
+                               std::string& err) override {
     err = "tbf: grafting a child is not supported";
     return nullptr;
   }
@@ -164,7 +167,8 @@ class TbfQdisc final : public Qdisc {
   }
   static std::string format_rate(uint64_t bytes_ps) {
     const uint64_t bits = bytes_ps * 8;
-    if (bits >= 1000000000 && bits % 1000000000 == 0) return std::to_string(bits / 1000000000) + "Gbit";
+    if (bits >= 1000000000 && bits % 1000000000 == 0)
+      return std::to_string(bits / 1000000000) + "Gbit";
     if (bits >= 1000000 && bits % 1000000 == 0) return std::to_string(bits / 1000000) + "Mbit";
     if (bits >= 1000 && bits % 1000 == 0) return std::to_string(bits / 1000) + "Kbit";
     return std::to_string(bits) + "bit";
@@ -172,7 +176,8 @@ class TbfQdisc final : public Qdisc {
   // tc prints the latency the limit allows: (limit - burst) / rate.
   std::string format_latency() const {
     const uint64_t extra = opts_.limit > opts_.burst ? opts_.limit - opts_.burst : 0;
-    const uint64_t us = static_cast<uint64_t>(static_cast<unsigned __int128>(extra) * 1000000 / rate_);
+    const uint64_t us =
+        static_cast<uint64_t>(static_cast<unsigned __int128>(extra) * 1000000 / rate_);
     if (us >= 1000 && us % 1000 == 0) return std::to_string(us / 1000) + "ms";
     return std::to_string(us) + "us";
   }

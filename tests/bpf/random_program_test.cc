@@ -209,8 +209,8 @@ TEST(BpfRandomPrograms, SwitchThreadedJitAgree) {
       }
     }
   }
-  std::printf("random programs: %ld program x packet pairs agree on switch, threaded, jit (%ld non-zero; %ld also "
-              "checked against libpcap's bpf_filter)\n", pairs, nonzero, vs_libpcap);
+  std::printf("random programs: %ld program x packet pairs agree on switch, threaded, jit (%ld non-zero; "
+              "%ld also checked against libpcap's bpf_filter)\n", pairs, nonzero, vs_libpcap);
   EXPECT_GT(nonzero, pairs / 10);  // the programs do real work, not just fail their loads
   EXPECT_GT(vs_libpcap, pairs / 20);
 }

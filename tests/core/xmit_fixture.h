@@ -39,8 +39,8 @@ class XmitFixture : public ::testing::Test {
     }
     return d;
   }
-  void tc(NetDevice* d, QdiscOp op, const std::string& kind, QdiscOptions opts = {}, uint32_t parent = TC_H_ROOT,
-          uint32_t handle = 0) {
+  void tc(NetDevice* d, QdiscOp op, const std::string& kind, QdiscOptions opts = {},
+          uint32_t parent = TC_H_ROOT, uint32_t handle = 0) {
     QdiscRequest r;
     r.op = op;
     r.kind = kind;
@@ -54,7 +54,8 @@ class XmitFixture : public ::testing::Test {
     ASSERT_TRUE(tc_qdisc_modify(table, *d, r, err)) << err;
   }
   // Send one packet of `size` bytes with mark `mark`; returns dev_queue_xmit's rc.
-  int send(NetDevice* d, uint32_t mark, uint32_t size = 60, uint32_t priority = 0, uint32_t hash = 0) {
+  int send(NetDevice* d, uint32_t mark, uint32_t size = 60, uint32_t priority = 0,
+           uint32_t hash = 0) {
     Packet* p = cpu.alloc();
     EXPECT_NE(p, nullptr);
     if (!p) return -1;

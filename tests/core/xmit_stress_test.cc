@@ -22,9 +22,9 @@ constexpr uint64_t kPerThread = 1000000;
 
 struct StressCase {
   const char* name;
-  const char* link;      // dummy | testdrv
+  const char* link;  // dummy | testdrv
   uint16_t queues;
-  const char* root;      // qdisc to install at the root ("" = default)
+  const char* root;  // qdisc to install at the root ("" = default)
   unsigned threads;
   uint32_t busy_every;
   bool bypass;
@@ -107,8 +107,9 @@ TEST_P(XmitStress, EveryPacketTransmittedOrDroppedOnce) {
     EXPECT_EQ(transmitted + dropped, total_sent)
         << "transmitted " << transmitted << " dropped " << dropped;
     EXPECT_GT(transmitted, 0u);
-    std::printf("  %s: sent %llu transmitted %llu dropped %llu\n", c.name, (unsigned long long)total_sent,
-                (unsigned long long)transmitted, (unsigned long long)dropped);
+    std::printf("  %s: sent %llu transmitted %llu dropped %llu\n", c.name,
+                (unsigned long long)total_sent, (unsigned long long)transmitted,
+                (unsigned long long)dropped);
     for (uint16_t q = 0; q < dev->num_tx_queues(); ++q)
       EXPECT_EQ(dev->txq(q).qdisc->requeued.load(), 0u);
     xmit_config().bypass.store(true);

@@ -170,5 +170,46 @@ TEST(NfHookStress, ReplaceNftChainUnderTraffic) {
   EXPECT_EQ(pool.available(), pool.capacity());
 }
 
+// Datapath threads that also change the configuration (a script runner thread that sends,
+// say): each is a registered, online reader that takes the writer mutex while the other
+// holds it and waits for a grace period. NfRcuWriterScope keeps this from deadlocking.
+TEST(NfHookStress, ReaderThreadsThatAlsoWrite) {
+  PacketPool pool(PacketPool::Options{.capacity = 1024});
+  NfDeviceHooks dev;
+  std::atomic<uint64_t> total_run{0}, total_ok{0};
+  auto worker = [&](int id) {
+    Cpu cpu(pool);
+    {
+      NfRcuReader rcu;
+      Cfg cfgs[2] = {Cfg{.drop = false}, Cfg{.drop = false}};
+      NfHookOps ops[2] = {{cfg_hook, &cfgs[0], id, NfHookNum::EGRESS}, {cfg_hook, &cfgs[1], id, NfHookNum::EGRESS}};
+      ASSERT_EQ(nf_register_hook(dev, &ops[0]), 0);
+      int cur = 0;
+      for (int i = 0; i < 300; ++i) {
+        for (int k = 0; k < 20; ++k) {
+          Packet* p = test::make_packet(cpu, test::Pkt{});
+          ++total_run;
+          if (nf_hook_egress(dev, p, cpu) == NfVerdict::ACCEPT) {
+            ++total_ok;
+            cpu.free(p);
+          }
+          nf_rcu_quiescent();
+        }
+        ASSERT_EQ(nf_replace_hook(dev, &ops[cur], &ops[cur ^ 1]), 0);
+        cur ^= 1;
+      }
+      ASSERT_EQ(nf_unregister_hook(dev, &ops[cur]), 0);
+    }
+    cpu.drain_cache();
+  };
+  std::thread a(worker, 1), b(worker, 2);
+  a.join();
+  b.join();
+  EXPECT_EQ(total_run.load(), 2u * 300 * 20);
+  EXPECT_EQ(total_ok.load(), total_run.load());
+  EXPECT_EQ(dev.egress.load(), nullptr);
+  EXPECT_EQ(pool.available(), pool.capacity());
+}
+
 }  // namespace
 }  // namespace pktpath::nf

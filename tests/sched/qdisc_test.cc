@@ -14,7 +14,8 @@ namespace {
 
 class QdiscUnit : public XmitFixture {
  protected:
-  std::unique_ptr<Qdisc> create(const char* kind, QdiscOptions o = {}, uint32_t txqlen = 1000, uint16_t queues = 1) {
+  std::unique_ptr<Qdisc> create(const char* kind, QdiscOptions o = {}, uint32_t txqlen = 1000,
+                                uint16_t queues = 1) {
     if (!dev_) dev_ = make("u0", "testdrv", queues, txqlen, /*up=*/false);
     std::string err;
     auto q = qdisc_create(*dev_, kind, o, err);
@@ -52,7 +53,8 @@ TEST_F(QdiscUnit, PfifoOrderLimitDrops) {
   o.limit_set = true;
   auto q = create("pfifo", o);
   EXPECT_TRUE(q->flags() & TCQ_F_CAN_BYPASS);
-  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(enq(*q, pkt(i)), i < 3 ? NET_XMIT_SUCCESS : NET_XMIT_DROP);
+  for (uint32_t i = 0; i < 5; ++i)
+    EXPECT_EQ(enq(*q, pkt(i)), i < 3 ? NET_XMIT_SUCCESS : NET_XMIT_DROP);
   QdiscStats s = q->stats();
   EXPECT_EQ(s.qlen, 3u);
   EXPECT_EQ(s.backlog, 180u);
@@ -110,7 +112,8 @@ TEST_F(QdiscUnit, BfifoLimitsBytes) {
 constexpr uint8_t kLinuxPrio2Band[16] = {1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
 
 TEST_F(QdiscUnit, Prio2BandMatchesLinux) {
-  for (unsigned i = 0; i < 16; ++i) EXPECT_EQ(kPrio2Band[i], kLinuxPrio2Band[i]) << "priority " << i;
+  for (unsigned i = 0; i < 16; ++i)
+    EXPECT_EQ(kPrio2Band[i], kLinuxPrio2Band[i]) << "priority " << i;
   // And the qdisc uses it: dequeue order follows bands (0 first), FIFO inside a band.
   auto q = create("pfifo_fast");
   uint32_t mark = 0;
@@ -130,7 +133,7 @@ TEST_F(QdiscUnit, PfifoFastRingsHoldTxqueuelenPerBand) {
   auto q = create("pfifo_fast", {}, /*txqlen=*/5);
   EXPECT_TRUE(q->flags() & TCQ_F_NOLOCK);
   EXPECT_TRUE(q->flags() & TCQ_F_CAN_BYPASS);
-  for (uint32_t i = 0; i < 8; ++i) enq(*q, pkt(i, 60, 6));  // band 0
+  for (uint32_t i = 0; i < 8; ++i) enq(*q, pkt(i, 60, 6));   // band 0
   for (uint32_t i = 8; i < 10; ++i) enq(*q, pkt(i, 60, 2));  // band 2
   QdiscStats s = q->stats();
   EXPECT_EQ(s.qlen, 7u);
@@ -158,7 +161,8 @@ TEST_F(QdiscUnit, PrioBandsAndPriomap) {
   EXPECT_EQ(q->num_children(), 4u);
   for (uint32_t prio = 0; prio < 16; ++prio) enq(*q, pkt(prio, 60, prio));
   EXPECT_EQ(q->stats().qlen, 16u);
-  EXPECT_EQ(drain_marks(*q), (std::vector<uint32_t>{12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3}));
+  EXPECT_EQ(drain_marks(*q),
+            (std::vector<uint32_t>{12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3}));
   // Child limits count as prio drops too.
   FifoOptions small;
   small.limit = 1;
