@@ -32,7 +32,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   auto results = run_micro_benchmarks(opts);
   if (json)
-    std::printf("%s\n", micro_results_json(results).dump(2).c_str());
+    std::printf("%s\n", micro_results_json(results).dump().c_str());
   else
     print_micro_table(results, stdout);
   return 0;

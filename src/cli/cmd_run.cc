@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/script.h"
 #include "cli/script_exec.h"
+#include "cli/script_vars.h"
 
 namespace pktpath::cli {
 
@@ -74,7 +75,8 @@ int cmd_run(const std::vector<std::string>& args) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     ScriptError e;
-    if (!tokenize_line(line, words, e)) {
+    std::string expanded;
+    if (!expand_vars(line, expanded, e) || !tokenize_line(expanded, words, e)) {
       report(name, lineno, e);
       return 1;
     }

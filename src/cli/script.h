@@ -10,9 +10,11 @@
 #include <variant>
 #include <vector>
 
+#include "cli/script_ext.h"
 #include "core/netdevice.h"
 #include "sched/qdisc_options.h"
 #include "sched/sch_api.h"
+#include "tools/pktgen_args.h"
 
 namespace pktpath::cli {
 
@@ -62,8 +64,23 @@ struct SendCmd {
   uint32_t priority = 0;  // skb->priority, for pfifo_fast/prio band selection
 };
 
-using ScriptCommand = std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd,
-                                   TcQdiscShow, SleepCmd, SendCmd>;
+// `pktgen -i DEV ...` (the sample script's flags; tools/pktgen_args.h), or the long
+// form `pktgen set KEY VALUE` (pktgen's /proc parameters, collected) and `pktgen start`
+// (runs what was set), `pktgen reset`.
+struct PktgenLine {
+  enum Kind { kRun, kSet, kStart, kReset } kind = kRun;
+  PktgenCommand run;
+  std::string key, value;  // kSet
+};
+
+// `bpf bench ...`, `bench micro ...`: another pktpath command run from a script (its
+// output inline), so one script can hold a document's whole measurement.
+struct CommandLine {
+  std::vector<std::string> words;
+};
+
+using ScriptCommand = std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow,
+                                   SleepCmd, SendCmd, PktgenLine, CommandLine, ExtCommand>;
 
 // Parse one tokenized, non-empty line. false with err on bad input.
 bool parse_command(const std::vector<std::string>& words, ScriptCommand& out, ScriptError& err);

@@ -67,22 +67,17 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
   return std::visit(
       [&](const auto& c) -> bool {
         using T = std::decay_t<decltype(c)>;
-        if constexpr (std::is_same_v<T, IpLinkAdd>)
-          return ip_link_add(c, err);
-        else if constexpr (std::is_same_v<T, IpLinkSet>)
-          return ip_link_set(c, err);
-        else if constexpr (std::is_same_v<T, IpLinkDel>)
-          return ip_link_del(c, err);
-        else if constexpr (std::is_same_v<T, IpLinkShow>)
-          return ip_link_show(c, err);
-        else if constexpr (std::is_same_v<T, TcQdiscCmd>)
-          return tc_qdisc(c, err);
-        else if constexpr (std::is_same_v<T, TcQdiscShow>)
-          return tc_qdisc_show(c, err);
-        else if constexpr (std::is_same_v<T, SleepCmd>)
-          return sleep(c);
-        else
-          return send(c, err);
+        if constexpr (std::is_same_v<T, IpLinkAdd>) return ip_link_add(c, err);
+        else if constexpr (std::is_same_v<T, IpLinkSet>) return ip_link_set(c, err);
+        else if constexpr (std::is_same_v<T, IpLinkDel>) return ip_link_del(c, err);
+        else if constexpr (std::is_same_v<T, IpLinkShow>) return ip_link_show(c, err);
+        else if constexpr (std::is_same_v<T, TcQdiscCmd>) return tc_qdisc(c, err);
+        else if constexpr (std::is_same_v<T, TcQdiscShow>) return tc_qdisc_show(c, err);
+        else if constexpr (std::is_same_v<T, SleepCmd>) return sleep(c);
+        else if constexpr (std::is_same_v<T, PktgenLine>) return pktgen(c, err);
+        else if constexpr (std::is_same_v<T, CommandLine>) return command_line(c, err);
+        else if constexpr (std::is_same_v<T, ExtCommand>) return c.line->execute(*this, err);
+        else return send(c, err);
       },
       cmd);
 }

@@ -24,6 +24,12 @@ class ScriptRunner {
   // Apply one command. false with err (nothing applied) on failure.
   bool execute(const ScriptCommand& cmd, ScriptError& err);
   DeviceTable& table() { return table_; }
+  // For extension lines (script_ext.h).
+  bool json() const { return json_; }
+  std::FILE* out() const { return out_; }
+  Cpu& control_cpu() { return control_; }
+  std::shared_ptr<ScriptExtState>& ext_slot() { return ext_; }
+  void drain_pending() { run_all_pending(); }
 
  private:
   bool ip_link_add(const IpLinkAdd& c, ScriptError& err);
@@ -34,6 +40,8 @@ class ScriptRunner {
   bool tc_qdisc_show(const TcQdiscShow& c, ScriptError& err);
   bool sleep(const SleepCmd& c);
   bool send(const SendCmd& c, ScriptError& err);
+  bool pktgen(const PktgenLine& c, ScriptError& err);  // script_pktgen.cc
+  bool command_line(const CommandLine& c, ScriptError& err);  // script_pktgen.cc
   // Run every Cpu's pending work (tx work, timers, defer lists) from this thread; only
   // while no sender thread runs.
   void run_all_pending();
@@ -45,6 +53,9 @@ class ScriptRunner {
   Cpu control_;
   std::vector<std::unique_ptr<Cpu>> workers_;
   DeviceTable table_;
+  // The long form's parameters (`pktgen set`), run by `pktgen start`.
+  PktgenCommand pktgen_pending_;
+  std::shared_ptr<ScriptExtState> ext_;  // after table_: destroyed before the devices
 };
 
 }  // namespace pktpath::cli

@@ -417,13 +417,57 @@ bool tokenize_line(const std::string& line, std::vector<std::string>& words, Scr
   return true;
 }
 
+// `pktgen ...`: the short form's flags are parsed by tools/pktgen_args; `set` keys are
+// checked against a scratch configuration so a bad key fails at parse time.
+bool parse_pktgen_line(const std::vector<std::string>& w, ScriptCommand& out, ScriptError& err) {
+  PktgenLine line;
+  if (w.size() >= 2 && (w[1] == "set" || w[1] == "start" || w[1] == "reset")) {
+    if (w[1] == "set") {
+      if (w.size() != 4) return fail(err, "set", "usage: pktgen set KEY VALUE");
+      PktgenConfig scratch;
+      if (w[2] != "dev" && w[2] != "threads" && w[2] != "duration") {
+        if (auto e = pktgen_set(scratch, w[2], w[3]))
+          return fail(err, e->rfind("unknown", 0) == 0 ? w[2] : w[3], *e);
+      }
+      line.kind = PktgenLine::kSet;
+      line.key = w[2];
+      line.value = w[3];
+    } else {
+      if (w.size() != 2) return fail(err, w[2], "pktgen " + w[1] + " takes no arguments");
+      line.kind = w[1] == "start" ? PktgenLine::kStart : PktgenLine::kReset;
+    }
+    out = std::move(line);
+    return true;
+  }
+  std::string msg, word;
+  auto cmd = parse_pktgen_args(std::vector<std::string>(w.begin() + 1, w.end()), &msg, &word);
+  if (!cmd) return fail(err, word.empty() ? "pktgen" : word, msg);
+  line.run = std::move(*cmd);
+  out = std::move(line);
+  return true;
+}
+
 bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, ScriptError& err) {
   const std::string& cmd = w.at(0);
+  // clsact, tc filter and nft lines (script_ext.h).
+  ExtCommand ext;
+  if (auto r = parse_ext_command(w, ext, err)) {
+    if (*r) out = std::move(ext);
+    return *r;
+  }
   if (cmd == "ip") return parse_ip(w, out, err);
   if (cmd == "tc") return parse_tc(w, out, err);
   if (cmd == "sleep") return parse_sleep(w, out, err);
   if (cmd == "send") return parse_send(w, out, err);
-  if (cmd == "nft" || cmd == "pktgen" || cmd == "capture")
+  if (cmd == "pktgen") return parse_pktgen_line(w, out, err);
+  if (cmd == "bpf" || cmd == "bench") {
+    if (w.size() < 2 || (cmd == "bench" && w[1] != "micro") ||
+        (cmd == "bpf" && w[1] != "bench" && w[1] != "check" && w[1] != "dump" && w[1] != "run"))
+      return fail(err, w.size() < 2 ? cmd : w[1], "expected `bpf check|dump|run|bench ...` or `bench micro ...`");
+    out = CommandLine{w};
+    return true;
+  }
+  if (cmd == "nft" || cmd == "capture")
     return fail(err, cmd, "command \"" + cmd + "\" is not supported yet");
   return fail(err, cmd, "unknown command \"" + cmd + "\"");
 }

@@ -44,7 +44,8 @@ Cpu::Cpu(PacketPool& pool, Options opts)
 }
 
 Cpu::~Cpu() {
-  // Whatever others deferred to us and whatever we cache goes back to the pool.
+  // Whatever others deferred or queued to us and whatever we cache goes back to the pool.
+  while (backlog_len() != 0) process_backlog();
   defer_free_flush();
   drain_cache();
   Registry& r = registry();
@@ -173,6 +174,34 @@ void Cpu::defer_free_flush_slow() {
   stats_.defer_flushes.add();
 }
 
+bool Cpu::backlog_enqueue(Packet* p) {
+  LockGuard g(backlog_.lock);
+  const uint32_t q = backlog_.qlen.load(std::memory_order_relaxed);
+  if (q >= opts_.max_backlog) return false;
+  backlog_.list.push_back(p);
+  backlog_.qlen.store(q + 1, std::memory_order_release);
+  return true;
+}
+
+// mirrors process_backlog: splice the shared input queue into the owner's process
+// queue under the lock, then handle up to a weight of packets outside it.
+void Cpu::process_backlog() {
+  constexpr unsigned kWeight = 64;
+  if (process_queue_.empty() && backlog_.qlen.load(std::memory_order_acquire) != 0) {
+    LockGuard g(backlog_.lock);
+    process_queue_ = backlog_.list;
+    backlog_.list = PacketList{};
+    backlog_.qlen.store(0, std::memory_order_relaxed);
+  }
+  for (unsigned n = 0; n < kWeight; ++n) {
+    Packet* p = process_queue_.pop_front();
+    if (!p) break;
+    stats_.backlog_processed.add();
+    if (rx_handler_) rx_handler_(*this, p);
+    else free(p);
+  }
+}
+
 void Cpu::schedule_work(CpuWork* w) {
   w->next_work = nullptr;
   if (work_tail_) work_tail_->next_work = w; else work_head_ = w;
@@ -215,6 +244,7 @@ void Cpu::run_timers() {
 // output queue. Work scheduled while running goes to the next call, as the kernel
 // re-raises the softirq instead of looping forever.
 void Cpu::run_pending() {
+  if (!process_queue_.empty() || backlog_.qlen.load(std::memory_order_relaxed) != 0) process_backlog();
   defer_free_flush();
   if (timers_) run_timers();
   CpuWork* w = work_head_;

@@ -61,6 +61,7 @@ struct CpuStats {
   Counter defer_nodefer;     // remote frees that fell back to a direct free (defer_max)
   Counter defer_flushed;     // packets taken off this Cpu's own defer list
   Counter defer_flushes;     // flushes that found work
+  Counter backlog_processed; // packets this Cpu took off its input queue
   std::array<Counter, kDropReasonCount> drops;
 };
 
@@ -70,6 +71,7 @@ class alignas(kCacheLine) Cpu {
     uint32_t cache_size = 256;   // packets kept in the per-Cpu cache
     uint32_t cache_batch = 64;   // moved to/from the pool at a time
     uint32_t defer_max = 64;     // sysctl_skb_defer_max
+    uint32_t max_backlog = 1000; // netdev_max_backlog
     bool defer_free = true;      // false: remote frees go straight back (A/B switch)
     int core = -1;               // pin the bound thread to this core in bind(); -1: don't
   };
@@ -148,9 +150,26 @@ class alignas(kCacheLine) Cpu {
   }
   // Defer flush, expired timers, then the tx work list (net_rx_action/net_tx_action).
   void run_pending();
-  bool has_pending() const { return work_head_ != nullptr || timers_ != nullptr ||
-                                    defer_.list.load(std::memory_order_relaxed) != nullptr; }
+  bool has_pending() const {
+    return work_head_ != nullptr || timers_ != nullptr || process_queue_.count != 0 ||
+           defer_.list.load(std::memory_order_relaxed) != nullptr ||
+           backlog_.qlen.load(std::memory_order_relaxed) != 0;
+  }
   void schedule_work(CpuWork* w);  // __netif_schedule: append to this Cpu's list
+
+  // --- the input queue (softnet_data.input_pkt_queue, RPS). Any thread may hand this
+  // Cpu a received packet; the owner thread processes it in run_pending(), up to 64 per
+  // call (the backlog NAPI weight), through the rx handler.
+  // mirrors enqueue_to_backlog: false (packet not taken) when max_backlog are queued.
+  bool backlog_enqueue(Packet* p);
+  // What process_backlog does with each packet (netif_receive_skb); default: consume.
+  using RxHandler = void (*)(Cpu& cpu, Packet* p);
+  void set_rx_handler(RxHandler h) { rx_handler_ = h; }
+  // Owner thread: everything not yet processed. Any thread: backlog_queued() (the shared
+  // part only).
+  uint32_t backlog_len() const { return backlog_.qlen.load(std::memory_order_relaxed) + process_queue_.count; }
+  uint32_t backlog_queued() const { return backlog_.qlen.load(std::memory_order_relaxed); }
+  uint32_t max_backlog() const { return opts_.max_backlog; }
   void arm_timer(CpuTimer* t, uint64_t expires_ns);
   void cancel_timer(CpuTimer* t);
   Clock& clock() { return *clock_; }
@@ -194,6 +213,7 @@ class alignas(kCacheLine) Cpu {
   void attempt_defer_free(Packet* p);
   void defer_free_flush_slow();
   void run_timers();
+  void process_backlog();
 
   PacketPool& pool_;
   Options opts_;
@@ -205,6 +225,8 @@ class alignas(kCacheLine) Cpu {
   CpuWork* work_tail_ = nullptr;
   CpuTimer* timers_ = nullptr;  // sorted by expiry
   Clock* clock_;
+  RxHandler rx_handler_ = nullptr;
+  PacketList process_queue_;  // owner only: spliced from the backlog, not yet processed
   CpuStats stats_;
 
   // Written by other Cpus: its own cache line.
@@ -213,6 +235,13 @@ class alignas(kCacheLine) Cpu {
     std::atomic<Packet*> list{nullptr};
     std::atomic<uint32_t> count{0};
   } defer_;
+
+  // Written by other Cpus (RPS producers): its own cache line.
+  struct alignas(kCacheLine) Backlog {
+    SpinLock lock;
+    PacketList list;
+    std::atomic<uint32_t> qlen{0};
+  } backlog_;
 
   static thread_local Cpu* tls_current_;
 };

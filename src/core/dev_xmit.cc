@@ -11,6 +11,8 @@ namespace {
 
 // Set by an egress hook that chose the tx queue itself (softnet_data.xmit.skip_txqueue).
 thread_local bool tls_skip_txqueue = false;
+// Set by an egress hook that consumed the packet: what dev_queue_xmit returns.
+thread_local int tls_hook_rc = 0;
 
 void free_to_free(Cpu& cpu, PacketList& to_free) {
   while (Packet* p = to_free.pop_front()) cpu.free_reason(p, DropReason::QDISC_DROP);
@@ -101,10 +103,13 @@ PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQue
   return NET_XMIT_DROP;
 }
 
-PP_NOINLINE Packet* run_egress_hook(Cpu& cpu, Packet* p, NetDevice& dev, bool& skip_txq) {
+PP_NOINLINE Packet* run_egress_hook(Cpu& cpu, Packet* p, NetDevice& dev, EgressHookFn fn, bool& skip_txq,
+                                    int& rc) {
   tls_skip_txqueue = false;
-  p = dev.egress_hook()(cpu, p, dev, dev.egress_ctx());
+  tls_hook_rc = NET_XMIT_SUCCESS;
+  p = fn(cpu, p, dev, dev.egress_ctx());
   skip_txq = tls_skip_txqueue;
+  rc = tls_hook_rc;
   return p;
 }
 
@@ -116,6 +121,7 @@ XmitConfig& xmit_config() {
 }
 
 void netdev_xmit_skip_txqueue(bool skip) { tls_skip_txqueue = skip; }
+void netdev_xmit_hook_rc(int rc) { tls_hook_rc = rc; }
 
 // mirrors netdev_core_pick_tx: one queue -> 0; the driver's choice; else the flow hash
 // (reciprocal scale), or the Cpu for unhashed packets (as an XPS map of Cpu i -> queue i).
@@ -136,15 +142,19 @@ TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p) {
   return dev.txq(idx);
 }
 
-// mirrors __dev_queue_xmit
-int dev_queue_xmit(Cpu& cpu, Packet* p) {
+// mirrors __dev_queue_xmit. kHookPoint = false is the same path without the egress hook
+// point, only for measuring what the hook point costs (dev_queue_xmit_nohook).
+template <bool kHookPoint>
+PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
   NetDevice& dev = *p->dev;
   TxQueue* txq;
   // Egress hook point: one predictable branch while nothing is attached.
-  if (PP_UNLIKELY(dev.egress_hook() != nullptr)) {
+  EgressHookFn hook = kHookPoint ? dev.egress_hook() : nullptr;
+  if (PP_UNLIKELY(hook != nullptr)) {
     bool skip_txq = false;
-    p = run_egress_hook(cpu, p, dev, skip_txq);
-    if (!p) return NET_XMIT_SUCCESS;
+    int rc;
+    p = run_egress_hook(cpu, p, dev, hook, skip_txq, rc);
+    if (!p) return rc;
     if (skip_txq) {
       if (p->queue_mapping >= dev.real_num_tx_queues()) p->queue_mapping = 0;
       txq = &dev.txq(p->queue_mapping);
@@ -160,5 +170,8 @@ int dev_queue_xmit(Cpu& cpu, Packet* p) {
   if (qflags & TCQ_F_NOENQUEUE) return dev_xmit_noqueue(cpu, p, dev, *txq);
   return dev_xmit_skb_locked(cpu, p, q, dev, *txq);
 }
+
+int dev_queue_xmit(Cpu& cpu, Packet* p) { return dev_queue_xmit_impl<true>(cpu, p); }
+int dev_queue_xmit_nohook(Cpu& cpu, Packet* p) { return dev_queue_xmit_impl<false>(cpu, p); }
 
 }  // namespace pktpath

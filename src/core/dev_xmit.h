@@ -55,4 +55,13 @@ PP_ALWAYS_INLINE Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice&
 // queue instead of picking one (netdev_xmit_skip_txqueue).
 void netdev_xmit_skip_txqueue(bool skip);
 
+// For an egress hook that consumed the packet (returned nullptr): the value
+// dev_queue_xmit returns (the kernel's *ret of sch_handle_egress / nf_hook_egress).
+// NET_XMIT_SUCCESS unless the hook says otherwise.
+void netdev_xmit_hook_rc(int rc);
+
+// dev_queue_xmit compiled without the egress hook point at all: the baseline for the
+// cost of the hook point when nothing is attached (document 000; bench/bench_hooks.cc).
+int dev_queue_xmit_nohook(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
+
 }  // namespace pktpath

@@ -64,6 +64,9 @@ DevStatsSum NetDevice::stats_sum() const {
     s.tx_packets += pcpu_[i].tx_packets.get();
     s.tx_bytes += pcpu_[i].tx_bytes.get();
     s.tx_dropped += pcpu_[i].tx_dropped.get();
+    s.rx_packets += pcpu_[i].rx_packets.get();
+    s.rx_bytes += pcpu_[i].rx_bytes.get();
+    s.rx_dropped += pcpu_[i].rx_dropped.get();
   }
   return s;
 }

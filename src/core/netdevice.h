@@ -22,8 +22,13 @@
 #include "core/cpu.h"
 #include "core/packet.h"
 #include "core/spinlock.h"
+#include "netfilter/nf_hooks.h"
 
 namespace pktpath {
+
+namespace tc {
+struct Miniq;  // sched/clsact.h: the published filter list of one clsact direction
+}
 
 class Qdisc;
 class NetDevice;
@@ -75,10 +80,20 @@ struct alignas(kCacheLine) DevCpuStats {
   Counter tx_packets;
   Counter tx_bytes;
   Counter tx_dropped;
+  Counter rx_packets;  // delivered by netif_receive_skb
+  Counter rx_bytes;
+  Counter rx_dropped;
 };
 
 struct DevStatsSum {
   uint64_t tx_packets = 0, tx_bytes = 0, tx_dropped = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0, rx_dropped = 0;
+};
+
+// Owner of a device's hook configuration on the writer side (sched/tc_hooks.cc); the
+// device destroys it with itself.
+struct DevHooksState {
+  virtual ~DevHooksState() = default;
 };
 
 // The egress hook point (tc egress / netfilter egress attach here in a later issue).
@@ -147,12 +162,22 @@ class NetDevice {
   void set_flag(uint32_t f, bool on) { flags_ = on ? (flags_ | f) : (flags_ & ~f); }
 
   // --- egress hook: one predictable branch in dev_queue_xmit when nothing is attached.
-  EgressHookFn egress_hook() const { return egress_hook_; }
-  void* egress_ctx() const { return egress_ctx_; }
+  // Atomic because hooks may be attached while senders run (issue 6); the relaxed load
+  // is a plain load on x86. set_egress_hook publishes ctx before fn.
+  EgressHookFn egress_hook() const { return egress_hook_.load(std::memory_order_acquire); }
+  void* egress_ctx() const { return egress_ctx_.load(std::memory_order_relaxed); }
   void set_egress_hook(EgressHookFn fn, void* ctx) {
-    egress_ctx_ = ctx;
-    egress_hook_ = fn;
+    egress_ctx_.store(ctx, std::memory_order_relaxed);
+    egress_hook_.store(fn, std::memory_order_release);
   }
+
+  // --- tc clsact and netfilter hook heads (dev->miniq_egress/miniq_ingress,
+  // nf_hooks_egress/nf_hooks_ingress), RCU-published; see sched/clsact.h.
+  std::atomic<const tc::Miniq*>& tc_egress() { return tc_egress_; }
+  std::atomic<const tc::Miniq*>& tc_ingress() { return tc_ingress_; }
+  nf::NfDeviceHooks& nf_hooks() { return nf_hooks_; }
+  DevHooksState* hooks_state() const { return hooks_state_.get(); }
+  void set_hooks_state(std::unique_ptr<DevHooksState> s) { hooks_state_ = std::move(s); }
 
   // --- statistics.
   DevCpuStats& stats(const Cpu& cpu) { return pcpu_[cpu.id()]; }
@@ -164,8 +189,8 @@ class NetDevice {
 
  private:
   // Hot fields first: dev_queue_xmit reads these.
-  EgressHookFn egress_hook_ = nullptr;
-  void* egress_ctx_ = nullptr;
+  std::atomic<EgressHookFn> egress_hook_{nullptr};
+  std::atomic<void*> egress_ctx_{nullptr};
   const NetDeviceOps* ops_;
   TxQueue* txqs_;
   uint16_t num_tx_queues_;
@@ -181,6 +206,11 @@ class NetDevice {
   std::unique_ptr<DevCpuStats[]> pcpu_;
   std::unique_ptr<Qdisc> qdisc_;
   std::unique_ptr<DriverState> priv_;
+  std::atomic<const tc::Miniq*> tc_egress_{nullptr};
+  std::atomic<const tc::Miniq*> tc_ingress_{nullptr};
+  nf::NfDeviceHooks nf_hooks_{this};
+  // Last member: destroyed first, while the heads above still exist.
+  std::unique_ptr<DevHooksState> hooks_state_;
 };
 
 }  // namespace pktpath

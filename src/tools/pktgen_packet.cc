@@ -6,13 +6,21 @@ namespace pktpath {
 
 namespace {
 
+// Big-endian stores as single 16/32-bit writes (byte-wise writes read back as words
+// would defeat store forwarding).
 void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
+  uint16_t be = __builtin_bswap16(v);
+  std::memcpy(p, &be, 2);
 }
 void put32(uint8_t* p, uint32_t v) {
-  put16(p, static_cast<uint16_t>(v >> 16));
-  put16(p + 2, static_cast<uint16_t>(v));
+  uint32_t be = __builtin_bswap32(v);
+  std::memcpy(p, &be, 4);
+}
+
+// One's-complement fold of a 32-bit-or-wider sum to 16 bits, complemented.
+uint16_t fold_complement(uint64_t sum) {
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
 }
 
 // Adds `mc` to the low four bytes of a MAC (with carry into the fifth), as pktgen does
@@ -142,7 +150,24 @@ void pktgen_mod_cur_headers(const PktgenConfig& cfg, PktgenState& st, unsigned c
       st.cur_queue_map = static_cast<uint16_t>(t > cfg.queue_map_max ? cfg.queue_map_min : t);
     }
   }
-  st.cur_queue_map = static_cast<uint16_t>(st.cur_queue_map % (real_num_tx_queues ? real_num_tx_queues : 1));
+  // The modulo of set_cur_queue_map, without a divide when the value is already in range.
+  if (PP_UNLIKELY(st.cur_queue_map >= real_num_tx_queues))
+    st.cur_queue_map = static_cast<uint16_t>(real_num_tx_queues ? st.cur_queue_map % real_num_tx_queues : 0);
+}
+
+// ip_fast_csum for a 20-byte header: five 32-bit words summed with end-around carry.
+uint16_t ipv4_header_checksum(const uint8_t* ip) {
+  uint64_t sum = 0;
+  for (int i = 0; i < 5; ++i) {
+    uint32_t w;
+    std::memcpy(&w, ip + 4 * i, 4);
+    sum += __builtin_bswap32(w);
+  }
+  sum = (sum & 0xffffffffu) + (sum >> 32);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
 }
 
 uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed) {
@@ -169,18 +194,22 @@ Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& 
   std::memcpy(eth, st.hh.data(), 12);
   put16(eth + 12, 0x0800);
 
+  // IPv4 header; its checksum is summed from the field values, not read back.
   uint8_t* ip = eth + 14;
-  ip[0] = 0x45;
-  ip[1] = cfg.tos;
-  put16(ip + 2, static_cast<uint16_t>(20 + 8 + datalen));
-  put16(ip + 4, st.ip_id++);
+  const uint16_t ver_tos = static_cast<uint16_t>(0x4500 | cfg.tos);
+  const uint16_t tot_len = static_cast<uint16_t>(20 + 8 + datalen);
+  const uint16_t id = st.ip_id++;
+  const uint16_t ttl_proto = (32 << 8) | 17;  // ttl 32, UDP
+  const uint64_t sum = uint64_t{ver_tos} + tot_len + id + ttl_proto + (st.cur_saddr >> 16) +
+                       (st.cur_saddr & 0xffff) + (st.cur_daddr >> 16) + (st.cur_daddr & 0xffff);
+  put16(ip, ver_tos);
+  put16(ip + 2, tot_len);
+  put16(ip + 4, id);
   put16(ip + 6, 0);
-  ip[8] = 32;  // ttl
-  ip[9] = 17;  // UDP
-  put16(ip + 10, 0);
+  put16(ip + 8, ttl_proto);
+  put16(ip + 10, fold_complement(sum));
   put32(ip + 12, st.cur_saddr);
   put32(ip + 16, st.cur_daddr);
-  put16(ip + 10, inet_checksum(ip, 20));
 
   uint8_t* udp = ip + 20;
   put16(udp, st.cur_udp_src);
@@ -198,7 +227,13 @@ Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& 
     put32(pgh + 8, static_cast<uint32_t>(realtime_ns / 1'000'000'000ull));
     put32(pgh + 12, static_cast<uint32_t>(realtime_ns % 1'000'000'000ull / 1000));
   }
-  std::memset(pgh + kPktgenHdrLen, 0, datalen - kPktgenHdrLen);
+  // skb_put_zero of the payload; short pads (60-byte frames have 2 bytes) inline.
+  const uint32_t pad = datalen - kPktgenHdrLen;
+  if (pad <= 16) {
+    for (uint32_t i = 0; i < pad; ++i) pgh[kPktgenHdrLen + i] = 0;
+  } else {
+    std::memset(pgh + kPktgenHdrLen, 0, pad);
+  }
 
   if (cfg.flags & F_UDPCSUM) {
     // Pseudo-header: saddr, daddr, zero+protocol, UDP length.

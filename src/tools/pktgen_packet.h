@@ -49,5 +49,7 @@ Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& 
 
 // The Internet checksum (RFC 1071) of a buffer, folded and complemented.
 uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed = 0);
+// The same for exactly a 20-byte IPv4 header (with its checksum field zero).
+uint16_t ipv4_header_checksum(const uint8_t* ip);
 
 }  // namespace pktpath

@@ -131,10 +131,8 @@ const BadLine kBadLines[] = {
     {"tc", "", "needs an object"},
     {"tc qdisc", "", "needs \"dev DEV\""},  // bare `tc qdisc` is show: see GoodLines
     {"tc -q qdisc show", "-q", "unknown tc option"},
-    {"tc filter add dev foo egress bpf da bytecode '1,6 0 0 0,'", "filter", "not supported yet"},
     {"tc qdisc frob dev foo root pfifo", "frob", "unknown tc qdisc command"},
     {"tc qdisc add dev foo root fq_codel", "fq_codel", "unknown qdisc kind"},
-    {"tc qdisc add dev foo clsact", "clsact", "not supported yet"},
     {"tc qdisc add dev foo pfifo", "pfifo", "needs \"root\" or \"parent"},
     {"tc qdisc add root pfifo", "pfifo", "needs \"dev DEV\""},
     {"tc qdisc add dev foo root", "", "needs a qdisc kind"},
@@ -173,8 +171,6 @@ const BadLine kBadLines[] = {
     {"send dev foo count 10 threads 0", "0", "threads must be"},
     {"send dev foo count 10 speed 3", "speed", "unknown send option"},
     {"send dev foo count", "count", "needs a value"},
-    {"pktgen -i foo -n 10", "pktgen", "not supported yet"},
-    {"nft add table netdev t", "nft", "not supported yet"},
 };
 
 TEST(ScriptParse, BadLinesNameTheirWord) {

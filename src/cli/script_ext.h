@@ -1,0 +1,42 @@
+// Script lines handled outside the core runner (issue 6): `tc qdisc add|del dev D clsact`,
+// `tc filter ...`, `tc [-s] filter show ...` (script_tc_filter.cc) and `nft ...`
+// (script_nft.cc). The runner's parser asks parse_ext_command first; a line it takes
+// becomes an ExtCommand that executes itself against the runner.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pktpath::cli {
+
+class ScriptRunner;
+struct ScriptError;
+
+// One parsed line, applied later (the whole script is parsed before anything runs).
+class ExtLine {
+ public:
+  virtual ~ExtLine() = default;
+  virtual bool execute(ScriptRunner& runner, ScriptError& err) const = 0;
+};
+
+struct ExtCommand {
+  std::shared_ptr<const ExtLine> line;
+};
+
+// Per-runner state of the extension lines (the nft ruleset); created on first use,
+// destroyed before the runner's devices.
+struct ScriptExtState;
+ScriptExtState& ext_state(ScriptRunner& runner);
+
+// nullopt: not an extension line (the runner parses it). Otherwise whether it parsed;
+// on success `out` holds the command. `out` is an ExtCommand slot.
+std::optional<bool> parse_ext_command(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+
+// The parts (each returns nullopt when the line is not theirs).
+std::optional<bool> parse_tc_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+std::optional<bool> parse_nft_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+std::optional<bool> parse_link_del_ext(const std::vector<std::string>& words, ExtCommand& out);
+
+}  // namespace pktpath::cli

@@ -1,0 +1,74 @@
+// The `pktgen` script line: runs the generator on a device of this script's instance.
+#include <algorithm>
+#include <cstdlib>
+
+#include "cli/command.h"
+#include "cli/script_exec.h"
+#include "tools/pktgen_session.h"
+
+namespace pktpath::cli {
+
+bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
+  auto fail = [&](const std::string& word, std::string msg) {
+    err.word = word;
+    err.msg = std::move(msg);
+    return false;
+  };
+  switch (c.kind) {
+    case PktgenLine::kReset:
+      pktgen_pending_ = PktgenCommand{};
+      return true;
+    case PktgenLine::kSet: {
+      // Keys of the generator itself, plus three of pktpath's run controls.
+      if (c.key == "dev") {
+        pktgen_pending_.cfg.dev = c.value;
+      } else if (c.key == "threads") {
+        auto n = pktpath::parse_u64(c.value);
+        if (!n || *n < 1 || *n > 64) return fail(c.value, "threads: expected 1..64");
+        pktgen_pending_.threads = static_cast<unsigned>(*n);
+      } else if (c.key == "duration") {
+        char* end = nullptr;
+        double d = std::strtod(c.value.c_str(), &end);
+        if (*end != '\0' || !(d > 0)) return fail(c.value, "duration: expected seconds > 0");
+        pktgen_pending_.cfg.duration_s = d;
+      } else if (auto e = pktgen_set(pktgen_pending_.cfg, c.key, c.value)) {
+        return fail(c.value, *e);
+      }
+      return true;
+    }
+    case PktgenLine::kStart:
+    case PktgenLine::kRun:
+      break;
+  }
+  PktgenCommand cmd = c.kind == PktgenLine::kStart ? pktgen_pending_ : c.run;
+  if (c.kind == PktgenLine::kStart) {
+    if (auto e = pktgen_validate(cmd.cfg)) return fail("start", *e);
+  }
+  cmd.json = cmd.json || json_;
+  NetDevice* d = table_.find(cmd.cfg.dev);
+  if (!d) return fail(cmd.cfg.dev, "cannot find device \"" + cmd.cfg.dev + "\"");
+  run_all_pending();
+  std::string msg;
+  int rc = run_pktgen(cmd, *d, pool_, out_, &msg);
+  run_all_pending();
+  std::fflush(out_);
+  if (rc != 0) return fail(cmd.ab ? "--ab" : cmd.cfg.dev, msg);
+  return true;
+}
+
+bool ScriptRunner::command_line(const CommandLine& c, ScriptError& err) {
+  std::vector<std::string> args = c.words;
+  const bool takes_json = (args[0] == "bpf" && args[1] == "bench") || args[0] == "bench";
+  if (json_ && takes_json && std::find(args.begin(), args.end(), "--json") == args.end()) args.push_back("--json");
+  std::fflush(out_);
+  int rc = run_main(args);
+  std::fflush(stdout);
+  if (rc != 0) {
+    err.word = args[0] + " " + args[1];
+    err.msg = "command failed (exit " + std::to_string(rc) + ")";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace pktpath::cli

@@ -1,0 +1,26 @@
+// The receive path's tail: what happens to a packet a driver (or pktgen's netif_receive
+// mode, or a tc ingress redirect) hands to the stack.
+//
+// netif_receive_skb(cpu, p) may be called by any number of threads at once, each with its
+// own bound Cpu. p->dev must be set. It takes ownership of p.
+#pragma once
+
+#include "core/cpu.h"
+#include "core/netdevice.h"
+
+namespace pktpath {
+
+inline constexpr int NET_RX_SUCCESS = 0;
+inline constexpr int NET_RX_DROP = 1;
+
+// mirrors __netif_receive_skb_core's hook part: tc ingress (sch_handle_ingress), then
+// netfilter ingress (nf_hook_ingress), then delivery. pktpath has no protocol stack:
+// delivery counts rx_packets/rx_bytes on the device and frees the packet (consumed, not a
+// drop). Drops are counted under one reason (DEV_READY, TC_INGRESS, NETFILTER_DROP, ...).
+// Returns NET_RX_SUCCESS when the packet was delivered, stolen or redirected, else NET_RX_DROP.
+int netif_receive_skb(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
+
+// The same as a Cpu::RxHandler, for process_backlog (Cpu::set_rx_handler).
+inline void netif_receive_skb_rx_handler(Cpu& cpu, Packet* p) { netif_receive_skb(cpu, p); }
+
+}  // namespace pktpath

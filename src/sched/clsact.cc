@@ -1,0 +1,429 @@
+// clsact and the tc hook points (net/sched/sch_ingress.c, net/core/dev.c).
+#include "sched/clsact.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "core/dev_rx.h"
+#include "core/dev_xmit.h"
+#include "netfilter/nf_rcu.h"
+#include "sched/qdisc.h"
+#include "tools/pktgen_session.h"
+
+namespace pktpath::tc {
+
+namespace {
+
+thread_local bool tls_nf_skip_egress = false;
+
+// Writer-side state of one device: the clsact's filters in run order and its counters,
+// plus whether netfilter egress is in use. Lives in NetDevice::hooks_state().
+struct TcDevState final : DevHooksState {
+  explicit TcDevState(NetDevice& d) : dev(d) {}
+  ~TcDevState() override;
+
+  NetDevice& dev;
+  bool clsact = false;
+  bool nf_egress = false;
+  std::vector<std::unique_ptr<BpfFilter>> filters[2];
+  TcStats qstats[2];
+
+  std::atomic<const Miniq*>& head(Dir d) {
+    return d == Dir::Egress ? dev.tc_egress() : dev.tc_ingress();
+  }
+};
+
+std::mutex& tc_mu() {
+  static std::mutex m;
+  return m;
+}
+
+// Devices that have hook state, for the engine switch and the egress_hooks A/B.
+std::set<TcDevState*>& registry() {
+  static std::set<TcDevState*> r;
+  return r;
+}
+
+// -1: not chosen yet, use bpf::default_engine() (the JIT unless forced to an interpreter
+// by PKTPATH_BPF_ENGINE or set_default_engine).
+std::atomic<int> g_engine{-1};
+bpf::Engine current_engine() {
+  const int e = g_engine.load();
+  return e < 0 ? bpf::default_engine() : static_cast<bpf::Engine>(e);
+}
+
+// Deferred frees (call_rcu): what writers unpublished, freed after one grace period that
+// covers a whole batch, so a writer replacing filters in a loop does not wait for the
+// readers once per change. Guarded by tc_mu().
+constexpr size_t kRetireBatch = 64;
+std::vector<std::function<void()>>& retired() {
+  static std::vector<std::function<void()>> r;
+  return r;
+}
+void retire_flush(bool force) {
+  auto& r = retired();
+  if (r.empty() || (!force && r.size() < kRetireBatch)) return;
+  nf::nf_rcu_synchronize();
+  for (auto& fn : r) fn();
+  r.clear();
+}
+template <typename T>
+void retire(std::unique_ptr<T> obj) {
+  if (!obj) return;
+  retired().push_back([p = obj.release()] { delete p; });
+  retire_flush(false);
+}
+std::atomic<bool> g_egress_hooks_on{true};
+
+TcDevState::~TcDevState() {
+  // The device is going away: no reader can run on it any more (NetDevice contract).
+  std::lock_guard g(tc_mu());
+  registry().erase(this);
+  for (Dir d : {Dir::Egress, Dir::Ingress}) delete head(d).exchange(nullptr);
+  dev.set_egress_hook(nullptr, nullptr);
+  retire_flush(true);
+}
+
+TcDevState& state_of(NetDevice& dev) {
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s) {
+    auto fresh = std::make_unique<TcDevState>(dev);
+    s = fresh.get();
+    dev.set_hooks_state(std::move(fresh));
+    registry().insert(s);
+  }
+  return *s;
+}
+
+// Install or remove the egress hook pointer: present while tc egress filters or
+// netfilter egress are in use (and the A/B switch allows it).
+void update_egress_hook(TcDevState& s) {
+  const bool want = g_egress_hooks_on.load(std::memory_order_relaxed) &&
+                    (s.nf_egress || (s.clsact && !s.filters[0].empty()));
+  s.dev.set_egress_hook(want ? dev_egress_hooks : nullptr, nullptr);
+}
+
+// Publish the current filter list of a direction; the old list is freed after a grace
+// period (retire).
+void publish(TcDevState& s, Dir d) {
+  const Miniq* fresh = nullptr;
+  auto& list = s.filters[static_cast<int>(d)];
+  if (s.clsact && !list.empty()) {
+    auto* m = new Miniq;
+    m->qstats = &s.qstats[static_cast<int>(d)];
+    for (const auto& f : list) m->filters.push_back(f.get());
+    fresh = m;
+  }
+  const Miniq* old = s.head(d).exchange(fresh, std::memory_order_acq_rel);
+  if (d == Dir::Egress) update_egress_hook(s);
+  retire(std::unique_ptr<const Miniq>(old));
+}
+
+bool run_order(const std::unique_ptr<BpfFilter>& a, const std::unique_ptr<BpfFilter>& b) {
+  return a->pref() != b->pref() ? a->pref() < b->pref() : a->handle() < b->handle();
+}
+
+}  // namespace
+
+const char* dir_name(Dir d) { return d == Dir::Egress ? "egress" : "ingress"; }
+
+bool tc_nf_skip_egress() { return tls_nf_skip_egress; }
+void tc_set_nf_skip_egress(bool on) { tls_nf_skip_egress = on; }
+
+// mirrors __tcf_classify
+int tcf_classify(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
+  const BpfFilter* const* first = mq.filters.data();
+  const size_t n = mq.filters.size();
+  int limit = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const BpfFilter* f = first[i];
+    const uint16_t proto = f->spec().protocol;
+    if (proto != kEthPAll && htons(proto) != p->protocol) continue;
+    const int err = f->classify(ctx, p, res);
+    if (PP_UNLIKELY(err == TC_ACT_RECLASSIFY)) {
+      if (limit++ >= 16) return TC_ACT_SHOT;  // reclassify loop
+      i = static_cast<size_t>(-1);
+      continue;
+    }
+    if (err >= 0) return err;
+  }
+  return TC_ACT_UNSPEC;
+}
+
+// mirrors sch_handle_egress
+Packet* sch_handle_egress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
+  mq.qstats->count(cpu, p);
+  TcResult res;
+  const bool saved_skip = tls_nf_skip_egress;
+  tls_nf_skip_egress = true;
+  const int verdict = tcf_classify(TcContext{cpu, false}, p, mq, res);
+  tls_nf_skip_egress = saved_skip;
+  switch (verdict) {
+    case TC_ACT_OK:
+    case TC_ACT_RECLASSIFY:
+      p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
+      return p;
+    case TC_ACT_SHOT:
+      mq.qstats->at(cpu).drops.add();
+      *rc = NET_XMIT_DROP;
+      cpu.free_reason(p, DropReason::TC_EGRESS);
+      return nullptr;
+    case TC_ACT_STOLEN:
+    case TC_ACT_QUEUED:
+    case TC_ACT_TRAP:
+      *rc = NET_XMIT_SUCCESS;
+      cpu.free(p);  // consumed, not a drop
+      return nullptr;
+    case TC_ACT_REDIRECT:
+      // skb_do_redirect: classic BPF has no bpf_redirect(), so there is never a target
+      // set; the kernel drops such a packet.
+      mq.qstats->at(cpu).drops.add();
+      *rc = NET_XMIT_DROP;
+      cpu.free_reason(p, DropReason::TC_EGRESS);
+      return nullptr;
+    case TC_ACT_CONSUMED:
+      *rc = NET_XMIT_SUCCESS;
+      return nullptr;
+    default:
+      return p;
+  }
+}
+
+// mirrors sch_handle_ingress
+Packet* sch_handle_ingress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
+  mq.qstats->count(cpu, p);
+  TcResult res;
+  const bool saved_skip = tls_nf_skip_egress;
+  tls_nf_skip_egress = true;
+  const int verdict = tcf_classify(TcContext{cpu, true}, p, mq, res);
+  tls_nf_skip_egress = saved_skip;
+  switch (verdict) {
+    case TC_ACT_OK:
+    case TC_ACT_RECLASSIFY:
+      p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
+      return p;
+    case TC_ACT_SHOT:
+    case TC_ACT_REDIRECT:  // no redirect target from classic BPF: dropped, as above
+      mq.qstats->at(cpu).drops.add();
+      *rc = NET_RX_DROP;
+      cpu.free_reason(p, DropReason::TC_INGRESS);
+      return nullptr;
+    case TC_ACT_STOLEN:
+    case TC_ACT_QUEUED:
+    case TC_ACT_TRAP:
+      *rc = NET_RX_SUCCESS;
+      cpu.free(p);
+      return nullptr;
+    case TC_ACT_CONSUMED:
+      *rc = NET_RX_SUCCESS;
+      return nullptr;
+    default:
+      return p;
+  }
+}
+
+// The egress hook: netfilter egress (unless tc redirected the packet here), then tc.
+Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
+  if (!tls_nf_skip_egress) {
+    const nf::NfVerdict v = nf::nf_hook_egress(dev.nf_hooks(), p, cpu);
+    if (PP_UNLIKELY(v != nf::NfVerdict::ACCEPT)) {
+      // DROP: already freed and counted (NETFILTER_DROP); STOLEN: the hook has it.
+      netdev_xmit_hook_rc(v == nf::NfVerdict::DROP ? NET_XMIT_DROP : NET_XMIT_SUCCESS);
+      return nullptr;
+    }
+  }
+  const Miniq* mq = dev.tc_egress().load(std::memory_order_acquire);
+  if (mq) {
+    int rc = NET_XMIT_SUCCESS;
+    p = sch_handle_egress(cpu, p, *mq, &rc);
+    if (!p) netdev_xmit_hook_rc(rc);
+  }
+  return p;
+}
+
+// --- configuration.
+
+bool clsact_add(NetDevice& dev, std::string* err) {
+  tc_register_ab_settings();
+  std::lock_guard g(tc_mu());
+  TcDevState& s = state_of(dev);
+  if (s.clsact) {
+    if (err) *err = "Exclusivity flag on, cannot modify (clsact already present on " + dev.name() + ")";
+    return false;
+  }
+  s.clsact = true;
+  return true;
+}
+
+bool clsact_del(NetDevice& dev, std::string* err) {
+  std::lock_guard g(tc_mu());
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s || !s->clsact) {
+    if (err) *err = "Cannot find specified qdisc on specified device (no clsact on " + dev.name() + ")";
+    return false;
+  }
+  s->clsact = false;
+  // Unpublish both lists (publish() waits for readers), then free the filters.
+  publish(*s, Dir::Egress);
+  publish(*s, Dir::Ingress);
+  for (auto& l : s->filters)
+    for (auto& f : l) retire(std::move(f));
+  for (auto& l : s->filters) l.clear();
+  return true;
+}
+
+void tc_rcu_barrier() {
+  std::lock_guard g(tc_mu());
+  retire_flush(true);
+}
+
+bool clsact_present(NetDevice& dev) {
+  std::lock_guard g(tc_mu());
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  return s && s->clsact;
+}
+
+bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::string* err, uint32_t* pref_out,
+                uint32_t* handle_out) {
+  std::lock_guard g(tc_mu());
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s || !s->clsact) {
+    if (err) *err = "no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)";
+    return false;
+  }
+  auto& list = s->filters[static_cast<int>(dir)];
+  // tcf_auto_prio: 0xC000 for the first filter, then one less than the current first.
+  if (spec.pref == 0) spec.pref = list.empty() ? 49152 : (list.front()->pref() > 1 ? list.front()->pref() - 1 : 1);
+  if (spec.handle == 0 && replace) {
+    // `replace` without a handle means the pref's (first) filter, if it has one.
+    for (const auto& f : list)
+      if (f->pref() == spec.pref) {
+        spec.handle = f->handle();
+        break;
+      }
+  }
+  if (spec.handle == 0) {
+    uint32_t h = 0;
+    for (const auto& f : list)
+      if (f->pref() == spec.pref) h = std::max(h, f->handle());
+    spec.handle = h + 1;
+  }
+  auto it = std::find_if(list.begin(), list.end(),
+                         [&](const auto& f) { return f->pref() == spec.pref && f->handle() == spec.handle; });
+  if (it != list.end() && !replace) {
+    if (err) *err = "Exclusivity flag on, cannot modify (filter pref " + std::to_string(spec.pref) + " handle 0x" +
+                    std::to_string(spec.handle) + " exists)";
+    return false;
+  }
+  const uint32_t pref = spec.pref, handle = spec.handle;
+  auto f = BpfFilter::create(std::move(spec), current_engine(), err);
+  if (!f) return false;
+  std::unique_ptr<BpfFilter> old;
+  if (it != list.end()) {
+    old = std::move(*it);
+    *it = std::move(f);
+  } else {
+    list.push_back(std::move(f));
+    std::stable_sort(list.begin(), list.end(), run_order);
+  }
+  publish(*s, dir);
+  retire(std::move(old));
+  if (pref_out) *pref_out = pref;
+  if (handle_out) *handle_out = handle;
+  return true;
+}
+
+bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err) {
+  std::lock_guard g(tc_mu());
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s || !s->clsact) {
+    if (err) *err = "no clsact qdisc on " + dev.name();
+    return false;
+  }
+  auto& list = s->filters[static_cast<int>(dir)];
+  std::vector<std::unique_ptr<BpfFilter>> removed;
+  for (auto it = list.begin(); it != list.end();) {
+    if ((pref == 0 || (*it)->pref() == pref) && (handle == 0 || (*it)->handle() == handle)) {
+      removed.push_back(std::move(*it));
+      it = list.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (removed.empty()) {
+    if (err) *err = "Filter with specified priority/protocol not found";
+    return false;
+  }
+  publish(*s, dir);
+  for (auto& f : removed) retire(std::move(f));
+  return true;
+}
+
+void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilter&)>& fn) {
+  std::lock_guard g(tc_mu());
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s || !s->clsact) return;
+  for (const auto& f : s->filters[static_cast<int>(dir)]) fn(*f);
+}
+
+TcStats::Sum clsact_stats(NetDevice& dev, Dir dir) {
+  std::lock_guard g(tc_mu());
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s || !s->clsact) return {};
+  return s->qstats[static_cast<int>(dir)].sum();
+}
+
+bpf::Engine tc_bpf_engine() { return current_engine(); }
+
+bool tc_set_bpf_engine(bpf::Engine e, std::string* err) {
+  std::lock_guard g(tc_mu());
+  g_engine.store(static_cast<int>(e));
+  for (TcDevState* s : registry())
+    for (auto& list : s->filters)
+      for (auto& f : list) {
+        auto o = f->reload(e, err);
+        if (!o) return false;
+        retire(std::move(o));
+      }
+  return true;
+}
+
+void netdev_nf_egress_enable(NetDevice& dev) {
+  std::lock_guard g(tc_mu());
+  TcDevState& s = state_of(dev);
+  s.nf_egress = true;
+  update_egress_hook(s);
+}
+
+void tc_egress_hooks_enable(bool on) {
+  std::lock_guard g(tc_mu());
+  g_egress_hooks_on.store(on);
+  for (TcDevState* s : registry()) update_egress_hook(*s);
+}
+
+void tc_register_ab_settings() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_ab_setting({"bpf_engine", "switch|threaded|jit",
+                         [](const std::string& v, PktgenKnobs&) -> std::optional<std::string> {
+                           auto e = bpf::parse_engine(v);
+                           if (!e) return "bpf_engine: expected switch, threaded or jit, not '" + v + "'";
+                           std::string err;
+                           if (!tc_set_bpf_engine(*e, &err)) return "bpf_engine: " + err;
+                           return std::nullopt;
+                         }});
+    register_ab_setting({"egress_hooks", "on|off",
+                         [](const std::string& v, PktgenKnobs&) -> std::optional<std::string> {
+                           if (v != "on" && v != "off") return "egress_hooks: expected on or off, not '" + v + "'";
+                           tc_egress_hooks_enable(v == "on");
+                           return std::nullopt;
+                         }});
+  });
+}
+
+}  // namespace pktpath::tc

@@ -1,0 +1,104 @@
+// clsact (net/sched/sch_ingress.c) and the tc hook points of the datapath
+// (sch_handle_egress / sch_handle_ingress in net/core/dev.c).
+//
+// clsact has no queue: it is two filter lists per device, egress and ingress, each run
+// in pref order (then handle order). `tc qdisc add dev D clsact` sits beside whatever
+// root qdisc the device has.
+//
+// Read side: the datapath loads NetDevice::tc_egress()/tc_ingress() (a Miniq, immutable
+// once published) and uses it, its filters and their actions until its thread's next RCU
+// quiescent state (netfilter/nf_rcu.h: the same liburcu QSBR domain as netfilter). No
+// lock.
+// Write side: every function below that changes configuration takes one global mutex
+// (the rtnl lock's role), builds a new Miniq and publishes it; what it replaced is freed
+// after a grace period (call_rcu style: retired objects are freed in batches of 64 after
+// one nf_rcu_synchronize, and all at once by tc_rcu_barrier or when a device with hooks
+// is destroyed). The caller must not hold an RCU read-side reference (a registered
+// reader calling these is fine: liburcu takes it offline while waiting).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bpf/program.h"
+#include "core/netdevice.h"
+#include "sched/cls_bpf.h"
+
+namespace pktpath::tc {
+
+enum class Dir : uint8_t { Egress = 0, Ingress = 1 };
+const char* dir_name(Dir d);
+
+// A published filter list (mini_Qdisc): the filters to run in order and the clsact's
+// per-direction counters.
+struct Miniq {
+  TcStats* qstats = nullptr;  // owned by the clsact; outlives every Miniq of it
+  std::vector<const BpfFilter*> filters;
+};
+
+// --- datapath.
+// mirrors tcf_classify / __tcf_classify: first filter (whose protocol matches) with a
+// verdict >= 0 decides; TC_ACT_UNSPEC when none did. RECLASSIFY restarts from the first
+// filter, at most 16 times (then SHOT).
+int tcf_classify(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res);
+// mirrors sch_handle_egress: nullptr when tc consumed the packet (dropped with
+// TC_EGRESS, stolen, redirected); *rc then holds dev_queue_xmit's return code.
+Packet* sch_handle_egress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc);
+// mirrors sch_handle_ingress: nullptr when consumed (dropped with TC_INGRESS, stolen,
+// redirected); *rc then holds NET_RX_SUCCESS or NET_RX_DROP.
+Packet* sch_handle_ingress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc);
+// Packets that tc egress or ingress redirects to a device's egress skip that device's
+// netfilter egress hook (the kernel's skb->nf_skip_egress; tc redirects are below
+// netfilter). True while this thread runs tc egress/ingress.
+bool tc_nf_skip_egress();
+void tc_set_nf_skip_egress(bool on);
+
+// The function installed as the device's egress hook (dev_queue_xmit's hook point):
+// netfilter egress, then tc egress — the kernel's order since netfilter egress came
+// (__dev_queue_xmit: nf_hook_egress, then sch_handle_egress; netfilter_netdev.h: "on
+// egress, the order is reversed for symmetry").
+Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
+
+// --- configuration (control side).
+bool clsact_add(NetDevice& dev, std::string* err);  // EEXIST-style error when present
+bool clsact_del(NetDevice& dev, std::string* err);  // detaches and frees every filter
+bool clsact_present(NetDevice& dev);
+// rcu_barrier: wait for a grace period and free everything retired so far.
+void tc_rcu_barrier();
+
+// `tc filter add` (replace=false) or `tc filter replace` (replace=true: the filter at
+// (pref, handle) is swapped in one publication; readers see the old or the new one).
+// Returns false with *err (nothing changed) on a duplicate, a missing clsact, or a
+// rejected program. On success spec.pref/handle chosen automatically are returned.
+bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::string* err,
+                uint32_t* pref_out = nullptr, uint32_t* handle_out = nullptr);
+// `tc filter del`: pref 0 = every filter of the direction; handle 0 = every handle of
+// the pref. False with *err when nothing matched.
+bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err);
+// Calls fn for each filter of the direction in run order, under the config mutex.
+void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilter&)>& fn);
+// The clsact's per-direction counters (what passed through, drops); zero when absent.
+TcStats::Sum clsact_stats(NetDevice& dev, Dir dir);
+
+// The engine newly attached programs load on (default: bpf::default_engine(), the JIT
+// unless PKTPATH_BPF_ENGINE / set_default_engine force an interpreter; the JIT falls back
+// to threaded code for a program it cannot compile). Setting it reloads every attached
+// program on every device with the new engine.
+bpf::Engine tc_bpf_engine();
+bool tc_set_bpf_engine(bpf::Engine e, std::string* err);
+
+// The netfilter egress hook of this device is in use (an nft chain was attached): make
+// sure the device's egress hook pointer is installed (the kernel's egress_needed_key).
+void netdev_nf_egress_enable(NetDevice& dev);
+
+// `--ab egress_hooks=on|off`: off removes every device's egress hook pointer (so
+// dev_queue_xmit takes the nothing-attached branch), on puts back those that have tc
+// egress filters or netfilter egress in use.
+void tc_egress_hooks_enable(bool on);
+
+// Registers the A/B settings `bpf_engine=switch|threaded|jit` and `egress_hooks=on|off`
+// with pktgen's registry (idempotent; the CLI calls it at startup).
+void tc_register_ab_settings();
+
+}  // namespace pktpath::tc

@@ -1,0 +1,77 @@
+// pktgen: the kernel's packet generator (net/core/pktgen.c) over pktpath's devices.
+// One thread per kpktgend_N, each with its own Cpu, sending on one device with the
+// configured parameters until `count` packets were accepted, the duration ran out, or
+// stop() was called.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/netdevice.h"
+#include "core/packet_pool.h"
+#include "tools/pktgen_config.h"
+
+namespace pktpath {
+
+struct PktgenThreadResult {
+  uint64_t sofar = 0;      // packets the device (or driver) accepted
+  uint64_t errors = 0;     // packets refused or dropped on the way
+  uint64_t tx_bytes = 0;
+  uint64_t elapsed_ns = 0;
+  uint32_t pkt_size = 0;   // the last packet's size (cur_pkt_size)
+  uint64_t alloc_fail = 0;
+  // With rps: what the receive side did (document 002's counters).
+  uint64_t rx_processed = 0;   // packets the partner took off its input queue
+  uint64_t defer_queued = 0;   // remote frees put on the generator's defer list
+  uint64_t defer_nodefer = 0;  // remote frees beyond defer_max, freed directly
+  uint64_t defer_flushes = 0;  // flushes of the generator's defer list that found work
+  double pps() const { return elapsed_ns ? static_cast<double>(sofar) * 1e9 / static_cast<double>(elapsed_ns) : 0; }
+};
+
+struct PktgenResult {
+  PktgenMode mode = PktgenMode::kStartXmit;
+  std::vector<PktgenThreadResult> threads;
+  uint64_t packets() const;
+  uint64_t errors() const;
+  double pps() const;   // sum of the threads' rates
+  double mbps() const;  // pps * 8 * size / 1e6, as pktgen
+};
+
+struct PktgenRunOptions {
+  unsigned threads = 1;
+  bool pin = false;      // pin thread i to core i (kpktgend_i)
+  int first_core = 0;
+  bool defer_free = true;  // the threads' Cpu option (A/B of document 002)
+  // netif_receive mode: steer each generator's packets to a partner receive thread's
+  // input queue (RPS), which runs the receive path there and frees them remotely.
+  bool rps = false;
+};
+
+class Pktgen {
+ public:
+  Pktgen(NetDevice& dev, PacketPool& pool, PktgenConfig cfg, PktgenRunOptions opts);
+  // Runs all threads to completion and returns their results. Blocking.
+  PktgenResult run();
+  // Ask a running generator to stop (from another thread or a signal handler).
+  void stop() { stop_.store(true, std::memory_order_relaxed); }
+  // Packets accepted so far by all threads, updated every 256 rounds (progress display).
+  uint64_t live_packets() const { return live_.load(std::memory_order_relaxed); }
+
+ private:
+  PktgenThreadResult run_thread(unsigned index);
+
+  NetDevice& dev_;
+  PacketPool& pool_;
+  PktgenConfig cfg_;
+  PktgenRunOptions opts_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> live_{0};
+};
+
+// /proc/net/pktgen/DEV's "Result:" text for one thread, e.g.
+// "OK: 1000(c1000+d0) usec, 1000 (60byte,0frags)\n  1000000pps 480Mb/sec (480000000bps) errors: 0"
+std::string pktgen_result_text(const PktgenThreadResult& r);
+
+}  // namespace pktpath

@@ -1,0 +1,236 @@
+#include "tools/pktgen_session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/dev_xmit.h"
+
+namespace pktpath {
+
+namespace {
+
+std::vector<AbSetting>& ab_registry() {
+  static std::vector<AbSetting> r = [] {
+    std::vector<AbSetting> v;
+    v.push_back({"bypass", "on|off", [](const std::string& val, PktgenKnobs&) -> std::optional<std::string> {
+                   if (val != "on" && val != "off") return "bypass: expected on or off, not '" + val + "'";
+                   xmit_config().bypass.store(val == "on");
+                   return std::nullopt;
+                 }});
+    v.push_back({"defer_free", "on|off", [](const std::string& val, PktgenKnobs& k) -> std::optional<std::string> {
+                   if (val != "on" && val != "off") return "defer_free: expected on or off, not '" + val + "'";
+                   k.defer_free = val == "on";
+                   return std::nullopt;
+                 }});
+    return v;
+  }();
+  return r;
+}
+std::mutex& ab_mu() {
+  static std::mutex m;
+  return m;
+}
+
+std::atomic<Pktgen*> g_running{nullptr};
+extern "C" void on_sigint(int) {
+  if (Pktgen* g = g_running.load()) g->stop();
+}
+
+nlohmann::json result_json(const PktgenResult& r) {
+  nlohmann::json threads = nlohmann::json::array();
+  for (const auto& t : r.threads)
+    threads.push_back({{"packets", t.sofar},
+                       {"pps", t.pps()},
+                       {"errors", t.errors},
+                       {"bytes", t.tx_bytes},
+                       {"usec", t.elapsed_ns / 1000},
+                       {"pkt_size", t.pkt_size},
+                       {"result", pktgen_result_text(t)},
+                       {"rx_processed", t.rx_processed},
+                       {"defer_queued", t.defer_queued},
+                       {"defer_nodefer", t.defer_nodefer},
+                       {"defer_flushes", t.defer_flushes}});
+  return {{"mode", pktgen_mode_name(r.mode)},
+          {"threads", threads},
+          {"total", {{"packets", r.packets()}, {"pps", r.pps()}, {"mbps", r.mbps()}, {"errors", r.errors()}}}};
+}
+
+void print_result_text(std::FILE* out, const PktgenResult& r, const std::string& dev, const std::string& label) {
+  for (size_t i = 0; i < r.threads.size(); ++i)
+    std::fprintf(out, "Device: %s@%zu%s\nResult: %s\n", dev.c_str(), i, label.c_str(),
+                 pktgen_result_text(r.threads[i]).c_str());
+  for (size_t i = 0; i < r.threads.size(); ++i) {
+    const PktgenThreadResult& t = r.threads[i];
+    if (t.rx_processed)
+      std::fprintf(out, "  rx@%zu: %llu received, %llu freed through the defer list (%llu flushes), %llu directly\n", i,
+                   static_cast<unsigned long long>(t.rx_processed), static_cast<unsigned long long>(t.defer_queued),
+                   static_cast<unsigned long long>(t.defer_flushes), static_cast<unsigned long long>(t.defer_nodefer));
+  }
+  std::fprintf(out, "Total: %llu packets, %.0fpps %.0fMb/sec errors: %llu\n",
+               static_cast<unsigned long long>(r.packets()), r.pps(), r.mbps(),
+               static_cast<unsigned long long>(r.errors()));
+}
+
+// One run with progress on a terminal and Ctrl-C support.
+PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, const PktgenKnobs& knobs) {
+  PktgenRunOptions ro{.threads = cmd.threads, .pin = cmd.pin, .first_core = cmd.first_core,
+                      .defer_free = knobs.defer_free, .rps = cmd.rps};
+  Pktgen g(dev, pool, cmd.cfg, ro);
+  g_running.store(&g);
+  auto old = std::signal(SIGINT, on_sigint);
+  std::atomic<bool> done{false};
+  std::thread progress;
+  if (isatty(STDERR_FILENO) && !cmd.json) {
+    progress = std::thread([&] {
+      auto t0 = std::chrono::steady_clock::now();
+      uint64_t last = 0;
+      auto tl = t0;
+      while (!done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        auto now = std::chrono::steady_clock::now();
+        uint64_t cur = g.live_packets();
+        double dt = std::chrono::duration<double>(now - tl).count();
+        std::fprintf(stderr, "\r  %8.2f Mpps  %6.1f s elapsed ", dt > 0 ? (cur - last) / dt / 1e6 : 0.0,
+                     std::chrono::duration<double>(now - t0).count());
+        last = cur;
+        tl = now;
+      }
+      std::fprintf(stderr, "\r%40s\r", "");
+    });
+  }
+  PktgenResult r = g.run();
+  done.store(true);
+  if (progress.joinable()) progress.join();
+  std::signal(SIGINT, old);
+  g_running.store(nullptr);
+  return r;
+}
+
+}  // namespace
+
+void register_ab_setting(AbSetting s) {
+  std::lock_guard g(ab_mu());
+  auto& r = ab_registry();
+  for (auto& e : r)
+    if (e.name == s.name) {
+      e = std::move(s);
+      return;
+    }
+  r.push_back(std::move(s));
+}
+
+const AbSetting* find_ab_setting(const std::string& name) {
+  std::lock_guard g(ab_mu());
+  for (const auto& e : ab_registry())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::string ab_setting_names() {
+  std::lock_guard g(ab_mu());
+  std::string s;
+  for (const auto& e : ab_registry()) s += (s.empty() ? "" : ", ") + e.name;
+  return s;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::FILE* out,
+               std::string* err, PktgenSessionResult* result) {
+  PktgenSessionResult local;
+  PktgenSessionResult& res = result ? *result : local;
+  const std::string& devname = dev.name();
+
+  if (!cmd.ab) {
+    PktgenKnobs knobs;
+    std::vector<double> pps;
+    nlohmann::json runs = nlohmann::json::array();
+    for (unsigned i = 0; i < cmd.repeat; ++i) {
+      PktgenResult r = run_once(cmd, dev, pool, knobs);
+      pps.push_back(r.pps());
+      if (cmd.json) runs.push_back(result_json(r));
+      else print_result_text(out, r, devname, "");
+      res.runs.push_back(std::move(r));
+    }
+    if (cmd.json) {
+      nlohmann::json j = result_json(res.runs.back());
+      if (cmd.repeat > 1) {
+        j["runs"] = runs;
+        j["median_pps"] = median(pps);
+        j["min_pps"] = *std::min_element(pps.begin(), pps.end());
+        j["max_pps"] = *std::max_element(pps.begin(), pps.end());
+      }
+      std::fprintf(out, "%s\n", j.dump().c_str());
+    } else if (cmd.repeat > 1) {
+      std::vector<double> mb;
+      for (const auto& r : res.runs) mb.push_back(r.mbps());
+      std::fprintf(out, "%u runs: %s Mb/sec; pps min %.0f median %.0f max %.0f\n", cmd.repeat,
+                   [&] {
+                     std::string s;
+                     for (double m : mb) s += (s.empty() ? "" : " ") + std::to_string(static_cast<long long>(m));
+                     return s;
+                   }().c_str(),
+                   *std::min_element(pps.begin(), pps.end()), median(pps), *std::max_element(pps.begin(), pps.end()));
+    }
+    return 0;
+  }
+
+  // --ab: alternate A and B (ABAB...), `repeat` runs each; A's value stays applied after.
+  const AbSetting* s = find_ab_setting(cmd.ab->setting);
+  if (!s) {
+    if (err) *err = "--ab: unknown setting '" + cmd.ab->setting + "' (known: " + ab_setting_names() + ")";
+    return 1;
+  }
+  PktgenKnobs probe;
+  for (const std::string* v : {&cmd.ab->a, &cmd.ab->b}) {
+    if (auto e = s->apply(*v, probe)) {
+      if (err) *err = "--ab: " + *e;
+      return 1;
+    }
+  }
+  std::vector<double> pa, pb;
+  for (unsigned i = 0; i < cmd.repeat; ++i) {
+    for (int side = 0; side < 2; ++side) {
+      PktgenKnobs knobs;
+      const std::string& val = side == 0 ? cmd.ab->a : cmd.ab->b;
+      s->apply(val, knobs);
+      PktgenResult r = run_once(cmd, dev, pool, knobs);
+      (side == 0 ? pa : pb).push_back(r.pps());
+      std::string label = side == 0 ? "A" : "B";
+      if (!cmd.json)
+        std::fprintf(out, "run %u %s (%s=%s): %.0fpps %.0fMb/sec errors: %llu\n", i + 1, label.c_str(),
+                     s->name.c_str(), val.c_str(), r.pps(), r.mbps(), static_cast<unsigned long long>(r.errors()));
+      res.run_labels.push_back(label);
+      res.runs.push_back(std::move(r));
+    }
+  }
+  PktgenKnobs restore;
+  s->apply(cmd.ab->a, restore);
+  double ma = median(pa), mb = median(pb);
+  double ratio = mb > 0 ? ma / mb : 0;
+  if (cmd.json) {
+    nlohmann::json j = {{"setting", s->name},
+                        {"a", {{"value", cmd.ab->a}, {"median_pps", ma}, {"runs", pa}}},
+                        {"b", {{"value", cmd.ab->b}, {"median_pps", mb}, {"runs", pb}}},
+                        {"ratio_a_over_b", ratio}};
+    std::fprintf(out, "%s\n", j.dump().c_str());
+  } else {
+    std::fprintf(out, "A/B %s: A=%s median %.0fpps, B=%s median %.0fpps, ratio A/B %.3f\n", s->name.c_str(),
+                 cmd.ab->a.c_str(), ma, cmd.ab->b.c_str(), mb, ratio);
+  }
+  return 0;
+}
+
+}  // namespace pktpath

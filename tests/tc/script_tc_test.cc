@@ -1,0 +1,179 @@
+// Script lines: tc clsact/filter/show and nft through the `pktpath run` runner, and the
+// table of malformed lines with the word each message names.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/script.h"
+#include "cli/script_exec.h"
+#include "sched/clsact.h"
+
+namespace pktpath::cli {
+namespace {
+
+bool parse_line(const std::string& line, ScriptCommand& c, ScriptError& e) {
+  std::vector<std::string> w;
+  if (!tokenize_line(line, w, e)) return false;
+  return parse_command(w, c, e);
+}
+
+struct BadLine {
+  const char* line;
+  const char* word;     // the word the error must name
+  const char* message;  // a part of the message
+};
+
+TEST(TcScript, MalformedLinesNameTheWord) {
+  const BadLine rows[] = {
+      {"tc filter add dev foo egress bpf da bytecode '1,6 0 0'", "1,6 0 0", "bytecode"},
+      {"tc filter add dev foo egress bpf da bytecode '2,6 0 0 0,'", "2,6 0 0 0,", "bytecode"},
+      {"tc filter add dev foo egress bpf da", "bpf", "needs bytecode"},
+      {"tc filter add dev foo egress u32 match ip", "u32", "unknown filter kind"},
+      {"tc filter add dev foo bpf da bytecode '1,6 0 0 0,'", "foo", "egress or ingress"},
+      {"tc filter add egress bpf da bytecode '1,6 0 0 0,'", "filter", "dev"},
+      {"tc filter add dev foo egress pref 0 bpf da bytecode '1,6 0 0 0,'", "0", "bad pref"},
+      {"tc filter add dev foo egress pref x bpf da bytecode '1,6 0 0 0,'", "x", "bad pref"},
+      {"tc filter add dev foo egress handle zz bpf da bytecode '1,6 0 0 0,'", "zz", "bad handle"},
+      {"tc filter add dev foo egress protocol ipx bpf bytecode '1,6 0 0 0,'", "ipx", "unknown protocol"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' classid 1:2:3", "1:2:3", "bad classid"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action frobnicate", "frobnicate", "unknown action"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action gact maybe", "maybe", "gact"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action mirred sideways redirect dev bar", "sideways",
+       "egress or ingress"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action mirred egress bounce dev bar", "bounce",
+       "redirect or mirror"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action mirred egress redirect bar", "bar", "dev"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action skbedit mark", "mark", "needs a value"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action skbedit queue_mapping 70000", "70000",
+       "out of range"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' action skbedit", "skbedit", "needs"},
+      {"tc filter add dev foo egress bpf da bytecode '1,6 0 0 0,' action drop", "action", "da"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' bytecode '1,6 0 0 0,'", "bytecode", "one program"},
+      {"tc filter add dev foo egress bpf expr 'tcp port'", "tcp port", "expr"},
+      {"tc filter add dev foo egress bpf bytecode-file /nonexistent/x", "/nonexistent/x", "bytecode-file"},
+      {"tc filter add dev foo egress bpf bytecode '1,6 0 0 0,' wibble", "wibble", "unexpected word"},
+      {"tc filter frob dev foo egress", "frob", "unknown tc filter command"},
+      {"tc filter del dev foo egress handle 1", "handle", "needs pref"},
+      {"tc filter show dev foo", "foo", "egress or ingress"},
+      {"tc filter show dev foo egress extra", "extra", "unexpected word"},
+      {"tc qdisc add dev foo clsact extra", "extra", "no options"},
+      {"tc qdisc add clsact", "clsact", "dev"},
+      {"tc qdisc change dev foo clsact", "change", "clsact supports"},
+      {"nft add table inet t", "inet", "nft"},
+      {"nft add chain netdev t c '{ type filter hook egres device foo priority 0; }'", "egres", "nft"},
+      {"nft add rule netdev t c meta colour 3 drop", "colour", "nft"},
+      {"nft flush everything", "everything", "nft"},
+  };
+  for (const BadLine& r : rows) {
+    SCOPED_TRACE(r.line);
+    ScriptCommand c;
+    ScriptError e;
+    EXPECT_FALSE(parse_line(r.line, c, e));
+    EXPECT_EQ(e.word, r.word) << e.msg;
+    EXPECT_NE(e.msg.find(r.message), std::string::npos) << e.msg;
+  }
+}
+
+TEST(TcScript, GoodLinesParse) {
+  const char* good[] = {
+      "tc qdisc add dev foo clsact",
+      "tc qdisc del dev foo clsact",
+      "tc filter add dev foo egress bpf da bytecode '1,6 0 0 0,'",
+      "tc filter add dev foo ingress pref 3 handle 0x2 protocol ip bpf expr 'udp' classid 1:1 action ok",
+      "tc filter replace dev foo egress pref 3 bpf bytecode '1,6 0 0 4294967295,' action skbedit queue_mapping 1 "
+      "priority 1:2 mark 7 pipe action mirred egress mirror dev bar action gact drop",
+      "tc filter del dev foo egress pref 3",
+      "tc filter del dev foo ingress",
+      "tc -s filter show dev foo egress",
+      "tc -s -j filter show dev foo ingress",
+      "nft add table netdev t",
+      "nft list ruleset",
+  };
+  for (const char* l : good) {
+    SCOPED_TRACE(l);
+    ScriptCommand c;
+    ScriptError e;
+    EXPECT_TRUE(parse_line(l, c, e)) << e.word << ": " << e.msg;
+    EXPECT_TRUE(std::holds_alternative<ExtCommand>(c));
+  }
+  // Lines that are not ours still reach the runner's own parser.
+  ScriptCommand c;
+  ScriptError e;
+  EXPECT_TRUE(parse_line("tc qdisc add dev foo root pfifo_fast", c, e)) << e.msg;
+  EXPECT_TRUE(std::holds_alternative<TcQdiscCmd>(c));
+}
+
+// Runs script lines on one runner; returns what it printed.
+class RunnerTest : public ::testing::Test {
+ protected:
+  RunnerTest() : out_(std::tmpfile()), runner_(false, out_) {}
+  ~RunnerTest() override { std::fclose(out_); }
+  bool run(const std::string& line, ScriptError* e = nullptr) {
+    ScriptCommand c;
+    ScriptError err;
+    bool ok = parse_line(line, c, err) && runner_.execute(c, err);
+    if (e) *e = err;
+    EXPECT_TRUE(ok || e) << line << ": " << err.word << ": " << err.msg;
+    return ok;
+  }
+  std::string output() {
+    std::fflush(out_);
+    std::rewind(out_);
+    std::string s;
+    char b[4096];
+    size_t n;
+    while ((n = std::fread(b, 1, sizeof b, out_)) > 0) s.append(b, n);
+    return s;
+  }
+  std::FILE* out_;
+  ScriptRunner runner_;
+};
+
+TEST_F(RunnerTest, Seed000ScriptAndShowCounters) {
+  run("ip link add dev foo type dummy");
+  run("ip link set dev foo up");
+  run("tc qdisc add dev foo clsact");
+  run("tc filter add dev foo egress bpf da bytecode '1,6 0 0 0,'");
+  run("send dev foo count 500");
+  run("tc -s filter show dev foo egress");
+  const std::string out = output();
+  EXPECT_NE(out.find("filter protocol all pref 49152 bpf chain 0 handle 0x1 bytecode '1,6 0 0 0,' direct-action"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Sent 30000 bytes 500 pkt (matched 500, dropped 0)"), std::string::npos) << out;
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 500u);
+}
+
+TEST_F(RunnerTest, ActionsCountersAndRuntimeErrors) {
+  run("ip link add dev foo type dummy");
+  run("ip link add dev bar type dummy");
+  run("ip link set dev foo up");
+  run("ip link set dev bar up");
+  ScriptError e;
+  EXPECT_FALSE(run("tc filter add dev foo egress bpf da bytecode '1,6 0 0 0,'", &e));
+  EXPECT_NE(e.msg.find("clsact"), std::string::npos);
+  run("tc qdisc add dev foo clsact");
+  EXPECT_FALSE(run("tc qdisc add dev foo clsact", &e));
+  EXPECT_FALSE(run("tc filter add dev nosuch egress bpf da bytecode '1,6 0 0 0,'", &e));
+  EXPECT_EQ(e.word, "nosuch");
+  EXPECT_FALSE(run("tc filter add dev foo egress bpf bytecode '1,6 0 0 1,' action mirred egress redirect dev nosuch", &e));
+  EXPECT_EQ(e.word, "nosuch");
+  run("tc filter add dev foo egress pref 1 bpf bytecode '1,6 0 0 4294967295,' action mirred egress redirect dev bar");
+  run("send dev foo count 10");
+  EXPECT_EQ(runner_.table().find("bar")->stats_sum().tx_packets, 10u);
+  EXPECT_FALSE(run("ip link del dev bar", &e));  // a mirred target
+  EXPECT_NE(e.msg.find("mirred"), std::string::npos);
+  run("tc filter del dev foo egress pref 1");
+  run("ip link del dev bar");
+  run("nft add table netdev t");
+  run("nft add chain netdev t c '{ type filter hook egress device foo priority 0; policy drop; }'");
+  run("send dev foo count 5");
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 0u);
+  run("ip link del dev foo");  // chains detach first
+  run("nft list ruleset");
+  EXPECT_FALSE(run("nft add rule netdev nosuch c drop", &e));
+}
+
+}  // namespace
+}  // namespace pktpath::cli

@@ -1,0 +1,55 @@
+// Fixture for tc tests: the transmit fixture plus helpers to attach cls_bpf filters.
+#pragma once
+
+#include <string>
+
+#include "../core/xmit_fixture.h"
+#include "bpf/parse.h"
+#include "core/dev_rx.h"
+#include "sched/clsact.h"
+
+namespace pktpath::testing {
+
+class TcFixture : public XmitFixture {
+ protected:
+  // "1,6 0 0 K," — a program that returns K.
+  static std::string ret_prog(int64_t k) {
+    return "1,6 0 0 " + std::to_string(static_cast<uint32_t>(k)) + ",";
+  }
+  static tc::BpfFilterSpec spec(const std::string& bytecode, bool da, uint32_t pref = 0,
+                                tc::ActionList actions = {}, uint32_t classid = 0) {
+    tc::BpfFilterSpec s;
+    std::string err;
+    EXPECT_TRUE(bpf::parse_bytecode(bytecode, &s.insns, &err)) << err;
+    s.source = "bytecode '" + bytecode + "'";
+    s.da = da;
+    s.pref = pref;
+    s.actions = std::move(actions);
+    s.classid = classid;
+    s.classid_set = classid != 0;
+    return s;
+  }
+  void clsact(NetDevice* d) {
+    std::string err;
+    ASSERT_TRUE(tc::clsact_add(*d, &err)) << err;
+  }
+  void filter(NetDevice* d, tc::Dir dir, tc::BpfFilterSpec s, bool replace = false) {
+    std::string err;
+    ASSERT_TRUE(tc::filter_add(*d, dir, std::move(s), replace, &err)) << err;
+  }
+  // Hand one packet to d's receive path; returns netif_receive_skb's rc.
+  int receive(NetDevice* d, uint32_t mark = 0, uint32_t size = 60) {
+    Packet* p = cpu.alloc();
+    EXPECT_NE(p, nullptr);
+    if (!p) return -1;
+    p->put(size);
+    p->dev = d;
+    p->mark = mark;
+    ++sent;
+    return netif_receive_skb(cpu, p);
+  }
+  uint64_t tx(NetDevice* d) const { return d->stats_sum().tx_packets; }
+  uint64_t rx(NetDevice* d) const { return d->stats_sum().rx_packets; }
+};
+
+}  // namespace pktpath::testing

@@ -1,0 +1,122 @@
+#include "tools/pktgen_session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/dev_xmit.h"
+
+namespace pktpath {
+namespace {
+
+class PktgenSessionTest : public ::testing::Test {
+ protected:
+  PacketPool pool{PacketPool::Options{.capacity = 16384}};
+  Cpu control{pool};
+  DeviceTable devs{control};
+  NetDevice* dev = nullptr;
+
+  void SetUp() override {
+    std::string err;
+    NetDevice::Config c;
+    c.name = "foo";
+    dev = devs.add(c, "dummy", err);
+    ASSERT_NE(dev, nullptr) << err;
+    ASSERT_TRUE(devs.set_up(*dev, true, err));
+  }
+  PktgenCommand cmd(const std::vector<std::string>& words) {
+    std::string err;
+    auto c = parse_pktgen_args(words, &err);
+    EXPECT_TRUE(c) << err;
+    return *c;
+  }
+  std::string run(const PktgenCommand& c, int* rc, std::string* err) {
+    char* buf = nullptr;
+    size_t len = 0;
+    std::FILE* f = open_memstream(&buf, &len);
+    *rc = run_pktgen(c, *dev, pool, f, err);
+    std::fclose(f);
+    std::string s(buf, len);
+    free(buf);
+    return s;
+  }
+};
+
+TEST_F(PktgenSessionTest, RepeatJsonHasContractKeys) {
+  int rc;
+  std::string err;
+  std::string out = run(cmd({"-i", "foo", "-n", "2000", "--repeat", "3", "--json"}), &rc, &err);
+  ASSERT_EQ(rc, 0) << err;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["mode"], "queue_xmit");
+  EXPECT_EQ(j["total"]["packets"], 2000);
+  EXPECT_EQ(j["total"]["errors"], 0);
+  EXPECT_GT(j["total"]["pps"].get<double>(), 0);
+  EXPECT_GT(j["total"]["mbps"].get<double>(), 0);
+  EXPECT_EQ(j["threads"].size(), 1u);
+  EXPECT_EQ(j["runs"].size(), 3u);
+  EXPECT_GT(j["median_pps"].get<double>(), 0);
+}
+
+TEST_F(PktgenSessionTest, TextReportHasResultLines) {
+  int rc;
+  std::string err;
+  std::string out = run(cmd({"-i", "foo", "-n", "1000", "-t", "2"}), &rc, &err);
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_NE(out.find("Device: foo@0\nResult: OK: "), std::string::npos) << out;
+  EXPECT_NE(out.find("Device: foo@1\nResult: OK: "), std::string::npos) << out;
+  EXPECT_NE(out.find(", 1000 (60byte,0frags)"), std::string::npos) << out;
+  EXPECT_NE(out.find("Total: 2000 packets"), std::string::npos) << out;
+}
+
+TEST_F(PktgenSessionTest, AbAlternatesAndReportsRatio) {
+  int rc;
+  std::string err;
+  PktgenSessionResult res;
+  PktgenCommand c = cmd({"-i", "foo", "-n", "1000", "--repeat", "2", "--ab", "defer_free=on|off", "--json"});
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  rc = run_pktgen(c, *dev, pool, f, &err, &res);
+  std::fclose(f);
+  std::string out(buf, len);
+  free(buf);
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_EQ(res.run_labels, (std::vector<std::string>{"A", "B", "A", "B"}));
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["setting"], "defer_free");
+  EXPECT_EQ(j["a"]["value"], "on");
+  EXPECT_EQ(j["b"]["value"], "off");
+  EXPECT_EQ(j["a"]["runs"].size(), 2u);
+  EXPECT_GT(j["ratio_a_over_b"].get<double>(), 0);
+}
+
+TEST_F(PktgenSessionTest, AbBypassLeavesAApplied) {
+  int rc;
+  std::string err;
+  run(cmd({"-i", "foo", "-n", "100", "--ab", "bypass=off|on"}), &rc, &err);
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_FALSE(xmit_config().bypass.load());
+  xmit_config().bypass.store(true);
+}
+
+TEST_F(PktgenSessionTest, AbUnknownSettingOrValueIsAnError) {
+  int rc;
+  std::string err;
+  run(cmd({"-i", "foo", "-n", "10", "--ab", "warp=on|off"}), &rc, &err);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("--ab: unknown setting 'warp'"), std::string::npos) << err;
+  run(cmd({"-i", "foo", "-n", "10", "--ab", "bypass=on|maybe"}), &rc, &err);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("bypass: expected on or off, not 'maybe'"), std::string::npos) << err;
+}
+
+TEST(PktgenMedianTest, Median) {
+  EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_EQ(median({}), 0);
+}
+
+}  // namespace
+}  // namespace pktpath

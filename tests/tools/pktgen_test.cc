@@ -1,0 +1,125 @@
+#include "tools/pktgen.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "core/dev_table.h"
+#include "drivers/testdrv.h"
+
+namespace pktpath {
+namespace {
+
+class PktgenTest : public ::testing::Test {
+ protected:
+  PacketPool pool{PacketPool::Options{.capacity = 16384}};
+  Cpu control{pool};
+  DeviceTable devs{control};
+
+  NetDevice* make(const char* kind, uint16_t queues = 1) {
+    std::string err;
+    NetDevice::Config c;
+    c.name = "foo";
+    c.num_tx_queues = queues;
+    NetDevice* d = devs.add(c, kind, err);
+    EXPECT_NE(d, nullptr) << err;
+    EXPECT_TRUE(devs.set_up(*d, true, err)) << err;
+    return d;
+  }
+  PktgenConfig config(PktgenMode mode, uint64_t count) {
+    PktgenConfig c;
+    c.dev = "foo";
+    c.count = count;
+    c.mode = mode;
+    EXPECT_FALSE(pktgen_set(c, "dst_mac", "11:11:11:11:11:11"));
+    EXPECT_FALSE(pktgen_set(c, "dst", "1.1.1.1"));
+    EXPECT_FALSE(pktgen_set(c, "flag", "NO_TIMESTAMP"));
+    return c;
+  }
+  void expect_pool_whole() {
+    control.drain_cache();
+    EXPECT_EQ(pool.available(), pool.capacity());
+  }
+};
+
+TEST_F(PktgenTest, QueueXmitCountIsExactPerThread) {
+  NetDevice* d = make("dummy");
+  Pktgen g(*d, pool, config(PktgenMode::kQueueXmit, 10000), PktgenRunOptions{.threads = 2});
+  PktgenResult r = g.run();
+  ASSERT_EQ(r.threads.size(), 2u);
+  for (const auto& t : r.threads) {
+    EXPECT_EQ(t.sofar, 10000u);
+    EXPECT_EQ(t.errors, 0u);
+    EXPECT_EQ(t.tx_bytes, 10000u * 60u);
+    EXPECT_EQ(t.pkt_size, 60u);
+  }
+  EXPECT_EQ(d->stats_sum().tx_packets, 20000u);
+  EXPECT_EQ(d->stats_sum().tx_bytes, 20000u * 60u);
+  expect_pool_whole();
+}
+
+TEST_F(PktgenTest, StartXmitWithBurstAndClone) {
+  NetDevice* d = make("dummy");
+  PktgenConfig c = config(PktgenMode::kStartXmit, 1000);
+  c.burst = 8;
+  c.clone_skb = 100;
+  Pktgen g(*d, pool, c, PktgenRunOptions{});
+  PktgenResult r = g.run();
+  EXPECT_EQ(r.packets(), 1000u);  // count stops mid-burst exactly
+  EXPECT_EQ(d->stats_sum().tx_packets, 1000u);
+  expect_pool_whole();  // every user taken on the shared packet was given back
+}
+
+TEST_F(PktgenTest, CloneSkbSendsTheSamePacket) {
+  NetDevice* d = make("testdrv");
+  testdrv_state(*d).record = false;
+  PktgenConfig c = config(PktgenMode::kQueueXmit, 500);
+  c.clone_skb = 1000;
+  Pktgen g(*d, pool, c, PktgenRunOptions{});
+  PktgenResult r = g.run();
+  EXPECT_EQ(r.packets(), 500u);
+  EXPECT_EQ(testdrv_state(*d).transmitted.load(), 500u);
+  expect_pool_whole();
+}
+
+TEST_F(PktgenTest, EverythingDroppedReportsErrorsAndEndsByDuration) {
+  NetDevice* d = make("dummy");
+  std::string err;
+  ASSERT_TRUE(devs.set_up(*d, false, err)) << err;  // down: every xmit is dropped
+  PktgenConfig c = config(PktgenMode::kQueueXmit, 1000);
+  c.duration_s = 0.2;
+  Pktgen g(*d, pool, c, PktgenRunOptions{});
+  auto t0 = std::chrono::steady_clock::now();
+  PktgenResult r = g.run();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.packets(), 0u);
+  EXPECT_GT(r.errors(), 1000u);
+  EXPECT_NEAR(secs, 0.2, 0.02 + 0.1);  // stops within its time (slack for sanitizer builds)
+  expect_pool_whole();
+}
+
+TEST_F(PktgenTest, DurationCutsAnEndlessRunShort) {
+  NetDevice* d = make("dummy");
+  PktgenConfig c = config(PktgenMode::kQueueXmit, 0);  // 0: until stopped
+  c.duration_s = 0.3;
+  Pktgen g(*d, pool, c, PktgenRunOptions{});
+  PktgenResult r = g.run();
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_GT(r.packets(), 0u);
+  EXPECT_NEAR(static_cast<double>(r.threads[0].elapsed_ns) / 1e9, 0.3, 0.03);
+  expect_pool_whole();
+}
+
+TEST_F(PktgenTest, ResultTextHasPktgensShape) {
+  PktgenThreadResult t;
+  t.sofar = 1000000;
+  t.elapsed_ns = 500'000'000;
+  t.pkt_size = 60;
+  t.errors = 3;
+  EXPECT_EQ(pktgen_result_text(t),
+            "OK: 500000(c500000+d0) usec, 1000000 (60byte,0frags)\n"
+            "  2000000pps 960Mb/sec (960000000bps) errors: 3");
+}
+
+}  // namespace
+}  // namespace pktpath
