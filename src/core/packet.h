@@ -111,6 +111,14 @@ struct Packet {
     len += n;
     return old;
   }
+  // skb_put on a packet just allocated, when the caller checked the pool's room
+  // (total <= buf_size - headroom): no bounds test, nothing read back.
+  uint8_t* put_fresh(uint32_t n) {
+    uint8_t* old = head + tail_off;
+    tail_off += n;
+    len = n;
+    return old;
+  }
   // skb_reserve: move an empty packet's data pointer forward. false if not empty or no room.
   bool reserve(uint32_t n) {
     if (PP_UNLIKELY(len != 0 || n > end_off - tail_off)) return false;

@@ -180,17 +180,17 @@ uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed) {
 
 Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& st,
                                 uint64_t realtime_ns) {
-  Packet* p = cpu.alloc();
-  if (!p) return nullptr;
   uint32_t datalen = st.cur_pkt_size > kPktgenHeadersLen + kPktgenHdrLen
                          ? st.cur_pkt_size - kPktgenHeadersLen
                          : kPktgenHdrLen;
   uint32_t total = kPktgenHeadersLen + datalen;
-  uint8_t* eth = p->put(total);
-  if (!eth) {  // larger than the pool's buffers
-    cpu.free_reason(p, DropReason::PKT_TOO_BIG);
-    return nullptr;
-  }
+  // The room check against the pool's geometry, before allocating: a fresh packet's
+  // fields are not read back right after they were cleared (that read stalls).
+  const PacketPool& pool = cpu.pool();
+  if (PP_UNLIKELY(total > pool.buf_size() - pool.headroom())) return nullptr;
+  Packet* p = cpu.alloc();
+  if (!p) return nullptr;
+  uint8_t* eth = p->put_fresh(total);
   std::memcpy(eth, st.hh.data(), 12);
   put16(eth + 12, 0x0800);
 
