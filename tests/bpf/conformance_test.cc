@@ -49,6 +49,7 @@ PacketMeta meta_of(const json& m) {
 }
 
 TEST(BpfConformance, KernelTestBpfClassic) {
+  PP_REQUIRE_SHARED_DATA();
   json doc = testing::load_json(testing::shared_path("conformance/cbpf/test_bpf.json"));
   ASSERT_EQ(doc["tests"].size(), 134u);
   const PacketMeta meta = meta_of(doc["skb_metadata"]);
@@ -127,6 +128,7 @@ TEST(BpfConformance, KernelTestBpfClassic) {
 
 // The policy test is exactly the one the classic checker accepts.
 TEST(BpfConformance, JumpOverMshPolicy) {
+  PP_REQUIRE_SHARED_DATA();
   json doc = testing::load_json(testing::shared_path("conformance/cbpf/test_bpf.json"));
   for (const json& t : doc["tests"]) {
     if (!t["expect_reject"].get<bool>()) continue;

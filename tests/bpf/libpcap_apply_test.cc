@@ -14,6 +14,7 @@ namespace pktpath::bpf {
 namespace {
 
 TEST(BpfLibpcapApply, EnginesEqualLibpcap) {
+  PP_REQUIRE_SHARED_DATA();
   nlohmann::json cases = testing::load_json(testing::shared_path("conformance/libpcap-apply/apply.json"));
   ASSERT_EQ(cases.size(), 185u);
   std::map<std::string, PacketSet> files;
