@@ -91,7 +91,7 @@ class NfHookEntries {
  private:
   explicit NfHookEntries(uint32_t n) : num_(n) {}
   uint32_t num_;
-  uint32_t pad_ = 0;  // keeps the entries 16-byte aligned
+  [[maybe_unused]] uint32_t pad_ = 0;  // keeps the entries 16-byte aligned
 };
 static_assert(sizeof(NfHookEntries) == 8);
 
