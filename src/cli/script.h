@@ -24,6 +24,13 @@ struct ScriptError {
   std::string msg;
 };
 
+// Sets err and returns false: the one way script parsers and executors report a line's error.
+inline bool fail(ScriptError& err, const std::string& word, std::string msg) {
+  err.word = word;
+  err.msg = std::move(msg);
+  return false;
+}
+
 // Split a line into words: whitespace separated, '...' and "..." quote, a '#' that
 // starts a word starts a comment. Unterminated quote -> error.
 bool tokenize_line(const std::string& line, std::vector<std::string>& words, ScriptError& err);

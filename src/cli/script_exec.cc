@@ -14,11 +14,6 @@ namespace pktpath::cli {
 
 namespace {
 
-bool fail(ScriptError& err, const std::string& word, std::string msg) {
-  err.word = word;
-  err.msg = std::move(msg);
-  return false;
-}
 
 std::string mac_str(const std::array<uint8_t, 6>& m) {
   char b[18];

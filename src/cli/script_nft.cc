@@ -25,11 +25,6 @@ ScriptExtState& ext_state(ScriptRunner& r) {
 
 namespace {
 
-bool fail(ScriptError& err, const std::string& word, std::string msg) {
-  err.word = word;
-  err.msg = std::move(msg);
-  return false;
-}
 
 struct NftLine final : ExtLine {
   std::vector<std::string> words;

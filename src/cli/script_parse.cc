@@ -9,11 +9,6 @@ namespace pktpath::cli {
 
 namespace {
 
-bool fail(ScriptError& err, const std::string& word, std::string msg) {
-  err.word = word;
-  err.msg = std::move(msg);
-  return false;
-}
 
 // Word at i, or "" past the end (so errors can name "end of line").
 const std::string& at(const std::vector<std::string>& w, size_t i) {

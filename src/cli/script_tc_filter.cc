@@ -18,11 +18,6 @@ namespace pktpath::cli {
 
 namespace {
 
-bool fail(ScriptError& err, const std::string& word, std::string msg) {
-  err.word = word;
-  err.msg = std::move(msg);
-  return false;
-}
 
 const std::string& word_at(const std::vector<std::string>& w, size_t i) {
   static const std::string kEnd;
