@@ -21,6 +21,20 @@ std::optional<Engine> parse_engine(std::string_view name) {
   return std::nullopt;
 }
 
+uint8_t view_needs(std::span<const Insn> prog) {
+  uint8_t needs = kViewNeedsNothing;
+  for (const Insn& i : prog) {
+    const uint16_t cls = bpf_class(i.code), mode = bpf_mode(i.code);
+    if (cls == BPF_LD && (mode == BPF_ABS || mode == BPF_IND || mode == BPF_LEN)) {
+      needs |= kViewNeedsData;
+      if (mode == BPF_ABS && in_ancillary_window(i.k)) needs |= kViewNeedsMeta;
+    } else if (cls == BPF_LDX && (mode == BPF_LEN || mode == BPF_MSH)) {
+      needs |= kViewNeedsData;
+    }
+  }
+  return needs;
+}
+
 std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, std::string* err) {
   CheckResult c = check_program(prog);
   if (!c.ok) {
@@ -31,6 +45,7 @@ std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, 
   p.engine_ = engine;
   p.requested_ = engine;
   p.insns_.assign(prog.begin(), prog.end());
+  p.needs_ = bpf::view_needs(prog);
   std::string e;
   bool ok = false;
   switch (engine) {

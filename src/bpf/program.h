@@ -55,6 +55,16 @@ bool prepare_switch(std::span<const Insn> prog, PreparedImage* out, std::string*
 bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::string* err);
 bool prepare_jit(std::span<const Insn> prog, PreparedImage* out, std::string* err);  // jit.cc
 
+// What of a packet a program can read, found once at load (the idea of the kernel's old
+// x86 cBPF JIT "seen" flags: load skb fields only for programs that use them). A caller
+// building a view per packet fills only these parts; the rest is never read.
+enum ViewNeeds : uint8_t {
+  kViewNeedsNothing = 0,  // no packet load at all: the result is the same for every packet
+  kViewNeedsData = 1,     // bytes, lengths and header offsets (LD/LDX ABS, IND, LEN, MSH)
+  kViewNeedsMeta = 2,     // ancillary fields (SKF_AD_*), which may also read the bytes
+};
+uint8_t view_needs(std::span<const Insn> prog);
+
 // The reference interpreter, callable directly (tests, fuzzing).
 uint32_t run_switch(const Insn* prog, const PacketView& v);
 
@@ -77,6 +87,7 @@ class Program {
   const std::string& jit_fallback_reason() const { return jit_fallback_; }
   const PreparedImage& image() const { return image_; }
   const Insns& insns() const { return insns_; }
+  uint8_t view_needs() const { return needs_; }
 
  private:
   Program() = default;
@@ -85,6 +96,7 @@ class Program {
   std::string jit_fallback_;
   Insns insns_;
   PreparedImage image_;
+  uint8_t needs_ = kViewNeedsData | kViewNeedsMeta;
 };
 
 }  // namespace pktpath::bpf

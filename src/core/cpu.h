@@ -105,6 +105,18 @@ class alignas(kCacheLine) Cpu {
     return p;
   }
   unsigned alloc_bulk(Packet** out, unsigned n);
+  // alloc() followed by skb_put(len), with the cleared block copied from `head` (the
+  // first Packet::kClearedBytes of a prototype packet: metadata every packet of a stream
+  // shares) instead of zeroed. For generators; head's len must equal `len`.
+  PP_ALWAYS_INLINE Packet* alloc_stamped(const void* head, uint32_t len) {
+    if (PP_UNLIKELY(cache_count_ == 0) && !refill()) {
+      stats_.alloc_fail.add();
+      return nullptr;
+    }
+    Packet* p = cache_[--cache_count_];
+    p->stamp_for_alloc(head, headroom_, len, id_);
+    return p;
+  }
 
   // kmem_cache_alloc_bulk/free_bulk on the Cpu cache: raw slots, not reset, no user
   // count handling. For code that initialises packets itself (as the NAPI cache hands
@@ -150,10 +162,12 @@ class alignas(kCacheLine) Cpu {
   }
   // Defer flush, expired timers, then the tx work list (net_rx_action/net_tx_action).
   void run_pending();
+  // Checked once per packet by busy loops (as local_bh_enable checks for pending
+  // softirqs): the five words or-ed together, one branch.
   bool has_pending() const {
-    return work_head_ != nullptr || timers_ != nullptr || process_queue_.count != 0 ||
-           defer_.list.load(std::memory_order_relaxed) != nullptr ||
-           backlog_.qlen.load(std::memory_order_relaxed) != 0;
+    return (reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(timers_) |
+            process_queue_.count | reinterpret_cast<uintptr_t>(defer_.list.load(std::memory_order_relaxed)) |
+            backlog_.qlen.load(std::memory_order_relaxed)) != 0;
   }
   void schedule_work(CpuWork* w);  // __netif_schedule: append to this Cpu's list
 

@@ -18,8 +18,10 @@ void free_to_free(Cpu& cpu, PacketList& to_free) {
   while (Packet* p = to_free.pop_front()) cpu.free_reason(p, DropReason::QDISC_DROP);
 }
 
-// mirrors __dev_xmit_skb for TCQ_F_NOLOCK qdiscs (the part document 001 adds bypass to)
-PP_ALWAYS_INLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& dev,
+// mirrors __dev_xmit_skb for TCQ_F_NOLOCK qdiscs (the part document 001 adds bypass to).
+// Each of the three qdisc paths is its own function, entered by a tail call, so the
+// entry of dev_queue_xmit saves no registers for paths a packet does not take.
+PP_NOINLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& dev,
                                          TxQueue& txq) {
   PacketList to_free;
   int rc;
@@ -75,7 +77,8 @@ PP_NOINLINE int dev_xmit_skb_locked(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& de
 }
 
 // The noqueue branch of __dev_queue_xmit: straight to the driver, recursion-limited.
-PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
+// One packet, so xmit_one's single call rather than dev_hard_start_xmit's list walk.
+PP_NOINLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   DropReason why = DropReason::DEV_READY;
   if (PP_LIKELY(dev.is_up())) {
     if (PP_UNLIKELY(cpu.xmit_recursion >= kXmitRecursionLimit)) {
@@ -84,16 +87,15 @@ PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQue
       const bool lltx = dev.lltx();
       if (!lltx) txq.xmit_lock.lock();
       if (PP_LIKELY(!txq.stopped())) {
-        NetdevTx rc;
         ++cpu.xmit_recursion;
-        p = dev_hard_start_xmit(cpu, p, dev, txq, rc);
+        p->xmit_more = false;
+        const NetdevTx rc = dev.ops().start_xmit(cpu, p, dev, txq);
         --cpu.xmit_recursion;
-        if (PP_LIKELY(rc == NetdevTx::OK)) {
-          if (!lltx) txq.xmit_lock.unlock();
-          return NET_XMIT_SUCCESS;
-        }
+        if (!lltx) txq.xmit_lock.unlock();
+        if (PP_LIKELY(rc == NetdevTx::OK)) return NET_XMIT_SUCCESS;
+      } else if (!lltx) {
+        txq.xmit_lock.unlock();
       }
-      if (!lltx) txq.xmit_lock.unlock();
       // A virtual device with no queue cannot hold the packet: the kernel drops it too.
       why = DropReason::FULL_RING;
     }
@@ -101,16 +103,6 @@ PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQue
   dev.stats(cpu).tx_dropped.add();
   cpu.free_reason(p, why);
   return NET_XMIT_DROP;
-}
-
-PP_NOINLINE Packet* run_egress_hook(Cpu& cpu, Packet* p, NetDevice& dev, EgressHookFn fn, bool& skip_txq,
-                                    int& rc) {
-  tls_skip_txqueue = false;
-  tls_hook_rc = NET_XMIT_SUCCESS;
-  p = fn(cpu, p, dev, dev.egress_ctx());
-  skip_txq = tls_skip_txqueue;
-  rc = tls_hook_rc;
-  return p;
 }
 
 }  // namespace
@@ -125,7 +117,8 @@ void netdev_xmit_hook_rc(int rc) { tls_hook_rc = rc; }
 
 // mirrors netdev_core_pick_tx: one queue -> 0; the driver's choice; else the flow hash
 // (reciprocal scale), or the Cpu for unhashed packets (as an XPS map of Cpu i -> queue i).
-TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p) {
+namespace {
+PP_ALWAYS_INLINE TxQueue& pick_tx_inline(Cpu& cpu, NetDevice& dev, Packet* p) {
   const uint16_t n = dev.real_num_tx_queues();
   uint16_t idx = 0;
   if (PP_UNLIKELY(n != 1)) {
@@ -141,6 +134,9 @@ TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p) {
   p->queue_mapping = idx;
   return dev.txq(idx);
 }
+}  // namespace
+
+TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p) { return pick_tx_inline(cpu, dev, p); }
 
 // mirrors __dev_queue_xmit. kHookPoint = false is the same path without the egress hook
 // point, only for measuring what the hook point costs (dev_queue_xmit_nohook).
@@ -151,18 +147,18 @@ PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
   // Egress hook point: one predictable branch while nothing is attached.
   EgressHookFn hook = kHookPoint ? dev.egress_hook() : nullptr;
   if (PP_UNLIKELY(hook != nullptr)) {
-    bool skip_txq = false;
-    int rc;
-    p = run_egress_hook(cpu, p, dev, hook, skip_txq, rc);
-    if (!p) return rc;
-    if (skip_txq) {
+    tls_skip_txqueue = false;
+    tls_hook_rc = NET_XMIT_SUCCESS;
+    p = hook(cpu, p, dev, dev.egress_ctx());
+    if (!p) return tls_hook_rc;
+    if (PP_UNLIKELY(tls_skip_txqueue)) {
       if (p->queue_mapping >= dev.real_num_tx_queues()) p->queue_mapping = 0;
       txq = &dev.txq(p->queue_mapping);
     } else {
-      txq = &netdev_core_pick_tx(cpu, dev, p);
+      txq = &pick_tx_inline(cpu, dev, p);
     }
   } else {
-    txq = &netdev_core_pick_tx(cpu, dev, p);
+    txq = &pick_tx_inline(cpu, dev, p);
   }
   Qdisc& q = *txq->qdisc;
   const uint32_t qflags = q.flags();

@@ -161,6 +161,14 @@ struct Packet {
     alloc_cpu = cpu;
     users.store(1, std::memory_order_relaxed);
   }
+  // reset_for_alloc with the cleared block copied from `head` and `len` bytes put.
+  PP_ALWAYS_INLINE void stamp_for_alloc(const void* head, uint32_t headroom, uint32_t len, uint16_t cpu) {
+    std::memcpy(static_cast<void*>(this), head, kClearedBytes);
+    data_off = headroom;
+    tail_off = headroom + len;
+    alloc_cpu = cpu;
+    users.store(1, std::memory_order_relaxed);
+  }
   static constexpr size_t kClearedBytes = 64;
 };
 

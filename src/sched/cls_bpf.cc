@@ -8,24 +8,6 @@
 
 namespace pktpath::tc {
 
-namespace {
-
-// mirrors cls_bpf_exec_opcode: direct-action programs may only say these; anything else
-// (PIPE, RECLASSIFY, values outside the table) means "continue with the next filter".
-int da_opcode(int code) {
-  switch (code) {
-    case TC_ACT_OK:
-    case TC_ACT_SHOT:
-    case TC_ACT_STOLEN:
-    case TC_ACT_TRAP:
-    case TC_ACT_REDIRECT:
-    case TC_ACT_UNSPEC: return code;
-    default: return TC_ACT_UNSPEC;
-  }
-}
-
-}  // namespace
-
 std::unique_ptr<BpfFilter> BpfFilter::create(BpfFilterSpec spec, bpf::Engine engine, std::string* err) {
   auto prog = bpf::Program::load(spec.insns, engine, err);
   if (!prog) return nullptr;
@@ -46,28 +28,8 @@ std::unique_ptr<const bpf::Program> BpfFilter::reload(bpf::Engine engine, std::s
   return fresh;  // the old program
 }
 
-// mirrors cls_bpf_classify (one program per filter here). The packet's data starts at
-// the Ethernet header on both sides, which is what the kernel arranges at ingress by
-// pushing mac_len around the run.
-int BpfFilter::classify(const TcContext& ctx, Packet* p, TcResult& res) const {
-  const bpf::Program* prog = prog_.load(std::memory_order_acquire);
-  TcStats::Slot& s = stats.at(ctx.cpu);
-  s.packets.add();
-  s.bytes.add(p->len);
-  bpf::DeviceInfo di;
-  if (p->dev) di.ifindex = p->dev->ifindex();
-  const bpf::PacketView v = bpf::view_of(*p, p->dev ? &di : nullptr, 14, ctx.cpu.id());
-  const int filter_res = static_cast<int>(prog->run(v));
-
-  if (spec_.da) {
-    res.classid = spec_.classid;
-    const int ret = da_opcode(filter_res);
-    if (ret != TC_ACT_UNSPEC) {
-      s.matched.add();
-      if (ret == TC_ACT_SHOT) s.drops.add();
-    }
-    return ret;
-  }
+int BpfFilter::classify_actions(const TcContext& ctx, Packet* p, TcResult& res, int filter_res,
+                                TcStats::Slot& s) const {
   if (filter_res == 0) return TC_ACT_UNSPEC;
   s.matched.add();
   res.classid = filter_res == -1 ? spec_.classid : static_cast<uint32_t>(filter_res);

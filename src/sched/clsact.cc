@@ -135,8 +135,10 @@ const char* dir_name(Dir d) { return d == Dir::Egress ? "egress" : "ingress"; }
 bool tc_nf_skip_egress() { return tls_nf_skip_egress; }
 void tc_set_nf_skip_egress(bool on) { tls_nf_skip_egress = on; }
 
-// mirrors __tcf_classify
-int tcf_classify(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
+namespace {
+
+// mirrors __tcf_classify (inlined into the hooks: it runs for every packet)
+PP_ALWAYS_INLINE int classify_inline(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
   const BpfFilter* const* first = mq.filters.data();
   const size_t n = mq.filters.size();
   int limit = 0;
@@ -155,76 +157,61 @@ int tcf_classify(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res
   return TC_ACT_UNSPEC;
 }
 
-// mirrors sch_handle_egress
-Packet* sch_handle_egress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
+// mirrors sch_handle_egress (kIngress false) and sch_handle_ingress (true): they differ
+// only in the return codes, the drop reason, and what a redirect may do (classic BPF
+// sets no redirect target, so the kernel drops such a packet on both sides).
+template <bool kIngress>
+PP_ALWAYS_INLINE Packet* handle_inline(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
+  constexpr int kOk = kIngress ? NET_RX_SUCCESS : NET_XMIT_SUCCESS;
+  constexpr int kDrop = kIngress ? NET_RX_DROP : NET_XMIT_DROP;
+  constexpr DropReason kWhy = kIngress ? DropReason::TC_INGRESS : DropReason::TC_EGRESS;
   mq.qstats->count(cpu, p);
   TcResult res;
   const bool saved_skip = tls_nf_skip_egress;
   tls_nf_skip_egress = true;
-  const int verdict = tcf_classify(TcContext{cpu, false}, p, mq, res);
+  const int verdict = classify_inline(TcContext{cpu, kIngress}, p, mq, res);
   tls_nf_skip_egress = saved_skip;
+  if (PP_LIKELY(verdict == TC_ACT_OK)) {
+    p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
+    return p;
+  }
   switch (verdict) {
     case TC_ACT_OK:
     case TC_ACT_RECLASSIFY:
       p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
       return p;
     case TC_ACT_SHOT:
+    case TC_ACT_REDIRECT:
       mq.qstats->at(cpu).drops.add();
-      *rc = NET_XMIT_DROP;
-      cpu.free_reason(p, DropReason::TC_EGRESS);
+      *rc = kDrop;
+      cpu.free_reason(p, kWhy);
       return nullptr;
     case TC_ACT_STOLEN:
     case TC_ACT_QUEUED:
     case TC_ACT_TRAP:
-      *rc = NET_XMIT_SUCCESS;
+      *rc = kOk;
       cpu.free(p);  // consumed, not a drop
       return nullptr;
-    case TC_ACT_REDIRECT:
-      // skb_do_redirect: classic BPF has no bpf_redirect(), so there is never a target
-      // set; the kernel drops such a packet.
-      mq.qstats->at(cpu).drops.add();
-      *rc = NET_XMIT_DROP;
-      cpu.free_reason(p, DropReason::TC_EGRESS);
-      return nullptr;
     case TC_ACT_CONSUMED:
-      *rc = NET_XMIT_SUCCESS;
+      *rc = kOk;
       return nullptr;
     default:
       return p;
   }
 }
 
-// mirrors sch_handle_ingress
+}  // namespace
+
+int tcf_classify(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
+  return classify_inline(ctx, p, mq, res);
+}
+
+Packet* sch_handle_egress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
+  return handle_inline<false>(cpu, p, mq, rc);
+}
+
 Packet* sch_handle_ingress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
-  mq.qstats->count(cpu, p);
-  TcResult res;
-  const bool saved_skip = tls_nf_skip_egress;
-  tls_nf_skip_egress = true;
-  const int verdict = tcf_classify(TcContext{cpu, true}, p, mq, res);
-  tls_nf_skip_egress = saved_skip;
-  switch (verdict) {
-    case TC_ACT_OK:
-    case TC_ACT_RECLASSIFY:
-      p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
-      return p;
-    case TC_ACT_SHOT:
-    case TC_ACT_REDIRECT:  // no redirect target from classic BPF: dropped, as above
-      mq.qstats->at(cpu).drops.add();
-      *rc = NET_RX_DROP;
-      cpu.free_reason(p, DropReason::TC_INGRESS);
-      return nullptr;
-    case TC_ACT_STOLEN:
-    case TC_ACT_QUEUED:
-    case TC_ACT_TRAP:
-      *rc = NET_RX_SUCCESS;
-      cpu.free(p);
-      return nullptr;
-    case TC_ACT_CONSUMED:
-      *rc = NET_RX_SUCCESS;
-      return nullptr;
-    default:
-      return p;
-  }
+  return handle_inline<true>(cpu, p, mq, rc);
 }
 
 // The egress hook: netfilter egress (unless tc redirected the packet here), then tc.
@@ -240,7 +227,7 @@ Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
   const Miniq* mq = dev.tc_egress().load(std::memory_order_acquire);
   if (mq) {
     int rc = NET_XMIT_SUCCESS;
-    p = sch_handle_egress(cpu, p, *mq, &rc);
+    p = handle_inline<false>(cpu, p, *mq, &rc);
     if (!p) netdev_xmit_hook_rc(rc);
   }
   return p;

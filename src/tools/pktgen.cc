@@ -10,6 +10,7 @@
 #include "core/dev_xmit.h"
 #include "netfilter/nf_rcu.h"
 #include "tools/pktgen_packet.h"
+#include "tools/pktgen_template.h"
 
 namespace pktpath {
 
@@ -117,6 +118,12 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
     });
   }
 
+  // Headers that never change: advance them once, then copy a prebuilt frame per packet.
+  PktgenTemplate tmpl;
+  pktgen_mod_cur_headers(cfg, st, index, dev_.real_num_tx_queues());
+  const bool use_template = tmpl.build(cfg, st, pool_, &dev_);
+  bool headers_ready = true;  // the first packet takes the values just set up
+
   PktgenThreadResult r;
   Packet* skb = nullptr;
   uint64_t clone_count = 0;
@@ -126,7 +133,14 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
   uint32_t check = 0;
   uint64_t reported = 0;
 
-  while (cfg.count == 0 || r.sofar < cfg.count) {
+  // The loop reads these every packet: locals, so calls into the datapath cannot make the
+  // compiler load them again.
+  const uint64_t count = cfg.count;
+  const uint64_t clone_skb = cfg.clone_skb;
+  const uint64_t delay_ns = cfg.delay_ns;
+  const bool queue_xmit = cfg.mode == PktgenMode::kQueueXmit;
+
+  while (count == 0 || r.sofar < count) {
     // Every 256 rounds: the stop flag and the clock (cheap enough to keep the loop tight).
     if (PP_UNLIKELY((++check & 255) == 0)) {
       live_.fetch_add(r.sofar - reported, std::memory_order_relaxed);
@@ -137,10 +151,16 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
     if (PP_UNLIKELY(cpu.has_pending())) cpu.run_pending();
 
     // A new packet when there is none or the clone budget is spent (clone_skb).
-    if (!skb || (last_ok && ++clone_count >= cfg.clone_skb)) {
+    if (!skb || (last_ok && ++clone_count >= clone_skb)) {
       if (skb) cpu.free(skb);
-      pktgen_mod_cur_headers(cfg, st, index, dev_.real_num_tx_queues());
-      skb = pktgen_fill_packet_ipv4(cpu, cfg, st, timestamps ? realtime_ns() : 0);
+      const uint64_t now = timestamps ? realtime_ns() : 0;
+      if (use_template) {
+        skb = tmpl.fill(cpu, cfg, st, now);
+      } else {
+        if (!headers_ready) pktgen_mod_cur_headers(cfg, st, index, dev_.real_num_tx_queues());
+        headers_ready = false;
+        skb = pktgen_fill_packet_ipv4(cpu, cfg, st, now);
+      }
       if (PP_UNLIKELY(!skb)) {
         ++r.alloc_fail;
         cpu.run_pending();  // let deferred frees come home before retrying
@@ -151,17 +171,17 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
       last_pkt_size = skb->len;
       clone_count = 0;
     }
-    if (cfg.delay_ns && last_ok) {
+    if (delay_ns && last_ok) {
       wait_until(clock, next_tx);
-      next_tx += cfg.delay_ns;
+      next_tx += delay_ns;
     }
 
-    if (cfg.mode == PktgenMode::kQueueXmit) {
+    if (queue_xmit) {
       // pktgen takes a user so it can send the packet again (clone_skb). Without
       // clones the packet is never sent twice: hand it over instead and save the two
       // atomic operations of taking and dropping that user.
       Packet* out = skb;
-      if (cfg.clone_skb) skb->get();
+      if (clone_skb) skb->get();
       else skb = nullptr;
       int rc = dev_queue_xmit(cpu, out);
       if (PP_LIKELY(rc == 0)) {

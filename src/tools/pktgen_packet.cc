@@ -18,10 +18,7 @@ void put32(uint8_t* p, uint32_t v) {
 }
 
 // One's-complement fold of a 32-bit-or-wider sum to 16 bits, complemented.
-uint16_t fold_complement(uint64_t sum) {
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
+constexpr uint16_t kTtlProto = (32 << 8) | 17;  // ttl 32, UDP
 
 // Adds `mc` to the low four bytes of a MAC (with carry into the fifth), as pktgen does
 // for src_mac_count/dst_mac_count.
@@ -163,11 +160,7 @@ uint16_t ipv4_header_checksum(const uint8_t* ip) {
     std::memcpy(&w, ip + 4 * i, 4);
     sum += __builtin_bswap32(w);
   }
-  sum = (sum & 0xffffffffu) + (sum >> 32);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
+  return pktgen_fold_checksum(sum);
 }
 
 uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed) {
@@ -178,19 +171,17 @@ uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed) {
   return static_cast<uint16_t>(~sum);
 }
 
-Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& st,
-                                uint64_t realtime_ns) {
-  uint32_t datalen = st.cur_pkt_size > kPktgenHeadersLen + kPktgenHdrLen
-                         ? st.cur_pkt_size - kPktgenHeadersLen
-                         : kPktgenHdrLen;
-  uint32_t total = kPktgenHeadersLen + datalen;
-  // The room check against the pool's geometry, before allocating: a fresh packet's
-  // fields are not read back right after they were cleared (that read stalls).
-  const PacketPool& pool = cpu.pool();
-  if (PP_UNLIKELY(total > pool.buf_size() - pool.headroom())) return nullptr;
-  Packet* p = cpu.alloc();
-  if (!p) return nullptr;
-  uint8_t* eth = p->put_fresh(total);
+uint32_t pktgen_frame_len(const PktgenState& st) {
+  const uint32_t datalen = st.cur_pkt_size > kPktgenHeadersLen + kPktgenHdrLen
+                               ? st.cur_pkt_size - kPktgenHeadersLen
+                               : kPktgenHdrLen;
+  return kPktgenHeadersLen + datalen;
+}
+
+uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenState& st, uint16_t id,
+                            uint64_t realtime_ns) {
+  const uint32_t total = pktgen_frame_len(st);
+  const uint32_t datalen = total - kPktgenHeadersLen;
   std::memcpy(eth, st.hh.data(), 12);
   put16(eth + 12, 0x0800);
 
@@ -198,16 +189,13 @@ Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& 
   uint8_t* ip = eth + 14;
   const uint16_t ver_tos = static_cast<uint16_t>(0x4500 | cfg.tos);
   const uint16_t tot_len = static_cast<uint16_t>(20 + 8 + datalen);
-  const uint16_t id = st.ip_id++;
-  const uint16_t ttl_proto = (32 << 8) | 17;  // ttl 32, UDP
-  const uint64_t sum = uint64_t{ver_tos} + tot_len + id + ttl_proto + (st.cur_saddr >> 16) +
-                       (st.cur_saddr & 0xffff) + (st.cur_daddr >> 16) + (st.cur_daddr & 0xffff);
+  const uint64_t sum = pktgen_ip_sum_without_id(cfg, st) + id;
   put16(ip, ver_tos);
   put16(ip + 2, tot_len);
   put16(ip + 4, id);
   put16(ip + 6, 0);
-  put16(ip + 8, ttl_proto);
-  put16(ip + 10, fold_complement(sum));
+  put16(ip + 8, kTtlProto);
+  put16(ip + 10, pktgen_fold_checksum(sum));
   put32(ip + 12, st.cur_saddr);
   put32(ip + 16, st.cur_daddr);
 
@@ -220,13 +208,7 @@ Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& 
   uint8_t* pgh = udp + 8;
   put32(pgh, kPktgenMagic);
   put32(pgh + 4, st.seq_num);
-  if (cfg.flags & F_NO_TIMESTAMP) {
-    put32(pgh + 8, 0);
-    put32(pgh + 12, 0);
-  } else {
-    put32(pgh + 8, static_cast<uint32_t>(realtime_ns / 1'000'000'000ull));
-    put32(pgh + 12, static_cast<uint32_t>(realtime_ns % 1'000'000'000ull / 1000));
-  }
+  pktgen_put_timestamp(pgh + 8, cfg, realtime_ns);
   // skb_put_zero of the payload; short pads (60-byte frames have 2 bytes) inline.
   const uint32_t pad = datalen - kPktgenHdrLen;
   if (pad <= 16) {
@@ -242,11 +224,36 @@ Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& 
     uint16_t c = inet_checksum(udp, 8 + datalen, seed);
     put16(udp + 6, c == 0 ? 0xffff : c);
   }
+  return total;
+}
 
-  p->protocol = __builtin_bswap16(0x0800);
-  p->queue_mapping = st.cur_queue_map;
-  p->priority = cfg.skb_priority;
-  p->pkt_type = PACKET_HOST;
+uint64_t pktgen_ip_sum_without_id(const PktgenConfig& cfg, const PktgenState& st) {
+  const uint32_t tot_len = pktgen_frame_len(st) - 14;
+  return uint64_t{0x4500u | cfg.tos} + tot_len + kTtlProto + (st.cur_saddr >> 16) + (st.cur_saddr & 0xffff) +
+         (st.cur_daddr >> 16) + (st.cur_daddr & 0xffff);
+}
+
+void pktgen_put_timestamp(uint8_t* p, const PktgenConfig& cfg, uint64_t realtime_ns) {
+  if (cfg.flags & F_NO_TIMESTAMP) {
+    put32(p, 0);
+    put32(p + 4, 0);
+  } else {
+    put32(p, static_cast<uint32_t>(realtime_ns / 1'000'000'000ull));
+    put32(p + 4, static_cast<uint32_t>(realtime_ns % 1'000'000'000ull / 1000));
+  }
+}
+
+Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& st,
+                                uint64_t realtime_ns) {
+  const uint32_t total = pktgen_frame_len(st);
+  // The room check against the pool's geometry, before allocating: a fresh packet's
+  // fields are not read back right after they were cleared (that read stalls).
+  const PacketPool& pool = cpu.pool();
+  if (PP_UNLIKELY(total > pool.buf_size() - pool.headroom())) return nullptr;
+  Packet* p = cpu.alloc();
+  if (!p) return nullptr;
+  pktgen_write_frame(p->put_fresh(total), cfg, st, st.ip_id++, realtime_ns);
+  pktgen_set_meta(p, cfg, st);
   return p;
 }
 

@@ -41,6 +41,36 @@ struct PktgenState {
 void pktgen_mod_cur_headers(const PktgenConfig& cfg, PktgenState& st, unsigned cpu_index,
                             unsigned real_num_tx_queues);
 
+// The frame's length for the current size: pkt_size, but never below the headers plus
+// pktgen's own 16-byte header.
+uint32_t pktgen_frame_len(const PktgenState& st);
+
+// Writes the whole frame for the current values at `eth` with IP id `id` (the sequence
+// number is st.seq_num); returns its length. The bytes fill_packet_ipv4 puts in a packet.
+uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenState& st, uint16_t id,
+                            uint64_t realtime_ns);
+// The IPv4 header's one's-complement sum of every field but the id (and the checksum):
+// adding the id and folding gives the checksum, so a prebuilt header needs no re-sum.
+uint64_t pktgen_ip_sum_without_id(const PktgenConfig& cfg, const PktgenState& st);
+// pktgen's timestamp words (tv_sec, tv_usec) at p, or zeros with NO_TIMESTAMP.
+void pktgen_put_timestamp(uint8_t* p, const PktgenConfig& cfg, uint64_t realtime_ns);
+// The sk_buff fields fill_packet_ipv4 sets besides the bytes.
+inline void pktgen_set_meta(Packet* p, const PktgenConfig& cfg, const PktgenState& st) {
+  p->protocol = __builtin_bswap16(0x0800);
+  p->queue_mapping = st.cur_queue_map;
+  p->priority = cfg.skb_priority;
+  p->pkt_type = PACKET_HOST;
+}
+
+// One's-complement fold of a wide sum to 16 bits, complemented (csum_fold).
+inline uint16_t pktgen_fold_checksum(uint64_t sum) {
+  sum = (sum & 0xffffffffu) + (sum >> 32);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
 // mirrors fill_packet_ipv4: allocate on `cpu` and write the frame for the current
 // values. nullptr if the pool is exhausted (counted by the Cpu). The IPv4 checksum is
 // always valid; the UDP checksum is computed with flag UDPCSUM, else 0 (none), as pktgen.
