@@ -302,7 +302,8 @@ int main(int argc, char** argv) {
   int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
   if (fd < 0) die(errno_text("socket(AF_PACKET, SOCK_RAW) (needs CAP_NET_RAW)"));
 
-  // The ring is set up before bind, as packet_set_ring prefers an idle socket.
+  // TxRing sets PACKET_VERSION before PACKET_TX_RING: packet_setsockopt refuses a version
+  // change once a ring exists. Binding afterwards is fine either way.
   std::optional<TxRing> ring;
   if (opt.mode == kbase::TxMode::Ring) ring.emplace(fd, opt.frames);
   bind_to(fd, dev);
