@@ -117,6 +117,7 @@ void publish(TcDevState& s, Dir d) {
     auto* m = new Miniq;
     m->qstats = &s.qstats[static_cast<int>(d)];
     for (const auto& f : list) m->filters.push_back(f.get());
+    if (list.size() == 1 && list[0]->spec().da && list[0]->spec().protocol == kEthPAll) m->only_da = list[0].get();
     fresh = m;
   }
   const Miniq* old = s.head(d).exchange(fresh, std::memory_order_acq_rel);
@@ -167,10 +168,16 @@ PP_ALWAYS_INLINE Packet* handle_inline(Cpu& cpu, Packet* p, const Miniq& mq, int
   constexpr DropReason kWhy = kIngress ? DropReason::TC_INGRESS : DropReason::TC_EGRESS;
   mq.qstats->count(cpu, p);
   TcResult res;
-  const bool saved_skip = tls_nf_skip_egress;
-  tls_nf_skip_egress = true;
-  const int verdict = classify_inline(TcContext{cpu, kIngress}, p, mq, res);
-  tls_nf_skip_egress = saved_skip;
+  int verdict;
+  if (mq.only_da) {
+    // A direct-action verdict is never RECLASSIFY (cls_bpf_da_opcode): no loop either.
+    verdict = mq.only_da->classify(TcContext{cpu, kIngress}, p, res);
+  } else {
+    const bool saved_skip = tls_nf_skip_egress;
+    tls_nf_skip_egress = true;
+    verdict = classify_inline(TcContext{cpu, kIngress}, p, mq, res);
+    tls_nf_skip_egress = saved_skip;
+  }
   if (PP_LIKELY(verdict == TC_ACT_OK)) {
     p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
     return p;

@@ -35,6 +35,10 @@ const char* dir_name(Dir d);
 struct Miniq {
   TcStats* qstats = nullptr;  // owned by the clsact; outlives every Miniq of it
   std::vector<const BpfFilter*> filters;
+  // Set when the list is one direct-action filter for every protocol (document 000's
+  // setup): the hook runs it without the list walk, and without marking packets for a
+  // redirect no direct-action classic BPF program can ask for.
+  const BpfFilter* only_da = nullptr;
 };
 
 // --- datapath.
