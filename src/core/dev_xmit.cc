@@ -78,7 +78,7 @@ PP_NOINLINE int dev_xmit_skb_locked(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& de
 
 // The noqueue branch of __dev_queue_xmit: straight to the driver, recursion-limited.
 // One packet, so xmit_one's single call rather than dev_hard_start_xmit's list walk.
-PP_NOINLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
+PP_NOINLINE int dev_xmit_noqueue_slow(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   DropReason why = DropReason::DEV_READY;
   if (PP_LIKELY(dev.is_up())) {
     if (PP_UNLIKELY(cpu.xmit_recursion >= kXmitRecursionLimit)) {
@@ -103,6 +103,27 @@ PP_NOINLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& t
   dev.stats(cpu).tx_dropped.add();
   cpu.free_reason(p, why);
   return NET_XMIT_DROP;
+}
+
+// The driver refused a packet on the noqueue path: dropped, as above.
+PP_NOINLINE int dev_xmit_noqueue_busy(Cpu& cpu, Packet* p, NetDevice& dev) {
+  dev.stats(cpu).tx_dropped.add();
+  cpu.free_reason(p, DropReason::FULL_RING);
+  return NET_XMIT_DROP;
+}
+
+// The common case inline (a lockless virtual device such as dummy, up, queue running):
+// only the Cpu, the packet and the device live across the driver call.
+PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
+  if (PP_LIKELY(dev.lltx() && dev.is_up() && cpu.xmit_recursion < kXmitRecursionLimit && !txq.stopped())) {
+    ++cpu.xmit_recursion;
+    p->xmit_more = false;
+    const NetdevTx rc = dev.ops().start_xmit(cpu, p, dev, txq);
+    --cpu.xmit_recursion;
+    if (PP_LIKELY(rc == NetdevTx::OK)) return NET_XMIT_SUCCESS;
+    return dev_xmit_noqueue_busy(cpu, p, dev);
+  }
+  return dev_xmit_noqueue_slow(cpu, p, dev, txq);
 }
 
 }  // namespace
