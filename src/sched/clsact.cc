@@ -105,7 +105,7 @@ TcDevState& state_of(NetDevice& dev) {
 void update_egress_hook(TcDevState& s) {
   const bool want = g_egress_hooks_on.load(std::memory_order_relaxed) &&
                     (s.nf_egress || (s.clsact && !s.filters[0].empty()));
-  s.dev.set_egress_hook(want ? dev_egress_hooks : nullptr, nullptr);
+  s.dev.set_egress_hook(!want ? nullptr : s.nf_egress ? dev_egress_hooks : dev_egress_tc_only, nullptr);
 }
 
 // Publish the current filter list of a direction; the old list is freed after a grace
@@ -221,6 +221,18 @@ Packet* sch_handle_ingress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
   return handle_inline<true>(cpu, p, mq, rc);
 }
 
+namespace {
+PP_ALWAYS_INLINE Packet* tc_egress_inline(Cpu& cpu, Packet* p, NetDevice& dev) {
+  const Miniq* mq = dev.tc_egress().load(std::memory_order_acquire);
+  if (mq) {
+    int rc = NET_XMIT_SUCCESS;
+    p = handle_inline<false>(cpu, p, *mq, &rc);
+    if (!p) netdev_xmit_hook_rc(rc);
+  }
+  return p;
+}
+}  // namespace
+
 // The egress hook: netfilter egress (unless tc redirected the packet here), then tc.
 Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
   if (!tls_nf_skip_egress) {
@@ -231,14 +243,12 @@ Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
       return nullptr;
     }
   }
-  const Miniq* mq = dev.tc_egress().load(std::memory_order_acquire);
-  if (mq) {
-    int rc = NET_XMIT_SUCCESS;
-    p = handle_inline<false>(cpu, p, *mq, &rc);
-    if (!p) netdev_xmit_hook_rc(rc);
-  }
-  return p;
+  return tc_egress_inline(cpu, p, dev);
 }
+
+// The egress hook of a device on which netfilter egress was never enabled (the resolver
+// enables it before a chain can be registered): tc alone, without the netfilter check.
+Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void*) { return tc_egress_inline(cpu, p, dev); }
 
 // --- configuration.
 

@@ -63,6 +63,8 @@ void tc_set_nf_skip_egress(bool on);
 // (__dev_queue_xmit: nf_hook_egress, then sch_handle_egress; netfilter_netdev.h: "on
 // egress, the order is reversed for symmetry").
 Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
+// The same for a device without netfilter egress: tc egress only (installed instead).
+Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
 
 // --- configuration (control side).
 bool clsact_add(NetDevice& dev, std::string* err);  // EEXIST-style error when present
