@@ -79,6 +79,9 @@ void retire(std::unique_ptr<T> obj) {
   retire_flush(false);
 }
 std::atomic<bool> g_egress_hooks_on{true};
+// Forces the netfilter egress check into every device's egress hook, as if netfilter
+// egress were enabled everywhere with no chain (document 000's "with netfilter hook").
+std::atomic<bool> g_nf_hook_point{false};
 
 TcDevState::~TcDevState() {
   // The device is going away: no reader can run on it any more (NetDevice contract).
@@ -105,7 +108,8 @@ TcDevState& state_of(NetDevice& dev) {
 void update_egress_hook(TcDevState& s) {
   const bool want = g_egress_hooks_on.load(std::memory_order_relaxed) &&
                     (s.nf_egress || (s.clsact && !s.filters[0].empty()));
-  s.dev.set_egress_hook(!want ? nullptr : s.nf_egress ? dev_egress_hooks : dev_egress_tc_only, nullptr);
+  const bool nf = s.nf_egress || g_nf_hook_point.load(std::memory_order_relaxed);
+  s.dev.set_egress_hook(!want ? nullptr : nf ? dev_egress_hooks : dev_egress_tc_only, nullptr);
 }
 
 // Publish the current filter list of a direction; the old list is freed after a grace
@@ -410,6 +414,12 @@ void tc_egress_hooks_enable(bool on) {
   for (TcDevState* s : registry()) update_egress_hook(*s);
 }
 
+void tc_nf_hook_point_force(bool on) {
+  std::lock_guard g(tc_mu());
+  g_nf_hook_point.store(on);
+  for (TcDevState* s : registry()) update_egress_hook(*s);
+}
+
 void tc_register_ab_settings() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -425,6 +435,12 @@ void tc_register_ab_settings() {
                          [](const std::string& v, PktgenKnobs&) -> std::optional<std::string> {
                            if (v != "on" && v != "off") return "egress_hooks: expected on or off, not '" + v + "'";
                            tc_egress_hooks_enable(v == "on");
+                           return std::nullopt;
+                         }});
+    register_ab_setting({"nf_hook_point", "on|off",
+                         [](const std::string& v, PktgenKnobs&) -> std::optional<std::string> {
+                           if (v != "on" && v != "off") return "nf_hook_point: expected on or off, not '" + v + "'";
+                           tc_nf_hook_point_force(v == "on");
                            return std::nullopt;
                          }});
   });

@@ -102,6 +102,10 @@ void netdev_nf_egress_enable(NetDevice& dev);
 // dev_queue_xmit takes the nothing-attached branch), on puts back those that have tc
 // egress filters or netfilter egress in use.
 void tc_egress_hooks_enable(bool on);
+// `--ab nf_hook_point=on|off` (document 000): on puts the netfilter egress check in every
+// egress hook even where no netfilter egress is enabled (an empty check: always correct);
+// off (the default) leaves it out until netfilter egress is enabled on the device.
+void tc_nf_hook_point_force(bool on);
 
 // Registers the A/B settings `bpf_engine=switch|threaded|jit` and `egress_hooks=on|off`
 // with pktgen's registry (idempotent; the CLI calls it at startup).

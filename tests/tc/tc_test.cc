@@ -356,6 +356,23 @@ TEST_F(TcTest, EgressHooksAbSwitch) {
   EXPECT_EQ(drops(DropReason::TC_EGRESS), 1u);
 }
 
+// Document 000's "with netfilter hook": the egress hook of a device without netfilter
+// egress is tc alone; the A/B switch forces the (empty) netfilter check in.
+TEST_F(TcTest, NetfilterHookPointOnlyWhereAskedFor) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  filter(d, Dir::Egress, spec(ret_prog(0), true));
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_tc_only);
+  tc::tc_nf_hook_point_force(true);
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
+  send(d, 0);
+  EXPECT_EQ(tx(d), 1u);
+  tc::tc_nf_hook_point_force(false);
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_tc_only);
+  send(d, 0);
+  EXPECT_EQ(tx(d), 2u);
+}
+
 class NftTcTest : public TcFixture {
  protected:
   int nft(const std::vector<std::string>& w) {
@@ -370,6 +387,26 @@ class NftTcTest : public TcFixture {
   std::string last_out;
   ~NftTcTest() override { ruleset.flush(); }
 };
+
+// A device whose tc hook was installed without netfilter switches to the full hook when
+// a chain is added later, and the chain takes effect.
+TEST_F(NftTcTest, ChainAddedAfterTcFilterRuns) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  filter(d, Dir::Egress, spec(ret_prog(0), true));
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_tc_only);
+  nft({"add", "table", "netdev", "t"});
+  nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device foo priority 0; }"});
+  nft({"add", "rule", "netdev", "t", "c", "meta", "mark", "7", "counter", "drop"});
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
+  tc::tc_nf_hook_point_force(false);  // the switch never takes netfilter away
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
+  EXPECT_EQ(send(d, 7), 1);
+  EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 1u);
+  EXPECT_EQ(send(d, 1), 0);
+  EXPECT_EQ(tx(d), 1u);
+  EXPECT_EQ(outstanding(), 0u);
+}
 
 TEST_F(NftTcTest, EgressChainDropsAndAcceptsInDevQueueXmit) {
   NetDevice* d = make("foo", "dummy");
