@@ -98,6 +98,12 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     std::fflush(stdout);
   }
+  ScriptError e;
+  if (!runner.finish(e)) {  // captures still running print their counts
+    report(name, lineno, e);
+    return 1;
+  }
+  std::fflush(stdout);
   return 0;
 }
 

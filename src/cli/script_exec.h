@@ -14,6 +14,8 @@
 
 namespace pktpath::cli {
 
+struct CaptureState;  // script_capture.cc: the script's running `capture` taps
+
 class ScriptRunner {
  public:
   ScriptRunner(bool json, std::FILE* out);
@@ -30,6 +32,10 @@ class ScriptRunner {
   Cpu& control_cpu() { return control_; }
   std::shared_ptr<ScriptExtState>& ext_slot() { return ext_; }
   void drain_pending() { run_all_pending(); }
+  // `capture` lines (script_capture.cc): the running taps, and the end of the script,
+  // which stops them and prints their counts.
+  std::shared_ptr<CaptureState>& capture_slot() { return capture_; }
+  bool finish(ScriptError& err);
 
  private:
   bool ip_link_add(const IpLinkAdd& c, ScriptError& err);
@@ -56,6 +62,7 @@ class ScriptRunner {
   // The long form's parameters (`pktgen set`), run by `pktgen start`.
   PktgenCommand pktgen_pending_;
   std::shared_ptr<ScriptExtState> ext_;  // after table_: destroyed before the devices
+  std::shared_ptr<CaptureState> capture_;  // likewise
 };
 
 }  // namespace pktpath::cli

@@ -37,6 +37,7 @@ std::optional<bool> parse_ext_command(const std::vector<std::string>& words, Ext
 // The parts (each returns nullopt when the line is not theirs).
 std::optional<bool> parse_tc_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 std::optional<bool> parse_nft_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+std::optional<bool> parse_capture_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 std::optional<bool> parse_link_del_ext(const std::vector<std::string>& words, ExtCommand& out);
 
 }  // namespace pktpath::cli

@@ -462,8 +462,6 @@ bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, Script
     out = CommandLine{w};
     return true;
   }
-  if (cmd == "nft" || cmd == "capture")
-    return fail(err, cmd, "command \"" + cmd + "\" is not supported yet");
   return fail(err, cmd, "unknown command \"" + cmd + "\"");
 }
 

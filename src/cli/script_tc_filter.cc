@@ -496,6 +496,7 @@ std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtComm
   if (w.empty()) return std::nullopt;
   if (w[0] == "tc") return parse_tc_ext(w, out, err);
   if (w[0] == "nft") return parse_nft_ext(w, out, err);
+  if (w[0] == "capture") return parse_capture_ext(w, out, err);
   if (w[0] == "ip") return parse_link_del_ext(w, out);
   return std::nullopt;
 }

@@ -1,13 +1,14 @@
 // The receive path's hook part and delivery (net/core/dev.c).
 #include "core/dev_rx.h"
 
+#include "core/tap.h"
 #include "netfilter/nf_hooks.h"
 #include "sched/clsact.h"
 
 namespace pktpath {
 
-// mirrors __netif_receive_skb_core from the ingress hooks on (no taps, no protocol
-// handlers: delivery is counting and freeing)
+// mirrors __netif_receive_skb_core from the ptype_all taps on (no protocol handlers:
+// delivery is counting and freeing)
 int netif_receive_skb(Cpu& cpu, Packet* p) {
   NetDevice& dev = *p->dev;
   if (PP_UNLIKELY(!dev.is_up())) {
@@ -16,6 +17,8 @@ int netif_receive_skb(Cpu& cpu, Packet* p) {
     return NET_RX_DROP;
   }
   p->skb_iif = dev.ifindex();
+  // Taps (deliver_skb to dev->ptype_all): they only look; the packet goes on.
+  if (const TapList* taps = dev.taps(); PP_UNLIKELY(taps != nullptr)) dev_taps_deliver(cpu, *p, *taps, false);
   if (const tc::Miniq* mq = dev.tc_ingress().load(std::memory_order_acquire)) {
     int rc = NET_RX_SUCCESS;
     p = tc::sch_handle_ingress(cpu, p, *mq, &rc);

@@ -89,6 +89,7 @@ PP_NOINLINE int dev_xmit_noqueue_slow(Cpu& cpu, Packet* p, NetDevice& dev, TxQue
       if (PP_LIKELY(!txq.stopped())) {
         ++cpu.xmit_recursion;
         p->xmit_more = false;
+        if (PP_UNLIKELY(dev.has_taps())) dev_queue_xmit_nit(cpu, *p, dev);  // xmit_one
         const NetdevTx rc = dev.ops().start_xmit(cpu, p, dev, txq);
         --cpu.xmit_recursion;
         if (!lltx) txq.xmit_lock.unlock();
@@ -113,9 +114,11 @@ PP_NOINLINE int dev_xmit_noqueue_busy(Cpu& cpu, Packet* p, NetDevice& dev) {
 }
 
 // The common case inline (a lockless virtual device such as dummy, up, queue running):
-// only the Cpu, the packet and the device live across the driver call.
+// only the Cpu, the packet and the device live across the driver call. A device with
+// taps takes the out-of-line path, which delivers to them (dev_queue_xmit_nit).
 PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
-  if (PP_LIKELY(dev.lltx() && dev.is_up() && cpu.xmit_recursion < kXmitRecursionLimit && !txq.stopped())) {
+  if (PP_LIKELY(dev.lltx() && dev.is_up() && cpu.xmit_recursion < kXmitRecursionLimit && !txq.stopped() &&
+                !dev.has_taps())) {
     ++cpu.xmit_recursion;
     p->xmit_more = false;
     const NetdevTx rc = dev.ops().start_xmit(cpu, p, dev, txq);

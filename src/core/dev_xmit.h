@@ -36,6 +36,7 @@ PP_ALWAYS_INLINE Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice&
     Packet* next = p->next;
     p->next = nullptr;
     p->xmit_more = next != nullptr;
+    if (PP_UNLIKELY(dev.has_taps())) dev_queue_xmit_nit(cpu, *p, dev);  // xmit_one
     rc = start_xmit(cpu, p, dev, txq);  // mirrors xmit_one / netdev_start_xmit
     if (PP_UNLIKELY(rc != NetdevTx::OK)) {
       p->next = next;

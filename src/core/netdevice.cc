@@ -1,5 +1,6 @@
 #include "core/netdevice.h"
 
+#include "core/tap.h"
 #include "sched/qdisc.h"
 
 namespace pktpath {
@@ -23,7 +24,7 @@ NetDevice::NetDevice(const Config& cfg, const NetDeviceOps* ops, uint32_t flags)
   pcpu_ = std::make_unique<DevCpuStats[]>(kMaxCpus);
 }
 
-NetDevice::~NetDevice() = default;
+NetDevice::~NetDevice() { tap_device_gone(*this); }
 
 bool NetDevice::set_real_num_tx_queues(uint16_t n) {
   if (n == 0 || n > num_tx_queues_) return false;

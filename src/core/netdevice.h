@@ -32,6 +32,7 @@ struct Miniq;  // sched/clsact.h: the published filter list of one clsact direct
 
 class Qdisc;
 class NetDevice;
+struct TapList;  // core/tap.h: the published taps of a device (dev->ptype_all)
 
 // What start_xmit returns (netdev_tx_t).
 enum class NetdevTx : int { OK = 0, BUSY = 0x10 };
@@ -100,6 +101,10 @@ struct DevHooksState {
 // Returns the packet to continue with it, or nullptr when the hook consumed it (and
 // accounted for it: freed with a reason, redirected, stolen).
 using EgressHookFn = Packet* (*)(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
+
+// mirrors dev_queue_xmit_nit: hand a packet the driver is about to get to the device's
+// taps (core/tap.cc). Callers test NetDevice::has_taps() first.
+void dev_queue_xmit_nit(Cpu& cpu, const Packet& p, NetDevice& dev);
 
 class NetDevice {
  public:
@@ -177,6 +182,12 @@ class NetDevice {
   std::atomic<const tc::Miniq*>& tc_ingress() { return tc_ingress_; }
   nf::NfDeviceHooks& nf_hooks() { return nf_hooks_; }
   DevHooksState* hooks_state() const { return hooks_state_.get(); }
+
+  // --- packet taps (capture; core/tap.h), RCU-published like the tc heads. has_taps()
+  // is the one predictable branch the transmit path pays while nothing is attached.
+  const TapList* taps() const { return taps_.load(std::memory_order_acquire); }
+  bool has_taps() const { return taps_.load(std::memory_order_relaxed) != nullptr; }
+  std::atomic<const TapList*>& taps_head() { return taps_; }
   void set_hooks_state(std::unique_ptr<DevHooksState> s) { hooks_state_ = std::move(s); }
 
   // --- statistics.
@@ -196,6 +207,7 @@ class NetDevice {
   uint16_t num_tx_queues_;
   uint16_t real_num_tx_queues_;
   uint32_t flags_;
+  std::atomic<const TapList*> taps_{nullptr};  // beside flags_: read with it on both paths
   uint32_t mtu_;
   uint32_t tx_queue_len_;
   int ifindex_ = 0;

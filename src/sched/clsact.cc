@@ -11,6 +11,7 @@
 
 #include "core/dev_rx.h"
 #include "core/dev_xmit.h"
+#include "core/tap.h"
 #include "netfilter/nf_rcu.h"
 #include "sched/qdisc.h"
 #include "tools/pktgen_session.h"
@@ -398,7 +399,7 @@ bool tc_set_bpf_engine(bpf::Engine e, std::string* err) {
         if (!o) return false;
         retire(std::move(o));
       }
-  return true;
+  return tap_set_bpf_engine(e, err);  // capture taps follow the same switch
 }
 
 void netdev_nf_egress_enable(NetDevice& dev) {

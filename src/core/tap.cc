@@ -1,0 +1,250 @@
+// Packet taps (net/core/dev.c ptype_all delivery, net/packet/af_packet.c packet_rcv).
+#include "core/tap.h"
+
+#include <pcap/pcap.h>
+#include <time.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "bpf/packet_view.h"
+#include "netfilter/nf_rcu.h"
+#include "sched/clsact.h"
+
+namespace pktpath {
+
+// Writer-side access to Tap's private parts (attach, reload, detach live here only).
+struct TapAccess {
+  static std::shared_ptr<Tap> make() { return std::shared_ptr<Tap>(new Tap()); }
+  static Tap& mut(const std::shared_ptr<Tap>& t) { return *t; }
+};
+
+namespace {
+
+constexpr uint8_t kPacketOutgoing = 4;  // PACKET_OUTGOING (if_packet.h)
+
+std::mutex& tap_mu() {
+  static std::mutex m;
+  return m;
+}
+
+// Attached taps per device, in attach order (writer side).
+std::map<NetDevice*, std::vector<std::shared_ptr<Tap>>>& attached() {
+  static std::map<NetDevice*, std::vector<std::shared_ptr<Tap>>> m;
+  return m;
+}
+
+// Publish the device's current tap set, wait for readers, free the old set.
+// Called with tap_mu held.
+void publish(NetDevice& dev) {
+  const TapList* fresh = nullptr;
+  auto it = attached().find(&dev);
+  if (it != attached().end() && !it->second.empty()) {
+    auto* l = new TapList;
+    for (const auto& t : it->second) l->taps.push_back(t.get());
+    fresh = l;
+  }
+  const TapList* old = dev.taps_head().exchange(fresh, std::memory_order_acq_rel);
+  nf::nf_rcu_synchronize();
+  delete old;
+}
+
+std::unique_ptr<const bpf::Program> load_program(const bpf::Insns& insns, bpf::Engine e, std::string* err) {
+  auto prog = bpf::Program::load(insns, e, err);
+  if (!prog) return nullptr;
+  return std::make_unique<const bpf::Program>(std::move(*prog));
+}
+
+// The tap's part of detaching once it is unpublished and no reader can hold it.
+void finish(void*& pcap, void*& dumper) {
+  if (dumper) {
+    pcap_dump_close(static_cast<pcap_dumper_t*>(dumper));
+    dumper = nullptr;
+  }
+  if (pcap) {
+    pcap_close(static_cast<pcap_t*>(pcap));
+    pcap = nullptr;
+  }
+}
+
+}  // namespace
+
+Tap::~Tap() {
+  if (dumper_) pcap_dump_close(static_cast<pcap_dumper_t*>(dumper_));
+  if (pcap_) pcap_close(static_cast<pcap_t*>(pcap_));
+}
+
+TapCounts Tap::counts() const {
+  TapCounts c;
+  for (unsigned i = 0; i < kMaxCpus; ++i) {
+    c.seen += stats_[i].seen.get();
+    c.received_by_filter += stats_[i].passed.get();
+    c.captured += stats_[i].captured.get();
+    c.dropped += stats_[i].dropped.get();
+  }
+  return c;
+}
+
+// One snapshot into the pcap file. The linear head is written in place; a packet whose
+// snapshot reaches into fragments is gathered first (skb_copy_bits, as tpacket_rcv does).
+bool Tap::write_pcap(const Packet& p, uint32_t snap) const {
+  pcap_pkthdr h;
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);  // ktime_get_real_ts64; vDSO, not a syscall
+  h.ts.tv_sec = ts.tv_sec;
+  h.ts.tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+  h.caplen = snap;
+  h.len = p.len;
+  LockGuard g(write_lock_);
+  const uint8_t* bytes = p.data();
+  if (snap > p.headlen()) {
+    if (snap > copy_buf_len_ || !p.copy_bits(0, copy_buf_.get(), snap)) return false;
+    bytes = copy_buf_.get();
+  }
+  pcap_dump(static_cast<u_char*>(dumper_), &h, bytes);
+  return true;
+}
+
+// mirrors packet_rcv: run_filter gives the snapshot length (0: not for this socket),
+// clipped to the packet; then the packet is queued (here: written or counted), or
+// counted as a drop when the consumer cannot take it.
+void Tap::deliver(Cpu& cpu, const Packet& p, bool outgoing) const {
+  TapCpuStats& s = stats_[cpu.id()];
+  s.seen.add();
+  uint32_t res = p.len;
+  if (const bpf::Program* prog = prog_.load(std::memory_order_acquire)) {
+    // The view holds only what the program reads (Program::view_needs), as cls_bpf does.
+    const uint8_t needs = prog->view_needs();
+    bpf::PacketView v;
+    if (needs != bpf::kViewNeedsNothing) {
+      bpf::view_fill_data(v, p, 14);
+      if (PP_UNLIKELY(needs & bpf::kViewNeedsMeta)) {
+        bpf::DeviceInfo di;
+        if (p.dev) di.ifindex = p.dev->ifindex();
+        bpf::view_fill_meta(v, p, p.dev ? &di : nullptr, cpu.id());
+        // dev_queue_xmit_nit marks its clone PACKET_OUTGOING.
+        if (outgoing) v.meta.pkt_type = kPacketOutgoing;
+      }
+    }
+    res = prog->run(v);
+    if (res == 0) return;
+  }
+  s.passed.add();
+  uint32_t snap = std::min(res, p.len);
+  snap = std::min(snap, spec_.snaplen);
+  // -c N: tcpdump stops reading after N; here the tap stays attached and counts what
+  // passes its filter afterwards as not captured (dropped), so passed = captured + dropped.
+  if (spec_.count != 0 && claimed_.fetch_add(1, std::memory_order_relaxed) >= spec_.count) {
+    s.dropped.add();
+    return;
+  }
+  if (dumper_ && !write_pcap(p, snap)) {
+    s.dropped.add();
+    return;
+  }
+  s.captured.add();
+}
+
+void dev_taps_deliver(Cpu& cpu, const Packet& p, const TapList& list, bool outgoing) {
+  for (const Tap* t : list.taps) t->deliver(cpu, p, outgoing);
+}
+
+void dev_queue_xmit_nit(Cpu& cpu, const Packet& p, NetDevice& dev) {
+  if (const TapList* taps = dev.taps()) dev_taps_deliver(cpu, p, *taps, true);
+}
+
+std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) {
+  if (spec.snaplen == 0) spec.snaplen = kTapDefaultSnaplen;
+  std::shared_ptr<Tap> t = TapAccess::make();
+  Tap& m = TapAccess::mut(t);
+  m.stats_ = std::make_unique<TapCpuStats[]>(kMaxCpus);
+  nf::NfRcuWriterScope rcu_scope;
+  std::lock_guard g(tap_mu());
+  if (spec.has_filter) {
+    m.owned_ = load_program(spec.insns, tc::tc_bpf_engine(), err);
+    if (!m.owned_) return nullptr;
+    m.prog_.store(m.owned_.get(), std::memory_order_release);
+  }
+  // The file last, so that a rejected filter leaves no empty file behind.
+  if (!spec.pcap_path.empty()) {
+    pcap_t* pc = pcap_open_dead(DLT_EN10MB, static_cast<int>(spec.snaplen));
+    if (!pc) {
+      if (err) *err = "pcap_open_dead failed";
+      return nullptr;
+    }
+    m.pcap_ = pc;
+    pcap_dumper_t* d = pcap_dump_open(pc, spec.pcap_path.c_str());
+    if (!d) {
+      if (err) *err = std::string("cannot write ") + spec.pcap_path + ": " + pcap_geterr(pc);
+      return nullptr;  // ~Tap closes pc
+    }
+    m.dumper_ = d;
+    m.copy_buf_len_ = std::min<uint32_t>(spec.snaplen, kTapDefaultSnaplen);
+    m.copy_buf_ = std::make_unique<uint8_t[]>(m.copy_buf_len_);
+  }
+  m.spec_ = std::move(spec);
+  m.dev_ = &dev;
+  attached()[&dev].push_back(t);
+  publish(dev);
+  return t;
+}
+
+TapCounts tap_detach(const std::shared_ptr<Tap>& tap) {
+  if (!tap) return {};
+  {
+    nf::NfRcuWriterScope rcu_scope;
+    std::lock_guard g(tap_mu());
+    Tap& m = TapAccess::mut(tap);
+    if (NetDevice* dev = m.dev_) {
+      auto& v = attached()[dev];
+      v.erase(std::remove(v.begin(), v.end(), tap), v.end());
+      if (v.empty()) attached().erase(dev);
+      publish(*dev);  // waits: no reader holds the tap any more
+      m.dev_ = nullptr;
+    }
+    finish(m.pcap_, m.dumper_);
+  }
+  return tap->counts();
+}
+
+std::vector<std::shared_ptr<Tap>> tap_list(NetDevice& dev) {
+  std::lock_guard g(tap_mu());
+  auto it = attached().find(&dev);
+  return it == attached().end() ? std::vector<std::shared_ptr<Tap>>{} : it->second;
+}
+
+void tap_device_gone(NetDevice& dev) {
+  std::lock_guard g(tap_mu());
+  auto it = attached().find(&dev);
+  if (it != attached().end()) {
+    for (const auto& t : it->second) TapAccess::mut(t).dev_ = nullptr;
+    attached().erase(it);
+  }
+  // No reader runs on a device being destroyed (NetDevice contract): free at once.
+  delete dev.taps_head().exchange(nullptr, std::memory_order_acq_rel);
+}
+
+bool tap_set_bpf_engine(bpf::Engine e, std::string* err) {
+  nf::NfRcuWriterScope rcu_scope;
+  std::lock_guard g(tap_mu());
+  std::vector<std::unique_ptr<const bpf::Program>> old;
+  bool ok = true;
+  for (auto& [dev, taps] : attached())
+    for (const auto& t : taps) {
+      Tap& m = TapAccess::mut(t);
+      if (!m.owned_) continue;
+      auto fresh = load_program(m.spec_.insns, e, err);
+      if (!fresh) {
+        ok = false;
+        continue;
+      }
+      m.prog_.store(fresh.get(), std::memory_order_release);
+      old.push_back(std::move(m.owned_));
+      m.owned_ = std::move(fresh);
+    }
+  if (!old.empty()) nf::nf_rcu_synchronize();
+  return ok;
+}
+
+}  // namespace pktpath
