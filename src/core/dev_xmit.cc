@@ -3,6 +3,7 @@
 // (bypass when empty, else enqueue and run). The qdisc run loop is in sch_generic.cc.
 #include "core/dev_xmit.h"
 
+#include "sched/clsact_inline.h"
 #include "sched/sch_generic.h"
 
 namespace pktpath {
@@ -172,9 +173,16 @@ PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
   EgressHookFn hook = kHookPoint ? dev.egress_hook() : nullptr;
   if (PP_UNLIKELY(hook != nullptr)) {
     tls_skip_txqueue = false;
-    tls_hook_rc = NET_XMIT_SUCCESS;
-    p = hook(cpu, p, dev, dev.egress_ctx());
-    if (!p) return tls_hook_rc;
+    if (PP_LIKELY(hook == &tc::dev_egress_tc_only)) {
+      // tc alone: sch_handle_egress called directly, as __dev_queue_xmit does.
+      int rc = NET_XMIT_SUCCESS;
+      p = tc::tc_egress_run(cpu, p, dev, &rc);
+      if (!p) return rc;
+    } else {
+      tls_hook_rc = NET_XMIT_SUCCESS;
+      p = hook(cpu, p, dev, dev.egress_ctx());
+      if (!p) return tls_hook_rc;
+    }
     if (PP_UNLIKELY(tls_skip_txqueue)) {
       if (p->queue_mapping >= dev.real_num_tx_queues()) p->queue_mapping = 0;
       txq = &dev.txq(p->queue_mapping);

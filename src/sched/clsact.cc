@@ -1,5 +1,6 @@
 // clsact and the tc hook points (net/sched/sch_ingress.c, net/core/dev.c).
 #include "sched/clsact.h"
+#include "sched/clsact_inline.h"
 
 #include <arpa/inet.h>
 
@@ -19,8 +20,6 @@
 namespace pktpath::tc {
 
 namespace {
-
-thread_local bool tls_nf_skip_egress = false;
 
 // Writer-side state of one device: the clsact's filters in run order and its counters,
 // plus whether netfilter egress is in use. Lives in NetDevice::hooks_state().
@@ -141,78 +140,6 @@ const char* dir_name(Dir d) { return d == Dir::Egress ? "egress" : "ingress"; }
 bool tc_nf_skip_egress() { return tls_nf_skip_egress; }
 void tc_set_nf_skip_egress(bool on) { tls_nf_skip_egress = on; }
 
-namespace {
-
-// mirrors __tcf_classify (inlined into the hooks: it runs for every packet)
-PP_ALWAYS_INLINE int classify_inline(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
-  const BpfFilter* const* first = mq.filters.data();
-  const size_t n = mq.filters.size();
-  int limit = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const BpfFilter* f = first[i];
-    const uint16_t proto = f->spec().protocol;
-    if (proto != kEthPAll && htons(proto) != p->protocol) continue;
-    const int err = f->classify(ctx, p, res);
-    if (PP_UNLIKELY(err == TC_ACT_RECLASSIFY)) {
-      if (limit++ >= 16) return TC_ACT_SHOT;  // reclassify loop
-      i = static_cast<size_t>(-1);
-      continue;
-    }
-    if (err >= 0) return err;
-  }
-  return TC_ACT_UNSPEC;
-}
-
-// mirrors sch_handle_egress (kIngress false) and sch_handle_ingress (true): they differ
-// only in the return codes, the drop reason, and what a redirect may do (classic BPF
-// sets no redirect target, so the kernel drops such a packet on both sides).
-template <bool kIngress>
-PP_ALWAYS_INLINE Packet* handle_inline(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
-  constexpr int kOk = kIngress ? NET_RX_SUCCESS : NET_XMIT_SUCCESS;
-  constexpr int kDrop = kIngress ? NET_RX_DROP : NET_XMIT_DROP;
-  constexpr DropReason kWhy = kIngress ? DropReason::TC_INGRESS : DropReason::TC_EGRESS;
-  mq.qstats->count(cpu, p);
-  TcResult res;
-  int verdict;
-  if (mq.only_da) {
-    // A direct-action verdict is never RECLASSIFY (cls_bpf_da_opcode): no loop either.
-    verdict = mq.only_da->classify(TcContext{cpu, kIngress}, p, res);
-  } else {
-    const bool saved_skip = tls_nf_skip_egress;
-    tls_nf_skip_egress = true;
-    verdict = classify_inline(TcContext{cpu, kIngress}, p, mq, res);
-    tls_nf_skip_egress = saved_skip;
-  }
-  if (PP_LIKELY(verdict == TC_ACT_OK)) {
-    p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
-    return p;
-  }
-  switch (verdict) {
-    case TC_ACT_OK:
-    case TC_ACT_RECLASSIFY:
-      p->tc_index = static_cast<uint16_t>(tc_h_min(res.classid));
-      return p;
-    case TC_ACT_SHOT:
-    case TC_ACT_REDIRECT:
-      mq.qstats->at(cpu).drops.add();
-      *rc = kDrop;
-      cpu.free_reason(p, kWhy);
-      return nullptr;
-    case TC_ACT_STOLEN:
-    case TC_ACT_QUEUED:
-    case TC_ACT_TRAP:
-      *rc = kOk;
-      cpu.free(p);  // consumed, not a drop
-      return nullptr;
-    case TC_ACT_CONSUMED:
-      *rc = kOk;
-      return nullptr;
-    default:
-      return p;
-  }
-}
-
-}  // namespace
 
 int tcf_classify(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
   return classify_inline(ctx, p, mq, res);
@@ -226,17 +153,6 @@ Packet* sch_handle_ingress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
   return handle_inline<true>(cpu, p, mq, rc);
 }
 
-namespace {
-PP_ALWAYS_INLINE Packet* tc_egress_inline(Cpu& cpu, Packet* p, NetDevice& dev) {
-  const Miniq* mq = dev.tc_egress().load(std::memory_order_acquire);
-  if (mq) {
-    int rc = NET_XMIT_SUCCESS;
-    p = handle_inline<false>(cpu, p, *mq, &rc);
-    if (!p) netdev_xmit_hook_rc(rc);
-  }
-  return p;
-}
-}  // namespace
 
 // The egress hook: netfilter egress (unless tc redirected the packet here), then tc.
 Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
@@ -248,12 +164,20 @@ Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
       return nullptr;
     }
   }
-  return tc_egress_inline(cpu, p, dev);
+  int rc = NET_XMIT_SUCCESS;
+  p = tc_egress_run(cpu, p, dev, &rc);
+  if (!p) netdev_xmit_hook_rc(rc);
+  return p;
 }
 
 // The egress hook of a device on which netfilter egress was never enabled (the resolver
 // enables it before a chain can be registered): tc alone, without the netfilter check.
-Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void*) { return tc_egress_inline(cpu, p, dev); }
+Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
+  int rc = NET_XMIT_SUCCESS;
+  p = tc_egress_run(cpu, p, dev, &rc);
+  if (!p) netdev_xmit_hook_rc(rc);
+  return p;
+}
 
 // --- configuration.
 
