@@ -164,10 +164,7 @@ Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
       return nullptr;
     }
   }
-  int rc = NET_XMIT_SUCCESS;
-  p = tc_egress_run(cpu, p, dev, &rc);
-  if (!p) netdev_xmit_hook_rc(rc);
-  return p;
+  return dev_egress_tc_only(cpu, p, dev, nullptr);
 }
 
 // The egress hook of a device on which netfilter egress was never enabled (the resolver

@@ -6,18 +6,6 @@ namespace pktpath {
 
 namespace {
 
-// Big-endian stores as single 16/32-bit writes (byte-wise writes read back as words
-// would defeat store forwarding).
-void put16(uint8_t* p, uint16_t v) {
-  uint16_t be = __builtin_bswap16(v);
-  std::memcpy(p, &be, 2);
-}
-void put32(uint8_t* p, uint32_t v) {
-  uint32_t be = __builtin_bswap32(v);
-  std::memcpy(p, &be, 4);
-}
-
-// One's-complement fold of a 32-bit-or-wider sum to 16 bits, complemented.
 constexpr uint16_t kTtlProto = (32 << 8) | 17;  // ttl 32, UDP
 
 // Adds `mc` to the low four bytes of a MAC (with carry into the fifth), as pktgen does
@@ -183,31 +171,31 @@ uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenS
   const uint32_t total = pktgen_frame_len(st);
   const uint32_t datalen = total - kPktgenHeadersLen;
   std::memcpy(eth, st.hh.data(), 12);
-  put16(eth + 12, 0x0800);
+  pktgen_put16(eth + 12, 0x0800);
 
   // IPv4 header; its checksum is summed from the field values, not read back.
   uint8_t* ip = eth + 14;
   const uint16_t ver_tos = static_cast<uint16_t>(0x4500 | cfg.tos);
   const uint16_t tot_len = static_cast<uint16_t>(20 + 8 + datalen);
   const uint64_t sum = pktgen_ip_sum_without_id(cfg, st) + id;
-  put16(ip, ver_tos);
-  put16(ip + 2, tot_len);
-  put16(ip + 4, id);
-  put16(ip + 6, 0);
-  put16(ip + 8, kTtlProto);
-  put16(ip + 10, pktgen_fold_checksum(sum));
-  put32(ip + 12, st.cur_saddr);
-  put32(ip + 16, st.cur_daddr);
+  pktgen_put16(ip, ver_tos);
+  pktgen_put16(ip + 2, tot_len);
+  pktgen_put16(ip + 4, id);
+  pktgen_put16(ip + 6, 0);
+  pktgen_put16(ip + 8, kTtlProto);
+  pktgen_put16(ip + 10, pktgen_fold_checksum(sum));
+  pktgen_put32(ip + 12, st.cur_saddr);
+  pktgen_put32(ip + 16, st.cur_daddr);
 
   uint8_t* udp = ip + 20;
-  put16(udp, st.cur_udp_src);
-  put16(udp + 2, st.cur_udp_dst);
-  put16(udp + 4, static_cast<uint16_t>(8 + datalen));
-  put16(udp + 6, 0);
+  pktgen_put16(udp, st.cur_udp_src);
+  pktgen_put16(udp + 2, st.cur_udp_dst);
+  pktgen_put16(udp + 4, static_cast<uint16_t>(8 + datalen));
+  pktgen_put16(udp + 6, 0);
 
   uint8_t* pgh = udp + 8;
-  put32(pgh, kPktgenMagic);
-  put32(pgh + 4, st.seq_num);
+  pktgen_put32(pgh, kPktgenMagic);
+  pktgen_put32(pgh + 4, st.seq_num);
   pktgen_put_timestamp(pgh + 8, cfg, realtime_ns);
   // skb_put_zero of the payload; short pads (60-byte frames have 2 bytes) inline.
   const uint32_t pad = datalen - kPktgenHdrLen;
@@ -222,7 +210,7 @@ uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenS
     uint32_t seed = (st.cur_saddr >> 16) + (st.cur_saddr & 0xffff) + (st.cur_daddr >> 16) +
                     (st.cur_daddr & 0xffff) + 17 + 8 + datalen;
     uint16_t c = inet_checksum(udp, 8 + datalen, seed);
-    put16(udp + 6, c == 0 ? 0xffff : c);
+    pktgen_put16(udp + 6, c == 0 ? 0xffff : c);
   }
   return total;
 }
@@ -235,11 +223,11 @@ uint64_t pktgen_ip_sum_without_id(const PktgenConfig& cfg, const PktgenState& st
 
 void pktgen_put_timestamp(uint8_t* p, const PktgenConfig& cfg, uint64_t realtime_ns) {
   if (cfg.flags & F_NO_TIMESTAMP) {
-    put32(p, 0);
-    put32(p + 4, 0);
+    pktgen_put32(p, 0);
+    pktgen_put32(p + 4, 0);
   } else {
-    put32(p, static_cast<uint32_t>(realtime_ns / 1'000'000'000ull));
-    put32(p + 4, static_cast<uint32_t>(realtime_ns % 1'000'000'000ull / 1000));
+    pktgen_put32(p, static_cast<uint32_t>(realtime_ns / 1'000'000'000ull));
+    pktgen_put32(p + 4, static_cast<uint32_t>(realtime_ns % 1'000'000'000ull / 1000));
   }
 }
 

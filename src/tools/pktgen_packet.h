@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "core/cpu.h"
 #include "core/packet.h"
@@ -60,6 +61,17 @@ inline void pktgen_set_meta(Packet* p, const PktgenConfig& cfg, const PktgenStat
   p->queue_mapping = st.cur_queue_map;
   p->priority = cfg.skb_priority;
   p->pkt_type = PACKET_HOST;
+}
+
+// Big-endian stores as single 16/32-bit writes (byte-wise writes read back as words
+// would defeat store forwarding).
+inline void pktgen_put16(uint8_t* p, uint16_t v) {
+  v = __builtin_bswap16(v);
+  std::memcpy(p, &v, 2);
+}
+inline void pktgen_put32(uint8_t* p, uint32_t v) {
+  v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
 }
 
 // One's-complement fold of a wide sum to 16 bits, complemented (csum_fold).

@@ -36,11 +36,11 @@ class PktgenTemplate {
     uint8_t* eth = p->data();
     std::memcpy(eth, bytes_, kBytes);  // beyond len_ only into the buffer's tailroom
     const uint16_t id = st.ip_id++;
-    put_be16(eth + kIdOff, id);
+    pktgen_put16(eth + kIdOff, id);
     // sum16_ + id < 2^17: one fold brings it to 16 bits.
     const uint32_t sum = sum16_ + id;
-    put_be16(eth + kCsumOff, static_cast<uint16_t>(~((sum & 0xffff) + (sum >> 16))));
-    put_be32(eth + kSeqOff, st.seq_num);
+    pktgen_put16(eth + kCsumOff, static_cast<uint16_t>(~((sum & 0xffff) + (sum >> 16))));
+    pktgen_put32(eth + kSeqOff, st.seq_num);
     if (timestamps_) pktgen_put_timestamp(eth + kSeqOff + 4, cfg, realtime_ns);
     return p;
   }
@@ -50,14 +50,6 @@ class PktgenTemplate {
   static constexpr uint32_t kCsumOff = 14 + 10;
   static constexpr uint32_t kSeqOff = kPktgenHeadersLen + 4;
 
-  static void put_be16(uint8_t* p, uint16_t v) {
-    v = __builtin_bswap16(v);
-    std::memcpy(p, &v, 2);
-  }
-  static void put_be32(uint8_t* p, uint32_t v) {
-    v = __builtin_bswap32(v);
-    std::memcpy(p, &v, 4);
-  }
   alignas(32) uint8_t bytes_[kBytes] = {};
   // The packets' cleared block: length, protocol, queue, priority, device (pktgen_set_meta).
   alignas(32) uint8_t head_[Packet::kClearedBytes] = {};

@@ -8,15 +8,12 @@
 
 #include "bpf/parse.h"
 #include "bpf_test_util.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath::bpf {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr size_t kSyntheticPackets = 3000;
-#else
-constexpr size_t kSyntheticPackets = 20000;
-#endif
+constexpr size_t kSyntheticPackets = pktpath::testing::scaled<size_t>(20000, 3000);
 
 const char* const kExpressions[] = {
     "ip", "ip6", "arp", "vlan", "vlan and ip", "vlan 100 or vlan 200", "tcp", "udp", "icmp",

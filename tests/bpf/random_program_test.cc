@@ -7,15 +7,12 @@
 
 #include "bpf/check.h"
 #include "bpf_test_util.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath::bpf {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kPrograms = 1000;
-#else
-constexpr int kPrograms = 5000;
-#endif
+constexpr int kPrograms = pktpath::testing::scaled<int>(5000, 1000);
 constexpr int kPacketsPerProgram = 20;  // 100k pairs in release
 
 class Gen {

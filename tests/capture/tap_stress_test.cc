@@ -8,15 +8,12 @@
 
 #include "capture_fixture.h"
 #include "netfilter/nf_rcu.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath::testing {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kRounds = 150;
-#else
-constexpr int kRounds = 1500;
-#endif
+constexpr int kRounds = pktpath::testing::scaled<int>(1500, 150);
 
 class TapStress : public CaptureFixture {};
 

@@ -8,6 +8,7 @@
 
 #include "core/cpu.h"
 #include "core/packet_pool.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath {
 namespace {
@@ -75,11 +76,7 @@ TEST(BacklogTest, DestructorDrainsTheQueue) {
 // consumer Cpu's backlog; the consumer frees them remotely; the producer flushes its
 // defer list in its loop. Every packet comes back exactly once.
 TEST(BacklogStress, RemoteConsumerReturnsEveryPacket) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  constexpr uint64_t kTotal = 100'000;
-#else
-  constexpr uint64_t kTotal = 2'000'000;
-#endif
+constexpr uint64_t kTotal = pktpath::testing::scaled<uint64_t>(2'000'000, 100'000);
   PacketPool pool(PacketPool::Options{.capacity = 8192});
   Cpu producer(pool);
   Cpu consumer(pool);

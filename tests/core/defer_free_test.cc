@@ -10,6 +10,7 @@
 
 #include "core/cpu.h"
 #include "core/packet_pool.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath {
 namespace {
@@ -106,11 +107,7 @@ TEST(DeferFreeTest, SharedPacketDefersOnlyOnLastUser) {
 // N threads free packets allocated by one owner, which flushes in its loop. Every packet
 // must come back exactly once (the pool aborts on overflow; distinctness checked).
 TEST(DeferFreeStress, ManyThreadsToOneOwner) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  constexpr uint64_t kTotal = 100'000;
-#else
-  constexpr uint64_t kTotal = 2'000'000;
-#endif
+constexpr uint64_t kTotal = pktpath::testing::scaled<uint64_t>(2'000'000, 100'000);
   constexpr int kThreads = 3;
   PacketPool pool(PacketPool::Options{.capacity = 4096});
   Cpu owner(pool, Cpu::Options{.defer_max = 64});

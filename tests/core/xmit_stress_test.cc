@@ -10,15 +10,12 @@
 #include <vector>
 
 #include "xmit_fixture.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath::testing {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr uint64_t kPerThread = 20000;
-#else
-constexpr uint64_t kPerThread = 1000000;
-#endif
+constexpr uint64_t kPerThread = pktpath::testing::scaled<uint64_t>(1000000, 20000);
 
 struct StressCase {
   const char* name;

@@ -12,15 +12,12 @@
 #include "netfilter/nf_hooks.h"
 #include "netfilter/nf_rcu.h"
 #include "nf_test_util.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath::nf {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kReplacements = 2000;
-#else
-constexpr int kReplacements = 10000;
-#endif
+constexpr int kReplacements = pktpath::testing::scaled<int>(10000, 2000);
 
 // Hook private data that is freed right after each replacement: a reader still using it
 // after the grace period would be a use-after-free.

@@ -9,15 +9,12 @@
 
 #include "netfilter/nf_rcu.h"
 #include "tc_fixture.h"
+#include "sanitizer_scale.h"
 
 namespace pktpath::testing {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kReplacements = 1000;
-#else
-constexpr int kReplacements = 10000;
-#endif
+constexpr int kReplacements = pktpath::testing::scaled<int>(10000, 1000);
 
 class TcStress : public TcFixture {};
 
