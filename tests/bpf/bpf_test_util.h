@@ -4,8 +4,6 @@
 
 #include <pcap/pcap.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -20,21 +18,10 @@
 
 namespace pktpath::bpf::testing {
 
-// The project's shared test data (../shared beside the repository, or $PKTPATH_SHARED_DIR).
-inline std::string shared_dir() {
-  const char* env = std::getenv("PKTPATH_SHARED_DIR");
-  return env && *env ? env : PKTPATH_SHARED_DIR;
+// The conformance vectors and captures under tests/data/conformance.
+inline std::string data_path(const std::string& rel) {
+  return std::string(PKTPATH_TEST_DATA_DIR) + "/conformance/" + rel;
 }
-inline std::string shared_path(const std::string& rel) { return shared_dir() + "/" + rel; }
-inline bool shared_available() { return std::filesystem::is_directory(shared_path("conformance")); }
-
-// Tests that read the conformance data skip, naming the folder, when it is not there
-// (a clone without ../shared beside it); .ci/run warns about that case too.
-#define PP_REQUIRE_SHARED_DATA()                                                     \
-  if (!::pktpath::bpf::testing::shared_available())                                  \
-  GTEST_SKIP() << "conformance data not found at "                                   \
-               << ::pktpath::bpf::testing::shared_path("conformance")                \
-               << " (set PKTPATH_SHARED_DIR)"
 
 inline nlohmann::json load_json(const std::string& path) {
   std::ifstream f(path);

@@ -26,7 +26,7 @@ Out run(std::vector<std::string> args) {
 }
 
 std::string capture(const std::string& name) {
-  return testing::shared_path("conformance/libpcap-apply/captures/" + name);
+  return testing::data_path("libpcap-apply/captures/" + name);
 }
 
 TEST(BpfCli, CheckAcceptsAndRejects) {
@@ -49,7 +49,6 @@ TEST(BpfCli, CheckAcceptsAndRejects) {
 }
 
 TEST(BpfCli, UsageErrorsExitTwo) {
-  PP_REQUIRE_SHARED_DATA();
   EXPECT_EQ(run({}).rc, 2);
   EXPECT_EQ(run({"check"}).rc, 2);                                            // no SRC
   EXPECT_EQ(run({"check", "--bytecode", "1,6 0 0 0", "--expr", "ip"}).rc, 2);  // two SRCs
@@ -85,7 +84,6 @@ TEST(BpfCli, DumpListsAndDisassembles) {
 }
 
 TEST(BpfCli, RunMatchesLibpcapOnCaptures) {
-  PP_REQUIRE_SHARED_DATA();
   // Ethernet pcap, a pcapng file and a non-Ethernet link type (compiled for the file's DLT).
   for (const char* file : {"vrrp.pcap", "rarp_req_reply.pcapng", "slip-bad-direction.pcap"}) {
     for (const char* engine : {"switch", "threaded", "jit"}) {
@@ -113,7 +111,6 @@ TEST(BpfCli, RunMatchesLibpcapOnCaptures) {
 }
 
 TEST(BpfCli, RunErrors) {
-  PP_REQUIRE_SHARED_DATA();
   Out o = run({"run", "--expr", "ip", "--pcap", "/nonexistent.pcap"});
   EXPECT_EQ(o.rc, 1);
   o = run({"run", "--bytecode", "1,6 0 0 1", "--pcap", capture("vrrp.pcap"), "--engine", "jit"});
@@ -125,7 +122,6 @@ TEST(BpfCli, RunErrors) {
 }
 
 TEST(BpfCli, BenchJson) {
-  PP_REQUIRE_SHARED_DATA();
   Out o = run({"bench", "--expr", "net 192.168.2.0/24", "--synthetic", "20000", "--engine", "switch",
                "--json", "--runs", "3"});
   ASSERT_EQ(o.rc, 0) << o.err;

@@ -1,4 +1,4 @@
-// Every classic test of Linux lib/test_bpf.c (../shared/conformance/cbpf/test_bpf.json)
+// Every classic test of Linux lib/test_bpf.c (tests/data/conformance/cbpf/test_bpf.json)
 // on every engine, with the packet and skb metadata the kernel harness builds.
 //
 // Policy for "BPF_MAXINSNS: jump over MSH": the kernel rejects it only while translating
@@ -49,8 +49,7 @@ PacketMeta meta_of(const json& m) {
 }
 
 TEST(BpfConformance, KernelTestBpfClassic) {
-  PP_REQUIRE_SHARED_DATA();
-  json doc = testing::load_json(testing::shared_path("conformance/cbpf/test_bpf.json"));
+  json doc = testing::load_json(testing::data_path("cbpf/test_bpf.json"));
   ASSERT_EQ(doc["tests"].size(), 134u);
   const PacketMeta meta = meta_of(doc["skb_metadata"]);
   int passed = 0, failed = 0, skipped = 0, rejected_ok = 0, cases = 0;
@@ -128,8 +127,7 @@ TEST(BpfConformance, KernelTestBpfClassic) {
 
 // The policy test is exactly the one the classic checker accepts.
 TEST(BpfConformance, JumpOverMshPolicy) {
-  PP_REQUIRE_SHARED_DATA();
-  json doc = testing::load_json(testing::shared_path("conformance/cbpf/test_bpf.json"));
+  json doc = testing::load_json(testing::data_path("cbpf/test_bpf.json"));
   for (const json& t : doc["tests"]) {
     if (!t["expect_reject"].get<bool>()) continue;
     CheckResult r = check_program(insns_of(t));

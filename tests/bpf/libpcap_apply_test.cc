@@ -1,4 +1,4 @@
-// libpcap's own filter-apply cases (../shared/conformance/libpcap-apply/): each
+// libpcap's own filter-apply cases (tests/data/conformance/libpcap-apply/): each
 // expression compiled by Debian's libpcap for its capture's link type and snapshot
 // length must give, on every engine, exactly what libpcap's bpf_filter gives.
 #include <arpa/inet.h>
@@ -14,8 +14,7 @@ namespace pktpath::bpf {
 namespace {
 
 TEST(BpfLibpcapApply, EnginesEqualLibpcap) {
-  PP_REQUIRE_SHARED_DATA();
-  nlohmann::json cases = testing::load_json(testing::shared_path("conformance/libpcap-apply/apply.json"));
+  nlohmann::json cases = testing::load_json(testing::data_path("libpcap-apply/apply.json"));
   ASSERT_EQ(cases.size(), 185u);
   std::map<std::string, PacketSet> files;
   int passed = 0, failed = 0, skipped = 0, rejected = 0, same_as_upstream = 0;
@@ -24,12 +23,12 @@ TEST(BpfLibpcapApply, EnginesEqualLibpcap) {
     if (!files.count(file)) {
       PacketSet s;
       std::string err;
-      ASSERT_TRUE(read_pcap(testing::shared_path("conformance/libpcap-apply/captures/" + file), &s, &err)) << err;
+      ASSERT_TRUE(read_pcap(testing::data_path("libpcap-apply/captures/" + file), &s, &err)) << err;
       files.emplace(file, std::move(s));
     }
     const PacketSet& set = files.at(file);
     CompileOptions opt;
-    opt.savefile = testing::shared_path("conformance/libpcap-apply/captures/" + file);
+    opt.savefile = testing::data_path("libpcap-apply/captures/" + file);
     if (c.contains("netmask")) {
       in_addr a{};
       ASSERT_EQ(inet_pton(AF_INET, c["netmask"].get<std::string>().c_str(), &a), 1);
