@@ -1,5 +1,5 @@
 // `pktpath bpf check|dump|run|bench SRC ...` — the classic BPF machine from the command
-// line (DESIGN.md contract):
+// line (the contract in docs/cli.md):
 //   SRC := --bytecode 'N,c jt jf k,...' | --bytecode-file F | --expr 'pcap filter'
 //   check SRC                 exit 0 valid, 1 rejected (reason on stderr)
 //   dump  SRC                 -ddd listing, then a tcpdump -d style disassembly
