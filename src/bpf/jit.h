@@ -1,4 +1,4 @@
-// The x86-64 JIT for classic BPF (issue 5): a checked program becomes one straight-line
+// The x86-64 JIT for classic BPF: a checked program becomes one straight-line
 // machine-code image (xbyak), mapped W^X — written while read+write, then switched to
 // read+execute, never both. Program::load(…, Engine::Jit) uses it; when the JIT cannot
 // compile a program, the program runs on the threaded engine and says why

@@ -8,7 +8,7 @@
 //   Switch    the plain reference interpreter over the raw instructions;
 //   Threaded  computed-goto threaded code, decoded once at load (handler address plus
 //             pre-resolved operands; one indirect jump per instruction — document 003);
-//   Jit       x86-64 code (issue 5, bpf/jit.h); a program the JIT cannot compile runs on
+//   Jit       x86-64 code (bpf/jit.h); a program the JIT cannot compile runs on
 //             the threaded engine instead: engine() says Threaded and
 //             jit_fallback_reason() why.
 //

@@ -1,5 +1,5 @@
 // The `pktpath run` script language: lines in the kernel tools' syntax (ip, tc), plus
-// `sleep` and the interim `send`, '#' comments. Parsing is separate from execution so
+// `sleep` and `send`, '#' comments. Parsing is separate from execution so
 // a whole script is checked before anything is applied.
 #pragma once
 
@@ -62,7 +62,8 @@ struct TcQdiscShow {
 struct SleepCmd {
   uint64_t ns = 0;
 };
-// Interim traffic source until pktgen lands: `send dev D count N [size S] [threads T]`.
+// A plain fixed-count traffic source (pktgen is the full one):
+// `send dev D count N [size S] [threads T]`.
 struct SendCmd {
   std::string dev;
   uint64_t count = 0;

@@ -1,4 +1,4 @@
-// Script lines handled outside the core runner (issue 6): `tc qdisc add|del dev D clsact`,
+// Script lines handled outside the core runner: `tc qdisc add|del dev D clsact`,
 // `tc filter ...`, `tc [-s] filter show ...` (script_tc_filter.cc) and `nft ...`
 // (script_nft.cc). The runner's parser asks parse_ext_command first; a line it takes
 // becomes an ExtCommand that executes itself against the runner.

@@ -52,7 +52,7 @@ PP_ALWAYS_INLINE Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice&
   return nullptr;
 }
 
-// For an egress hook (tc skbedit queue_mapping, issue 6): use p->queue_mapping as the tx
+// For an egress hook (tc skbedit queue_mapping): use p->queue_mapping as the tx
 // queue instead of picking one (netdev_xmit_skip_txqueue).
 void netdev_xmit_skip_txqueue(bool skip);
 

@@ -5,7 +5,7 @@
 //  - Configuration (name, MTU, queue counts, qdisc pointers, up/down) is changed only by
 //    the control thread while no datapath thread transmits on the device (the script
 //    runner's lines run one after the other; traffic threads are joined in between).
-//    RCU-style changes under traffic come with the hooks issue.
+//    The tc/netfilter hook pointers below are the exception: they change under traffic.
 //  - TxQueue::state (stopped) is atomic: drivers stop a queue from the xmit path, any
 //    thread may wake it (netif_tx_wake_queue schedules the queue's qdisc on the waker's Cpu).
 //  - Per-Cpu statistics are single-writer per Cpu slot; any thread may read the sums.
@@ -91,13 +91,13 @@ struct DevStatsSum {
   uint64_t rx_packets = 0, rx_bytes = 0, rx_dropped = 0;
 };
 
-// Owner of a device's hook configuration on the writer side (sched/tc_hooks.cc); the
+// Owner of a device's hook configuration on the writer side (sched/clsact.cc); the
 // device destroys it with itself.
 struct DevHooksState {
   virtual ~DevHooksState() = default;
 };
 
-// The egress hook point (tc egress / netfilter egress attach here in a later issue).
+// The egress hook point (tc egress and netfilter egress attach here).
 // Returns the packet to continue with it, or nullptr when the hook consumed it (and
 // accounted for it: freed with a reason, redirected, stolen).
 using EgressHookFn = Packet* (*)(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
@@ -167,7 +167,7 @@ class NetDevice {
   void set_flag(uint32_t f, bool on) { flags_ = on ? (flags_ | f) : (flags_ & ~f); }
 
   // --- egress hook: one predictable branch in dev_queue_xmit when nothing is attached.
-  // Atomic because hooks may be attached while senders run (issue 6); the relaxed load
+  // Atomic because hooks may be attached while senders run; the relaxed load
   // is a plain load on x86. set_egress_hook publishes ctx before fn.
   EgressHookFn egress_hook() const { return egress_hook_.load(std::memory_order_acquire); }
   void* egress_ctx() const { return egress_ctx_.load(std::memory_order_relaxed); }

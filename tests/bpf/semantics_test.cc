@@ -117,7 +117,7 @@ TEST(BpfSemantics, BatchRunEqualsSingleRuns) {
     p->run_batch(set.views(), out.data());
     for (size_t i = 0; i < set.size(); ++i) EXPECT_EQ(out[i], p->run(set.views()[i]));
   }
-  auto j = Program::load(prog, Engine::Jit, &err);  // the JIT is real now (issue 5)
+  auto j = Program::load(prog, Engine::Jit, &err);
   ASSERT_TRUE(j) << err;
   EXPECT_EQ(j->engine(), Engine::Jit);
 }
