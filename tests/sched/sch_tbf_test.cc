@@ -1,0 +1,62 @@
+// tbf (sch_tbf.cc): rate on a virtual clock, options and the latency-derived limit.
+#include <gtest/gtest.h>
+
+#include "core/clock.h"
+#include "qdisc_unit.h"
+
+namespace pktpath::testing {
+namespace {
+
+// tbf: over one simulated second at 1 Mbit/s the bytes sent must be within 1% of
+// rate * 1 s + burst, with the watchdog (a Cpu timer) driving the qdisc.
+TEST_F(QdiscUnit, TbfRateWithinOnePercentOnVirtualClock) {
+  VirtualClock clock(1'000'000'000);
+  cpu.set_clock(&clock);
+  NetDevice* d = make("tb", "dummy");
+  TbfOptions o;
+  o.rate_bytes_ps = 125000;  // 1 Mbit/s
+  o.burst = 1500;
+  o.limit = 1'000'000;
+  o.limit_set = true;
+  tc(d, QdiscOp::Add, "tbf", o);
+  Qdisc* q = d->qdisc();
+  // Keep the queue busy with 1000-byte packets for the whole second.
+  for (uint32_t i = 0; i < 600; ++i) send(d, i, 1000);
+  const uint64_t start_bytes = d->stats_sum().tx_bytes;
+  for (int step = 0; step < 100000; ++step) {  // 10 us steps
+    clock.advance(10'000);
+    cpu.run_pending();
+  }
+  const uint64_t bytes = d->stats_sum().tx_bytes - start_bytes;
+  const double expect = 125000.0;
+  EXPECT_NEAR(static_cast<double>(bytes), expect, expect * 0.01) << "bytes " << bytes;
+  EXPECT_GT(q->stats().overlimits, 0u);
+  EXPECT_GT(q->qlen(), 0u);
+  // Packets larger than the bucket can never leave: dropped at enqueue.
+  send(d, 9999, 1600);
+  EXPECT_EQ(q->stats().drops, 1u);
+  std::string err;
+  ASSERT_TRUE(table.set_up(*d, false, err));
+  cpu.set_clock(nullptr);
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+TEST_F(QdiscUnit, TbfOptionsAndLatencyDerivedLimit) {
+  dev_ = make("u0", "testdrv", 1, 1000, false);
+  std::string err;
+  TbfOptions o;
+  EXPECT_EQ(qdisc_create(*dev_, "tbf", o, err), nullptr);
+  o.rate_bytes_ps = 125000;
+  o.burst = 1500;
+  EXPECT_EQ(qdisc_create(*dev_, "tbf", o, err), nullptr);  // neither limit nor latency
+  o.latency_ns = 50'000'000;
+  o.latency_set = true;
+  auto q = qdisc_create(*dev_, "tbf", o, err);
+  ASSERT_NE(q, nullptr) << err;
+  QdiscDump dmp;
+  q->dump(dmp);
+  EXPECT_EQ(dmp.text, "rate 1Mbit burst 1500b lat 50ms ");
+}
+
+}  // namespace
+}  // namespace pktpath::testing
