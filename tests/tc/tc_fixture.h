@@ -52,4 +52,7 @@ class TcFixture : public XmitFixture {
   uint64_t rx(NetDevice* d) const { return d->stats_sum().rx_packets; }
 };
 
+// The suite name of the clsact, cls_bpf and action tests (one fixture type for all files).
+class TcTest : public TcFixture {};
+
 }  // namespace pktpath::testing

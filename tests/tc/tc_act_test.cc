@@ -1,0 +1,140 @@
+// tc actions (src/sched/tc_act.cc): gact verdicts, skbedit, mirred redirect and mirror,
+// the redirect nesting limit.
+#include <gtest/gtest.h>
+
+#include "tc_fixture.h"
+
+namespace pktpath::testing {
+namespace {
+
+using tc::Dir;
+
+TEST_F(TcTest, GactVerdicts) {
+  struct Row {
+    int verdict;
+    bool transmitted;
+    bool next_filter_runs;
+  } rows[] = {
+      {tc::TC_ACT_OK, true, false},
+      {tc::TC_ACT_SHOT, false, false},
+      {tc::TC_ACT_PIPE, true, false},     // PIPE ends the pipeline with PIPE: not UNSPEC
+      {tc::TC_ACT_UNSPEC, false, true},   // continue: next filter (which drops)
+  };
+  int n = 0;
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.verdict);
+    NetDevice* d = make("g" + std::to_string(n++), "dummy");
+    clsact(d);
+    auto a = std::make_shared<tc::GactAction>(r.verdict);
+    filter(d, Dir::Egress, spec(ret_prog(-1), false, 1, {a}));
+    filter(d, Dir::Egress, spec(ret_prog(2), true, 2));
+    send(d, 0);
+    EXPECT_EQ(tx(d), r.transmitted ? 1u : 0u);
+    uint64_t second = 0;
+    tc::filter_walk(*d, Dir::Egress, [&](const tc::BpfFilter& f) {
+      if (f.pref() == 2) second = f.stats.sum().packets;
+    });
+    EXPECT_EQ(second, r.next_filter_runs ? 1u : 0u);
+    EXPECT_EQ(a->stats.sum().packets, 1u);
+  }
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+TEST_F(TcTest, SkbeditSetsFieldsAndPipes) {
+  tc::SkbeditAction::Params pa;
+  pa.queue_mapping = 3;
+  pa.priority = 0x10002;
+  pa.mark = 42;
+  tc::SkbeditAction a(pa);
+  Packet* p = cpu.alloc();
+  p->put(60);
+  tc::TcResult res;
+  EXPECT_EQ(a.act(tc::TcContext{cpu, true}, p, res), tc::TC_ACT_PIPE);
+  EXPECT_EQ(p->queue_mapping, 3);
+  EXPECT_EQ(p->priority, 0x10002u);
+  EXPECT_EQ(p->mark, 42u);
+  EXPECT_EQ(a.stats.sum().packets, 1u);
+  cpu.free(p);
+}
+
+TEST_F(TcTest, SkbeditMarkReachesDriverAndQueueMappingChoosesQueue) {
+  NetDevice* d = make("foo", "testdrv", 4);
+  testdrv_state(*d).record = true;
+  testdrv_state(*d).marks.reserve(16);
+  clsact(d);
+  tc::SkbeditAction::Params pa;
+  pa.mark = 77;
+  pa.queue_mapping = 2;
+  filter(d, Dir::Egress, spec(ret_prog(-1), false, 1, {std::make_shared<tc::SkbeditAction>(pa)}));
+  Packet* p = cpu.alloc();
+  p->put(60);
+  p->dev = d;
+  p->get();
+  ++sent;
+  EXPECT_EQ(dev_queue_xmit(cpu, p), 0);
+  drain();
+  EXPECT_EQ(p->queue_mapping, 2);  // skip_txqueue: not re-picked by the device
+  cpu.free(p);
+  ASSERT_EQ(testdrv_state(*d).marks.size(), 1u);
+  EXPECT_EQ(testdrv_state(*d).marks[0], 77u);
+}
+
+TEST_F(TcTest, MirredRedirectAndMirror) {
+  NetDevice* foo = make("foo", "dummy");
+  NetDevice* bar = make("bar", "dummy");
+  NetDevice* baz = make("baz", "dummy");
+  clsact(foo);
+  clsact(baz);
+  auto redirect = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
+                                                     tc::MirredAction::Kind::Redirect, bar, "bar");
+  filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {redirect}));
+  EXPECT_EQ(send(foo, 0), 0);
+  EXPECT_EQ(tx(foo), 0u);
+  EXPECT_EQ(tx(bar), 1u);
+  EXPECT_EQ(redirect->stats.sum().packets, 1u);
+
+  auto mirror = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
+                                                   tc::MirredAction::Kind::Mirror, bar, "bar");
+  filter(baz, Dir::Egress, spec(ret_prog(-1), false, 1, {mirror}));
+  EXPECT_EQ(send(baz, 0), 0);
+  EXPECT_EQ(tx(baz), 1u);  // mirror pipes on: the original goes out too
+  EXPECT_EQ(tx(bar), 2u);  // and a copy went to bar
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+TEST_F(TcTest, MirredIngressRedirectReachesReceivePath) {
+  NetDevice* foo = make("foo", "dummy");
+  NetDevice* bar = make("bar", "dummy");
+  clsact(foo);
+  auto a = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Ingress,
+                                              tc::MirredAction::Kind::Redirect, bar, "bar");
+  filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {a}));
+  send(foo, 0);
+  EXPECT_EQ(tx(foo), 0u);
+  EXPECT_EQ(rx(bar), 1u);
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+// foo -> bar -> foo -> ... : the nesting limit (8) ends the loop and counts the drop.
+TEST_F(TcTest, RedirectLoopIsStoppedAndCounted) {
+  NetDevice* foo = make("foo", "dummy");
+  NetDevice* bar = make("bar", "dummy");
+  clsact(foo);
+  clsact(bar);
+  auto to_bar = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
+                                                   tc::MirredAction::Kind::Redirect, bar, "bar");
+  auto to_foo = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
+                                                   tc::MirredAction::Kind::Redirect, foo, "foo");
+  filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {to_bar}));
+  filter(bar, Dir::Egress, spec(ret_prog(-1), false, 1, {to_foo}));
+  EXPECT_EQ(send(foo, 0), 0);
+  EXPECT_EQ(drops(DropReason::XMIT_RECURSION), 1u);
+  EXPECT_EQ(tx(foo) + tx(bar), 0u);
+  EXPECT_EQ(to_bar->stats.sum().overlimits + to_foo->stats.sum().overlimits, 1u);
+  EXPECT_EQ(to_bar->stats.sum().packets + to_foo->stats.sum().packets, 1u + kXmitRecursionLimit);
+  EXPECT_EQ(cpu.xmit_recursion, 0);
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+}  // namespace
+}  // namespace pktpath::testing
