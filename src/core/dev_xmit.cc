@@ -3,6 +3,8 @@
 // (bypass when empty, else enqueue and run). The qdisc run loop is in sch_generic.cc.
 #include "core/dev_xmit.h"
 
+#include "core/settings.h"
+
 #include "sched/clsact_inline.h"
 #include "sched/sch_generic.h"
 
@@ -137,6 +139,16 @@ XmitConfig& xmit_config() {
   return c;
 }
 
+namespace {
+// `--ab bypass=on|off` (document 001).
+const SettingRegistrar bypass_setting{{"bypass", "on|off", [](const std::string& v) -> std::optional<std::string> {
+                                         bool on = false;
+                                         if (auto e = setting_parse_on_off("bypass", v, &on)) return e;
+                                         xmit_config().bypass.store(on);
+                                         return std::nullopt;
+                                       }}};
+}  // namespace
+
 void netdev_xmit_skip_txqueue(bool skip) { tls_skip_txqueue = skip; }
 void netdev_xmit_hook_rc(int rc) { tls_hook_rc = rc; }
 
@@ -162,6 +174,7 @@ PP_ALWAYS_INLINE TxQueue& pick_tx_inline(Cpu& cpu, NetDevice& dev, Packet* p) {
 }  // namespace
 
 TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p) { return pick_tx_inline(cpu, dev, p); }
+
 
 // mirrors __dev_queue_xmit. kHookPoint = false is the same path without the egress hook
 // point, only for measuring what the hook point costs (dev_queue_xmit_nohook).

@@ -7,12 +7,12 @@
 //
 // Read side: the datapath loads NetDevice::tc_egress()/tc_ingress() (a Miniq, immutable
 // once published) and uses it, its filters and their actions until its thread's next RCU
-// quiescent state (netfilter/nf_rcu.h: the same liburcu QSBR domain as netfilter). No
+// quiescent state (core/rcu.h: the same liburcu QSBR domain as netfilter). No
 // lock.
 // Write side: every function below that changes configuration takes one global mutex
 // (the rtnl lock's role), builds a new Miniq and publishes it; what it replaced is freed
 // after a grace period (call_rcu style: retired objects are freed in batches of 64 after
-// one nf_rcu_synchronize, and all at once by tc_rcu_barrier or when a device with hooks
+// one rcu_synchronize, and all at once by tc_rcu_barrier or when a device with hooks
 // is destroyed). The caller must not hold an RCU read-side reference (a registered
 // reader calling these is fine: liburcu takes it offline while waiting).
 #pragma once
@@ -106,9 +106,5 @@ void tc_egress_hooks_enable(bool on);
 // egress hook even where no netfilter egress is enabled (an empty check: always correct);
 // off (the default) leaves it out until netfilter egress is enabled on the device.
 void tc_nf_hook_point_force(bool on);
-
-// Registers the A/B settings `bpf_engine=switch|threaded|jit` and `egress_hooks=on|off`
-// with pktgen's registry (idempotent; the CLI calls it at startup).
-void tc_register_ab_settings();
 
 }  // namespace pktpath::tc
