@@ -62,7 +62,7 @@ void retire(std::unique_ptr<T> obj) {
 std::atomic<bool> g_egress_hooks_on{true};
 // Forces the netfilter egress check into every device's egress hook, as if netfilter
 // egress were enabled everywhere with no chain (document 000's "with netfilter hook").
-std::atomic<bool> g_nf_hook_point{false};
+std::atomic<int> g_nf_hook_point{0};  // NfHookPoint
 
 TcDevState::~TcDevState() {
   // The device is going away: no reader can run on it any more (NetDevice contract).
@@ -89,8 +89,13 @@ TcDevState& state_of(NetDevice& dev) {
 void update_egress_hook(TcDevState& s) {
   const bool want = g_egress_hooks_on.load(std::memory_order_relaxed) &&
                     (s.nf_egress || (s.clsact && !s.filters[0].empty()));
-  const bool nf = s.nf_egress || g_nf_hook_point.load(std::memory_order_relaxed);
-  s.dev.set_egress_hook(!want ? nullptr : nf ? dev_egress_hooks : dev_egress_tc_only, nullptr);
+  const auto point = static_cast<NfHookPoint>(g_nf_hook_point.load(std::memory_order_relaxed));
+  EgressHookFn fn = dev_egress_tc_only;
+  if (point == NfHookPoint::BeforeFix)
+    fn = dev_egress_hooks_outline;
+  else if (s.nf_egress || point == NfHookPoint::On)
+    fn = dev_egress_hooks;
+  s.dev.set_egress_hook(want ? fn : nullptr, nullptr);
 }
 
 // Publish the current filter list of a direction; the old list is freed after a grace
@@ -137,10 +142,12 @@ const SettingRegistrar egress_hooks_setting{
        return std::nullopt;
      }}};
 const SettingRegistrar nf_hook_point_setting{
-    {"nf_hook_point", "on|off", [](const std::string& v) -> std::optional<std::string> {
-       bool on = false;
-       if (auto e = setting_parse_on_off("nf_hook_point", v, &on)) return e;
-       tc_nf_hook_point_force(on);
+    {"nf_hook_point", "on|off|before_fix", [](const std::string& v) -> std::optional<std::string> {
+       if (v != "on" && v != "off" && v != "before_fix")
+         return "nf_hook_point: expected on, off or before_fix, not '" + v + "'";
+       tc_nf_hook_point_force(v == "on"    ? NfHookPoint::On
+                              : v == "off" ? NfHookPoint::Off
+                                           : NfHookPoint::BeforeFix);
        return std::nullopt;
      }}};
 
@@ -166,7 +173,11 @@ Packet* sch_handle_ingress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
 
 
 // The egress hook: netfilter egress (unless tc redirected the packet here), then tc.
-Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
+Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx) {
+  return dev_egress_hooks_outline(cpu, p, dev, ctx);
+}
+
+Packet* dev_egress_hooks_outline(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
   if (!tls_nf_skip_egress) {
     const nf::NfVerdict v = nf::nf_hook_egress(dev.nf_hooks(), p, cpu);
     if (PP_UNLIKELY(v != nf::NfVerdict::ACCEPT)) {
@@ -342,10 +353,10 @@ void tc_egress_hooks_enable(bool on) {
   for (TcDevState* s : registry()) update_egress_hook(*s);
 }
 
-void tc_nf_hook_point_force(bool on) {
+void tc_nf_hook_point_force(NfHookPoint mode) {
   RcuWriterScope writer;
   std::lock_guard g(tc_mu());
-  g_nf_hook_point.store(on);
+  g_nf_hook_point.store(static_cast<int>(mode));
   for (TcDevState* s : registry()) update_egress_hook(*s);
 }
 
