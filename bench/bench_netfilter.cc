@@ -15,7 +15,7 @@
 #include "core/cpu.h"
 #include "core/packet_pool.h"
 #include "netfilter/nf_hooks.h"
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 #include "netfilter/nft_command.h"
 
 namespace pktpath::nf {
@@ -139,8 +139,8 @@ BENCHMARK(BM_nft_3_nonmatching_then_accept);
 
 // The datapath's per-burst RCU duty.
 void BM_rcu_quiescent(benchmark::State& st) {
-  NfRcuReader reader;
-  for (auto _ : st) nf_rcu_quiescent();
+  RcuReader reader;
+  for (auto _ : st) rcu_quiescent();
   st.SetItemsProcessed(st.iterations());
 }
 BENCHMARK(BM_rcu_quiescent);

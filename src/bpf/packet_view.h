@@ -1,6 +1,7 @@
 // PacketView: what a classic BPF program sees of a packet — the linear head, optional
 // page fragments after it (like an skb with frags), the mac/network header offsets the
 // negative-offset loads use, and the metadata the ancillary loads (SKF_AD_*) read.
+// core/bpf_view.h fills one from a Packet.
 //
 // A view does not own bytes; it is cheap to build and valid while its source lives.
 #pragma once
@@ -8,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/packet.h"
+#include "base/packet_frag.h"
 
 namespace pktpath::bpf {
 
@@ -52,50 +53,5 @@ struct PacketView {
     return v;
   }
 };
-
-// Optional device facts for a view built from a Packet (NetDevice lives elsewhere).
-struct DeviceInfo {
-  int32_t ifindex = 0;
-  uint16_t type = 1;  // ARPHRD_*
-};
-
-// A view of pktpath::Packet: head, frags and metadata. net_off defaults to 14 clipped to
-// the head (an Ethernet frame after eth_type_trans); cpu is the caller's cpu id.
-// The data part of a view of `p`: head, lengths, header offsets, fragments.
-PP_ALWAYS_INLINE void view_fill_data(PacketView& v, const Packet& p, uint32_t net_off) {
-  v.data = p.data();
-  v.headlen = p.headlen();
-  v.len = p.len;
-  v.wire_len = p.len;
-  v.mac_off = 0;
-  v.net_off = net_off < v.headlen ? net_off : v.headlen;
-  v.nr_frags = p.nr_frags;
-  v.frags = p.frags;
-}
-
-// The metadata part: what ancillary loads read.
-PP_ALWAYS_INLINE void view_fill_meta(PacketView& v, const Packet& p, const DeviceInfo* dev, uint32_t cpu) {
-  v.meta.mark = p.mark;
-  v.meta.hash = p.hash;
-  v.meta.protocol = p.protocol;
-  v.meta.queue_mapping = p.queue_mapping;
-  v.meta.vlan_tci = p.vlan_tci;
-  v.meta.vlan_proto = p.vlan_proto;
-  v.meta.vlan_present = p.vlan_present;
-  v.meta.pkt_type = p.pkt_type;
-  v.meta.cpu = cpu;
-  v.meta.has_dev = dev != nullptr;
-  v.meta.ifindex = dev ? dev->ifindex : 0;
-  v.meta.hatype = dev ? dev->type : 1;
-}
-
-// Inline: the tc classifier builds one per packet.
-PP_ALWAYS_INLINE PacketView view_of(const Packet& p, const DeviceInfo* dev = nullptr, uint32_t net_off = 14,
-                                    uint32_t cpu = 0) {
-  PacketView v;
-  view_fill_data(v, p, net_off);
-  view_fill_meta(v, p, dev, cpu);
-  return v;
-}
 
 }  // namespace pktpath::bpf

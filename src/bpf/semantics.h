@@ -7,7 +7,7 @@
 
 #include "bpf/insn.h"
 #include "bpf/packet_view.h"
-#include "core/compiler.h"
+#include "base/compiler.h"
 
 namespace pktpath::bpf {
 

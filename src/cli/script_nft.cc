@@ -11,7 +11,7 @@
 namespace pktpath::cli {
 
 struct ScriptExtState {
-  explicit ScriptExtState(DeviceTable& t) : resolver(t) { tc::tc_register_ab_settings(); }
+  explicit ScriptExtState(DeviceTable& t) : resolver(t) {}
   ~ScriptExtState() { ruleset.flush(); }
   tc::DevTableNftResolver resolver;
   nf::NftRuleset ruleset;

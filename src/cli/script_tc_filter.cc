@@ -490,9 +490,6 @@ std::optional<bool> parse_tc_ext(const std::vector<std::string>& w, ExtCommand& 
 }
 
 std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtCommand& out, ScriptError& err) {
-  // pktgen's `--ab bpf_engine=…|…` and `egress_hooks=…|…` must be known before any
-  // pktgen line is parsed.
-  tc::tc_register_ab_settings();
   if (w.empty()) return std::nullopt;
   if (w[0] == "tc") return parse_tc_ext(w, out, err);
   if (w[0] == "nft") return parse_nft_ext(w, out, err);

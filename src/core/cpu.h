@@ -21,7 +21,7 @@
 #include <memory>
 
 #include "core/clock.h"
-#include "core/compiler.h"
+#include "base/compiler.h"
 #include "core/counter.h"
 #include "core/drop_reason.h"
 #include "core/packet.h"

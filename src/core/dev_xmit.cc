@@ -3,6 +3,8 @@
 // (bypass when empty, else enqueue and run). The qdisc run loop is in sch_generic.cc.
 #include "core/dev_xmit.h"
 
+#include "core/settings.h"
+
 #include "sched/clsact_inline.h"
 #include "sched/sch_generic.h"
 
@@ -137,6 +139,16 @@ XmitConfig& xmit_config() {
   return c;
 }
 
+namespace {
+// `--ab bypass=on|off` (document 001).
+const SettingRegistrar bypass_setting{{"bypass", "on|off", [](const std::string& v) -> std::optional<std::string> {
+                                         bool on = false;
+                                         if (auto e = setting_parse_on_off("bypass", v, &on)) return e;
+                                         xmit_config().bypass.store(on);
+                                         return std::nullopt;
+                                       }}};
+}  // namespace
+
 void netdev_xmit_skip_txqueue(bool skip) { tls_skip_txqueue = skip; }
 void netdev_xmit_hook_rc(int rc) { tls_hook_rc = rc; }
 
@@ -163,9 +175,14 @@ PP_ALWAYS_INLINE TxQueue& pick_tx_inline(Cpu& cpu, NetDevice& dev, Packet* p) {
 
 TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p) { return pick_tx_inline(cpu, dev, p); }
 
+namespace {
+int dev_queue_xmit_nf(Cpu& cpu, Packet* p);
+}  // namespace
+
 // mirrors __dev_queue_xmit. kHookPoint = false is the same path without the egress hook
-// point, only for measuring what the hook point costs (dev_queue_xmit_nohook).
-template <bool kHookPoint>
+// point, only for measuring what the hook point costs (dev_queue_xmit_nohook). kNfDone:
+// netfilter egress already ran (dev_queue_xmit_nf).
+template <bool kHookPoint, bool kNfDone = false>
 PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
   NetDevice& dev = *p->dev;
   TxQueue* txq;
@@ -173,8 +190,19 @@ PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
   EgressHookFn hook = kHookPoint ? dev.egress_hook() : nullptr;
   if (PP_UNLIKELY(hook != nullptr)) {
     tls_skip_txqueue = false;
-    if (PP_LIKELY(hook == &tc::dev_egress_tc_only)) {
-      // tc alone: sch_handle_egress called directly, as __dev_queue_xmit does.
+    // nf_hook_egress then sch_handle_egress, called directly as __dev_queue_xmit does.
+    // With the netfilter egress point but no chain, the netfilter part is one predictable
+    // branch (the kernel's nf_hook_egress_active() static key); a device without it
+    // (tc alone) skips even that.
+    bool inline_hooks = false;
+    if (hook == &tc::dev_egress_hooks) {
+      if (!kNfDone && PP_UNLIKELY(dev.nf_hooks().egress.load(std::memory_order_relaxed) != nullptr))
+        return dev_queue_xmit_nf(cpu, p);
+      inline_hooks = true;
+    } else if (PP_LIKELY(hook == &tc::dev_egress_tc_only)) {
+      inline_hooks = true;
+    }
+    if (PP_LIKELY(inline_hooks)) {
       int rc = NET_XMIT_SUCCESS;
       p = tc::tc_egress_run(cpu, p, dev, &rc);
       if (!p) return rc;
@@ -198,6 +226,19 @@ PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
   if (qflags & TCQ_F_NOENQUEUE) return dev_xmit_noqueue(cpu, p, dev, *txq);
   return dev_xmit_skb_locked(cpu, p, q, dev, *txq);
 }
+
+namespace {
+// mirrors nf_hook_egress for a device with an egress chain, then the rest of
+// __dev_queue_xmit. Packets tc redirected here skip netfilter (skb->nf_skip_egress).
+PP_NOINLINE int dev_queue_xmit_nf(Cpu& cpu, Packet* p) {
+  if (!tc::tls_nf_skip_egress) {
+    const nf::NfVerdict v = nf::nf_hook_egress(p->dev->nf_hooks(), p, cpu);
+    // DROP: already freed and counted (NETFILTER_DROP); STOLEN: the hook has it.
+    if (PP_UNLIKELY(v != nf::NfVerdict::ACCEPT)) return v == nf::NfVerdict::DROP ? NET_XMIT_DROP : NET_XMIT_SUCCESS;
+  }
+  return dev_queue_xmit_impl<true, true>(cpu, p);
+}
+}  // namespace
 
 int dev_queue_xmit(Cpu& cpu, Packet* p) { return dev_queue_xmit_impl<true>(cpu, p); }
 int dev_queue_xmit_nohook(Cpu& cpu, Packet* p) { return dev_queue_xmit_impl<false>(cpu, p); }

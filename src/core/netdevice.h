@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "core/compiler.h"
+#include "base/compiler.h"
 #include "core/counter.h"
 #include "core/cpu.h"
 #include "core/packet.h"

@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/compiler.h"
+#include "base/compiler.h"
+#include "base/packet_frag.h"
 
 namespace pktpath {
 
@@ -32,11 +33,6 @@ enum PacketType : uint8_t {
   PACKET_LOOPBACK = 5,
 };
 
-// A page fragment (skb_frag_t): bytes outside the linear buffer, not owned by the packet.
-struct PacketFrag {
-  const uint8_t* data = nullptr;
-  uint32_t len = 0;
-};
 
 inline constexpr unsigned kMaxFrags = 4;
 inline constexpr uint32_t kDefaultHeadroom = 128;  // NET_SKB_PAD plus room for encaps

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "core/compiler.h"
+#include "base/compiler.h"
 
 namespace pktpath {
 

@@ -8,9 +8,9 @@
 #include <map>
 #include <mutex>
 
-#include "bpf/packet_view.h"
-#include "netfilter/nf_rcu.h"
-#include "sched/clsact.h"
+#include "core/bpf_engine.h"
+#include "core/bpf_view.h"
+#include "core/rcu.h"
 
 namespace pktpath {
 
@@ -38,16 +38,14 @@ std::map<NetDevice*, std::vector<std::shared_ptr<Tap>>>& attached() {
 // Publish the device's current tap set, wait for readers, free the old set.
 // Called with tap_mu held.
 void publish(NetDevice& dev) {
-  const TapList* fresh = nullptr;
+  std::unique_ptr<const TapList> fresh;
   auto it = attached().find(&dev);
   if (it != attached().end() && !it->second.empty()) {
-    auto* l = new TapList;
+    auto l = std::make_unique<TapList>();
     for (const auto& t : it->second) l->taps.push_back(t.get());
-    fresh = l;
+    fresh = std::move(l);
   }
-  const TapList* old = dev.taps_head().exchange(fresh, std::memory_order_acq_rel);
-  nf::nf_rcu_synchronize();
-  delete old;
+  rcu_replace(dev.taps_head(), std::move(fresh));
 }
 
 std::unique_ptr<const bpf::Program> load_program(const bpf::Insns& insns, bpf::Engine e, std::string* err) {
@@ -159,10 +157,10 @@ std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) 
   std::shared_ptr<Tap> t = TapAccess::make();
   Tap& m = TapAccess::mut(t);
   m.stats_ = std::make_unique<TapCpuStats[]>(kMaxCpus);
-  nf::NfRcuWriterScope rcu_scope;
+  RcuWriterScope rcu_scope;
   std::lock_guard g(tap_mu());
   if (spec.has_filter) {
-    m.owned_ = load_program(spec.insns, tc::tc_bpf_engine(), err);
+    m.owned_ = load_program(spec.insns, net_bpf_engine(), err);
     if (!m.owned_) return nullptr;
     m.prog_.store(m.owned_.get(), std::memory_order_release);
   }
@@ -193,7 +191,7 @@ std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) 
 TapCounts tap_detach(const std::shared_ptr<Tap>& tap) {
   if (!tap) return {};
   {
-    nf::NfRcuWriterScope rcu_scope;
+    RcuWriterScope rcu_scope;
     std::lock_guard g(tap_mu());
     Tap& m = TapAccess::mut(tap);
     if (NetDevice* dev = m.dev_) {
@@ -222,11 +220,11 @@ void tap_device_gone(NetDevice& dev) {
     attached().erase(it);
   }
   // No reader runs on a device being destroyed (NetDevice contract): free at once.
-  delete dev.taps_head().exchange(nullptr, std::memory_order_acq_rel);
+  rcu_publish(dev.taps_head(), std::unique_ptr<const TapList>());
 }
 
 bool tap_set_bpf_engine(bpf::Engine e, std::string* err) {
-  nf::NfRcuWriterScope rcu_scope;
+  RcuWriterScope rcu_scope;
   std::lock_guard g(tap_mu());
   std::vector<std::unique_ptr<const bpf::Program>> old;
   bool ok = true;
@@ -243,8 +241,12 @@ bool tap_set_bpf_engine(bpf::Engine e, std::string* err) {
       old.push_back(std::move(m.owned_));
       m.owned_ = std::move(fresh);
     }
-  if (!old.empty()) nf::nf_rcu_synchronize();
+  if (!old.empty()) rcu_synchronize();
   return ok;
 }
+
+namespace {
+const BpfEngineUser tap_engine_user{tap_set_bpf_engine};
+}  // namespace
 
 }  // namespace pktpath

@@ -9,7 +9,7 @@
 // packet goes on exactly as without it.
 //
 // Read side: the datapath loads NetDevice::taps() (a TapList, immutable once published)
-// and uses it and its taps until the thread's next RCU quiescent state (netfilter/nf_rcu.h:
+// and uses it and its taps until the thread's next RCU quiescent state (core/rcu.h:
 // the same liburcu QSBR domain as tc and netfilter). No lock and no allocation per packet,
 // except the tap's file lock when it writes a pcap file (the kernel takes the socket's
 // receive-queue lock at the same point).
@@ -107,7 +107,7 @@ struct TapList {
 void dev_taps_deliver(Cpu& cpu, const Packet& p, const TapList& list, bool outgoing);
 
 // Attach a tap: compiles nothing (spec.insns is already compiled), loads the filter on
-// tc_bpf_engine(), opens the pcap file. nullptr with *err on failure (nothing attached).
+// net_bpf_engine(), opens the pcap file. nullptr with *err on failure (nothing attached).
 std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err);
 // Detach (idempotent): unpublish, wait for the readers, flush and close the file.
 // Returns the final counts.
@@ -116,7 +116,7 @@ TapCounts tap_detach(const std::shared_ptr<Tap>& tap);
 std::vector<std::shared_ptr<Tap>> tap_list(NetDevice& dev);
 // The device is being destroyed (no reader can run on it): unpublish its taps.
 void tap_device_gone(NetDevice& dev);
-// Reload every tap's filter on engine e (called by tc_set_bpf_engine, the shared switch).
+// Reload every tap's filter on engine e (registered with core/bpf_engine.h's switch).
 bool tap_set_bpf_engine(bpf::Engine e, std::string* err);
 
 }  // namespace pktpath

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <new>
 
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 
 namespace pktpath::nf {
 
@@ -58,11 +58,8 @@ bool contains(const NfHookEntries* e, const NfHookOps* ops) {
 // held: writers are rare, and holding it keeps the frees in publication order.
 void publish(std::atomic<const NfHookEntries*>& head, const NfHookEntries* old,
              const NfHookEntries* next) {
-  head.store(next, std::memory_order_release);
-  if (old) {
-    nf_rcu_synchronize();
-    NfHookEntries::destroy(old);
-  }
+  (void)old;  // what the head holds: rcu_replace frees it
+  rcu_replace(head, NfHookEntriesPtr(next));
 }
 }  // namespace
 
@@ -99,7 +96,7 @@ NfDeviceHooks::~NfDeviceHooks() {
 
 int nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
   if (!ops || !ops->hook) return -EINVAL;
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
@@ -111,7 +108,7 @@ int nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
 
 int nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
   if (!ops) return -EINVAL;
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
@@ -123,7 +120,7 @@ int nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
 int nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOps* new_ops) {
   if (!old_ops || !new_ops || !new_ops->hook) return -EINVAL;
   if (old_ops->hooknum != new_ops->hooknum) return -EINVAL;
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(old_ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
@@ -134,13 +131,11 @@ int nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOp
 }
 
 void nf_unregister_all(NfDeviceHooks& dev) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
-  const NfHookEntries* in = dev.ingress.exchange(nullptr, std::memory_order_release);
-  const NfHookEntries* eg = dev.egress.exchange(nullptr, std::memory_order_release);
-  if (in || eg) nf_rcu_synchronize();
-  NfHookEntries::destroy(in);
-  NfHookEntries::destroy(eg);
+  NfHookEntriesPtr in = rcu_publish(dev.ingress, NfHookEntriesPtr());
+  NfHookEntriesPtr eg = rcu_publish(dev.egress, NfHookEntriesPtr());
+  if (in || eg) rcu_synchronize();
 }
 
 // mirrors nf_hook_slow. A packet leaves here in exactly one state: still ours (ACCEPT),

@@ -6,7 +6,7 @@
 //
 // Read side (datapath): takes no lock. An NfHookEntries array is immutable once published
 // in an NfDeviceHooks; readers load the pointer (acquire) and may use the array until their
-// next RCU quiescent state (see netfilter/nf_rcu.h for the reader contract).
+// next RCU quiescent state (see core/rcu.h for the reader contract).
 // Write side: register/unregister/replace are serialised by one global mutex (as
 // nf_hook_mutex); each builds a new array, publishes it with a release store, waits for a
 // grace period and then frees the old array. They return only after the grace period, so
@@ -23,8 +23,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
-#include "core/compiler.h"
+#include "base/compiler.h"
 #include "core/cpu.h"
 #include "core/packet.h"
 
@@ -94,6 +95,12 @@ class NfHookEntries {
   [[maybe_unused]] uint32_t pad_ = 0;  // keeps the entries 16-byte aligned
 };
 static_assert(sizeof(NfHookEntries) == 8);
+
+// Owner of an NfHookEntries array (freed with NfHookEntries::destroy), for RCU publication.
+struct NfHookEntriesFree {
+  void operator()(const NfHookEntries* e) const { NfHookEntries::destroy(e); }
+};
+using NfHookEntriesPtr = std::unique_ptr<const NfHookEntries, NfHookEntriesFree>;
 
 // The hook heads a NetDevice embeds (dev->nf_hooks_ingress / nf_hooks_egress).
 // Not copyable or movable: readers hold pointers into it.

@@ -1,7 +1,7 @@
 // Rule evaluation for the netdev family (see nft_rule.h).
 #include <cstring>
 
-#include "core/compiler.h"
+#include "base/compiler.h"
 #include "netfilter/nft_rule.h"
 #include "netfilter/nft_ruleset.h"
 
@@ -132,7 +132,7 @@ bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) { return 
 // else the chain policy. Reads only the published snapshot; allocates nothing.
 NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
   const NftChain* c = static_cast<const NftChain*>(priv);
-  const NftRuleSnapshot* s = c->snapshot.load(std::memory_order_acquire);
+  const NftRuleSnapshot* s = c->snapshot.get();
   NftPktInfo pkt(p);
   const uint16_t cpu = st.cpu->id();
   for (const NftRule* r : s->rules) {

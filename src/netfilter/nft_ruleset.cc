@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 
 namespace pktpath::nf {
 
@@ -130,7 +130,7 @@ NftTable* NftRuleset::find_table(const std::string& name) {
 }
 
 NftStatus NftRuleset::add_table(const std::string& table) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   if (find_table(table)) return {};  // `add` of an existing table is not an error in nft
   auto t = std::make_unique<NftTable>();
@@ -159,7 +159,7 @@ static NftChain* find_chain(NftTable& t, const std::string& name) {
 
 NftStatus NftRuleset::add_chain(const std::string& table, const std::string& chain,
                                 const NftChainSpec& spec, NftDeviceResolver& resolver) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -180,7 +180,7 @@ NftStatus NftRuleset::add_chain(const std::string& table, const std::string& cha
   c->name = chain;
   c->spec = spec;
   c->policy.store(static_cast<uint8_t>(spec.policy), std::memory_order_relaxed);
-  c->snapshot.store(new NftRuleSnapshot, std::memory_order_relaxed);
+  c->snapshot.exchange(std::make_unique<const NftRuleSnapshot>());
   if (spec.base) {
     NfDeviceHooks* dev = resolver.find_device(spec.device);
     if (!dev) return NftStatus::fail("device '" + spec.device + "' not found");
@@ -196,17 +196,15 @@ NftStatus NftRuleset::add_chain(const std::string& table, const std::string& cha
 }
 
 void NftRuleset::publish_rules(NftChain& c) {
-  auto* s = new NftRuleSnapshot;
+  auto s = std::make_unique<NftRuleSnapshot>();
   s->rules.reserve(c.rules.size());
   for (auto& r : c.rules) s->rules.push_back(r.get());
-  const NftRuleSnapshot* old = c.snapshot.exchange(s, std::memory_order_acq_rel);
-  nf_rcu_synchronize();
-  delete old;
+  c.snapshot.replace(std::move(s));
 }
 
 NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chain,
                                const NftRuleSpec& spec, bool front, uint64_t* handle) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -222,7 +220,7 @@ NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chai
 
 NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
                                    const NftRuleSpec& spec, uint64_t* new_handle) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -240,7 +238,7 @@ NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& 
 }
 
 NftStatus NftRuleset::delete_rule(const std::string& table, const std::string& chain, uint64_t handle) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -262,7 +260,7 @@ void NftRuleset::destroy_chain(std::unique_ptr<NftChain> c) {
 }
 
 NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& chain) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
@@ -277,7 +275,7 @@ NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& 
 }
 
 NftStatus NftRuleset::delete_table(const std::string& table) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   auto it = std::find_if(tables_.begin(), tables_.end(), [&](const auto& t) { return t->name == table; });
   if (it == tables_.end()) return NftStatus::fail("table '" + table + "' does not exist");
@@ -288,7 +286,7 @@ NftStatus NftRuleset::delete_table(const std::string& table) {
 }
 
 void NftRuleset::flush() {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   for (auto& t : tables_)
     for (auto& c : t->chains) destroy_chain(std::move(c));
@@ -296,7 +294,7 @@ void NftRuleset::flush() {
 }
 
 void NftRuleset::detach_device(NfDeviceHooks* dev) {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   for (auto& t : tables_)
     for (auto& c : t->chains)
@@ -307,7 +305,7 @@ void NftRuleset::detach_device(NfDeviceHooks* dev) {
 }
 
 std::string NftRuleset::list() const {
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   std::string o;
   for (const auto& t : tables_) {
@@ -333,7 +331,7 @@ std::string NftRuleset::list() const {
 
 nlohmann::json NftRuleset::list_json() const {
   using nlohmann::json;
-  NfRcuWriterScope writer;
+  RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   json items = json::array();
   items.push_back({{"metainfo", {{"json_schema_version", 1}}}});

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/rcu.h"
 #include "netfilter/nf_hooks.h"
 #include "netfilter/nft_parse.h"
 #include "netfilter/nft_rule.h"
@@ -47,11 +48,10 @@ struct NftChain {
   NftChainSpec spec;
   NfDeviceHooks* dev = nullptr;  // attached device (base chains), nullptr when detached
   NfHookOps ops;                 // registered on dev while attached; ops.priv == this
-  std::atomic<const NftRuleSnapshot*> snapshot{nullptr};
+  RcuPtr<NftRuleSnapshot> snapshot;
   std::atomic<uint8_t> policy{static_cast<uint8_t>(NfVerdict::ACCEPT)};
   std::vector<std::unique_ptr<NftRule>> rules;  // writer's view, in order
 
-  ~NftChain() { delete snapshot.load(std::memory_order_relaxed); }
 };
 
 struct NftTable {

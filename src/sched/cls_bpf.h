@@ -14,6 +14,7 @@
 #include "bpf/insn.h"
 #include "bpf/packet_view.h"
 #include "bpf/program.h"
+#include "core/bpf_view.h"
 #include "core/netdevice.h"
 #include "sched/tc_act.h"
 

@@ -12,10 +12,10 @@
 
 #include "core/dev_rx.h"
 #include "core/dev_xmit.h"
-#include "core/tap.h"
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
+#include "core/bpf_engine.h"
+#include "core/settings.h"
 #include "sched/qdisc.h"
-#include "tools/pktgen_session.h"
 
 namespace pktpath::tc {
 
@@ -49,47 +49,28 @@ std::set<TcDevState*>& registry() {
   return r;
 }
 
-// -1: not chosen yet, use bpf::default_engine() (the JIT unless forced to an interpreter
-// by PKTPATH_BPF_ENGINE or set_default_engine).
-std::atomic<int> g_engine{-1};
-bpf::Engine current_engine() {
-  const int e = g_engine.load();
-  return e < 0 ? bpf::default_engine() : static_cast<bpf::Engine>(e);
-}
-
-// Deferred frees (call_rcu): what writers unpublished, freed after one grace period that
-// covers a whole batch, so a writer replacing filters in a loop does not wait for the
-// readers once per change. Guarded by tc_mu().
-constexpr size_t kRetireBatch = 64;
-std::vector<std::function<void()>>& retired() {
-  static std::vector<std::function<void()>> r;
+// Deferred frees (call_rcu): what writers unpublished, freed in batches after a grace
+// period. Guarded by tc_mu().
+RcuRetireList& retired() {
+  static RcuRetireList r;
   return r;
-}
-void retire_flush(bool force) {
-  auto& r = retired();
-  if (r.empty() || (!force && r.size() < kRetireBatch)) return;
-  nf::nf_rcu_synchronize();
-  for (auto& fn : r) fn();
-  r.clear();
 }
 template <typename T>
 void retire(std::unique_ptr<T> obj) {
-  if (!obj) return;
-  retired().push_back([p = obj.release()] { delete p; });
-  retire_flush(false);
+  retired().retire(std::move(obj));
 }
 std::atomic<bool> g_egress_hooks_on{true};
 // Forces the netfilter egress check into every device's egress hook, as if netfilter
 // egress were enabled everywhere with no chain (document 000's "with netfilter hook").
-std::atomic<bool> g_nf_hook_point{false};
+std::atomic<int> g_nf_hook_point{0};  // NfHookPoint
 
 TcDevState::~TcDevState() {
   // The device is going away: no reader can run on it any more (NetDevice contract).
   std::lock_guard g(tc_mu());
   registry().erase(this);
-  for (Dir d : {Dir::Egress, Dir::Ingress}) delete head(d).exchange(nullptr);
+  for (Dir d : {Dir::Egress, Dir::Ingress}) rcu_publish(head(d), std::unique_ptr<const Miniq>());
   dev.set_egress_hook(nullptr, nullptr);
-  retire_flush(true);
+  retired().barrier();
 }
 
 TcDevState& state_of(NetDevice& dev) {
@@ -108,30 +89,67 @@ TcDevState& state_of(NetDevice& dev) {
 void update_egress_hook(TcDevState& s) {
   const bool want = g_egress_hooks_on.load(std::memory_order_relaxed) &&
                     (s.nf_egress || (s.clsact && !s.filters[0].empty()));
-  const bool nf = s.nf_egress || g_nf_hook_point.load(std::memory_order_relaxed);
-  s.dev.set_egress_hook(!want ? nullptr : nf ? dev_egress_hooks : dev_egress_tc_only, nullptr);
+  const auto point = static_cast<NfHookPoint>(g_nf_hook_point.load(std::memory_order_relaxed));
+  EgressHookFn fn = dev_egress_tc_only;
+  if (point == NfHookPoint::BeforeFix)
+    fn = dev_egress_hooks_outline;
+  else if (s.nf_egress || point == NfHookPoint::On)
+    fn = dev_egress_hooks;
+  s.dev.set_egress_hook(want ? fn : nullptr, nullptr);
 }
 
 // Publish the current filter list of a direction; the old list is freed after a grace
 // period (retire).
 void publish(TcDevState& s, Dir d) {
-  const Miniq* fresh = nullptr;
+  std::unique_ptr<const Miniq> fresh;
   auto& list = s.filters[static_cast<int>(d)];
   if (s.clsact && !list.empty()) {
-    auto* m = new Miniq;
+    auto m = std::make_unique<Miniq>();
     m->qstats = &s.qstats[static_cast<int>(d)];
     for (const auto& f : list) m->filters.push_back(f.get());
     if (list.size() == 1 && list[0]->spec().da && list[0]->spec().protocol == kEthPAll) m->only_da = list[0].get();
-    fresh = m;
+    fresh = std::move(m);
   }
-  const Miniq* old = s.head(d).exchange(fresh, std::memory_order_acq_rel);
+  std::unique_ptr<const Miniq> old = rcu_publish(s.head(d), std::move(fresh));
   if (d == Dir::Egress) update_egress_hook(s);
-  retire(std::unique_ptr<const Miniq>(old));
+  retire(std::move(old));
 }
 
 bool run_order(const std::unique_ptr<BpfFilter>& a, const std::unique_ptr<BpfFilter>& b) {
   return a->pref() != b->pref() ? a->pref() < b->pref() : a->handle() < b->handle();
 }
+
+// Reload every attached filter's program on engine e (the shared engine switch).
+bool reload_filters(bpf::Engine e, std::string* err) {
+  RcuWriterScope writer;
+  std::lock_guard g(tc_mu());
+  for (TcDevState* s : registry())
+    for (auto& list : s->filters)
+      for (auto& f : list) {
+        auto o = f->reload(e, err);
+        if (!o) return false;
+        retire(std::move(o));
+      }
+  return true;
+}
+const BpfEngineUser tc_engine_user{reload_filters};
+
+const SettingRegistrar egress_hooks_setting{
+    {"egress_hooks", "on|off", [](const std::string& v) -> std::optional<std::string> {
+       bool on = false;
+       if (auto e = setting_parse_on_off("egress_hooks", v, &on)) return e;
+       tc_egress_hooks_enable(on);
+       return std::nullopt;
+     }}};
+const SettingRegistrar nf_hook_point_setting{
+    {"nf_hook_point", "on|off|before_fix", [](const std::string& v) -> std::optional<std::string> {
+       if (v != "on" && v != "off" && v != "before_fix")
+         return "nf_hook_point: expected on, off or before_fix, not '" + v + "'";
+       tc_nf_hook_point_force(v == "on"    ? NfHookPoint::On
+                              : v == "off" ? NfHookPoint::Off
+                                           : NfHookPoint::BeforeFix);
+       return std::nullopt;
+     }}};
 
 }  // namespace
 
@@ -155,7 +173,11 @@ Packet* sch_handle_ingress(Cpu& cpu, Packet* p, const Miniq& mq, int* rc) {
 
 
 // The egress hook: netfilter egress (unless tc redirected the packet here), then tc.
-Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
+Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx) {
+  return dev_egress_hooks_outline(cpu, p, dev, ctx);
+}
+
+Packet* dev_egress_hooks_outline(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
   if (!tls_nf_skip_egress) {
     const nf::NfVerdict v = nf::nf_hook_egress(dev.nf_hooks(), p, cpu);
     if (PP_UNLIKELY(v != nf::NfVerdict::ACCEPT)) {
@@ -179,7 +201,7 @@ Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
 // --- configuration.
 
 bool clsact_add(NetDevice& dev, std::string* err) {
-  tc_register_ab_settings();
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
   TcDevState& s = state_of(dev);
   if (s.clsact) {
@@ -191,6 +213,7 @@ bool clsact_add(NetDevice& dev, std::string* err) {
 }
 
 bool clsact_del(NetDevice& dev, std::string* err) {
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) {
@@ -208,8 +231,9 @@ bool clsact_del(NetDevice& dev, std::string* err) {
 }
 
 void tc_rcu_barrier() {
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
-  retire_flush(true);
+  retired().barrier();
 }
 
 bool clsact_present(NetDevice& dev) {
@@ -220,6 +244,7 @@ bool clsact_present(NetDevice& dev) {
 
 bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::string* err, uint32_t* pref_out,
                 uint32_t* handle_out) {
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) {
@@ -251,7 +276,7 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
     return false;
   }
   const uint32_t pref = spec.pref, handle = spec.handle;
-  auto f = BpfFilter::create(std::move(spec), current_engine(), err);
+  auto f = BpfFilter::create(std::move(spec), net_bpf_engine(), err);
   if (!f) return false;
   std::unique_ptr<BpfFilter> old;
   if (it != list.end()) {
@@ -269,6 +294,7 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
 }
 
 bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err) {
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) {
@@ -308,22 +334,12 @@ TcStats::Sum clsact_stats(NetDevice& dev, Dir dir) {
   return s->qstats[static_cast<int>(dir)].sum();
 }
 
-bpf::Engine tc_bpf_engine() { return current_engine(); }
+bpf::Engine tc_bpf_engine() { return net_bpf_engine(); }
 
-bool tc_set_bpf_engine(bpf::Engine e, std::string* err) {
-  std::lock_guard g(tc_mu());
-  g_engine.store(static_cast<int>(e));
-  for (TcDevState* s : registry())
-    for (auto& list : s->filters)
-      for (auto& f : list) {
-        auto o = f->reload(e, err);
-        if (!o) return false;
-        retire(std::move(o));
-      }
-  return tap_set_bpf_engine(e, err);  // capture taps follow the same switch
-}
+bool tc_set_bpf_engine(bpf::Engine e, std::string* err) { return net_set_bpf_engine(e, err); }
 
 void netdev_nf_egress_enable(NetDevice& dev) {
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
   TcDevState& s = state_of(dev);
   s.nf_egress = true;
@@ -331,41 +347,17 @@ void netdev_nf_egress_enable(NetDevice& dev) {
 }
 
 void tc_egress_hooks_enable(bool on) {
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
   g_egress_hooks_on.store(on);
   for (TcDevState* s : registry()) update_egress_hook(*s);
 }
 
-void tc_nf_hook_point_force(bool on) {
+void tc_nf_hook_point_force(NfHookPoint mode) {
+  RcuWriterScope writer;
   std::lock_guard g(tc_mu());
-  g_nf_hook_point.store(on);
+  g_nf_hook_point.store(static_cast<int>(mode));
   for (TcDevState* s : registry()) update_egress_hook(*s);
-}
-
-void tc_register_ab_settings() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_ab_setting({"bpf_engine", "switch|threaded|jit",
-                         [](const std::string& v, PktgenKnobs&) -> std::optional<std::string> {
-                           auto e = bpf::parse_engine(v);
-                           if (!e) return "bpf_engine: expected switch, threaded or jit, not '" + v + "'";
-                           std::string err;
-                           if (!tc_set_bpf_engine(*e, &err)) return "bpf_engine: " + err;
-                           return std::nullopt;
-                         }});
-    register_ab_setting({"egress_hooks", "on|off",
-                         [](const std::string& v, PktgenKnobs&) -> std::optional<std::string> {
-                           if (v != "on" && v != "off") return "egress_hooks: expected on or off, not '" + v + "'";
-                           tc_egress_hooks_enable(v == "on");
-                           return std::nullopt;
-                         }});
-    register_ab_setting({"nf_hook_point", "on|off",
-                         [](const std::string& v, PktgenKnobs&) -> std::optional<std::string> {
-                           if (v != "on" && v != "off") return "nf_hook_point: expected on or off, not '" + v + "'";
-                           tc_nf_hook_point_force(v == "on");
-                           return std::nullopt;
-                         }});
-  });
 }
 
 }  // namespace pktpath::tc

@@ -7,12 +7,12 @@
 //
 // Read side: the datapath loads NetDevice::tc_egress()/tc_ingress() (a Miniq, immutable
 // once published) and uses it, its filters and their actions until its thread's next RCU
-// quiescent state (netfilter/nf_rcu.h: the same liburcu QSBR domain as netfilter). No
+// quiescent state (core/rcu.h: the same liburcu QSBR domain as netfilter). No
 // lock.
 // Write side: every function below that changes configuration takes one global mutex
 // (the rtnl lock's role), builds a new Miniq and publishes it; what it replaced is freed
 // after a grace period (call_rcu style: retired objects are freed in batches of 64 after
-// one nf_rcu_synchronize, and all at once by tc_rcu_barrier or when a device with hooks
+// one rcu_synchronize, and all at once by tc_rcu_barrier or when a device with hooks
 // is destroyed). The caller must not hold an RCU read-side reference (a registered
 // reader calling these is fine: liburcu takes it offline while waiting).
 #pragma once
@@ -65,6 +65,10 @@ void tc_set_nf_skip_egress(bool on);
 Packet* dev_egress_hooks(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
 // The same for a device without netfilter egress: tc egress only (installed instead).
 Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
+// dev_queue_xmit runs both of the above inline (the netfilter part a predictable branch
+// while no chain is attached). This one does what dev_egress_hooks does but is called
+// through the hook pointer: document 000's "before" (`nf_hook_point=before_fix`).
+Packet* dev_egress_hooks_outline(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
 
 // --- configuration (control side).
 bool clsact_add(NetDevice& dev, std::string* err);  // EEXIST-style error when present
@@ -102,13 +106,11 @@ void netdev_nf_egress_enable(NetDevice& dev);
 // dev_queue_xmit takes the nothing-attached branch), on puts back those that have tc
 // egress filters or netfilter egress in use.
 void tc_egress_hooks_enable(bool on);
-// `--ab nf_hook_point=on|off` (document 000): on puts the netfilter egress check in every
-// egress hook even where no netfilter egress is enabled (an empty check: always correct);
-// off (the default) leaves it out until netfilter egress is enabled on the device.
-void tc_nf_hook_point_force(bool on);
-
-// Registers the A/B settings `bpf_engine=switch|threaded|jit` and `egress_hooks=on|off`
-// with pktgen's registry (idempotent; the CLI calls it at startup).
-void tc_register_ab_settings();
+// `--ab nf_hook_point=on|off|before_fix` (document 000): on puts the netfilter egress
+// check in every egress hook even where no netfilter egress is enabled (an empty check:
+// always correct); off (the default) leaves it out until netfilter egress is enabled on
+// the device; before_fix is on through the outlined hook (dev_egress_hooks_outline).
+enum class NfHookPoint : int { Off = 0, On = 1, BeforeFix = 2 };
+void tc_nf_hook_point_force(NfHookPoint mode);
 
 }  // namespace pktpath::tc

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/compiler.h"
+#include "base/compiler.h"
 #include "core/packet.h"
 
 namespace pktpath {

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/compiler.h"
+#include "base/compiler.h"
 #include "core/counter.h"
 #include "core/cpu.h"
 #include "core/packet.h"

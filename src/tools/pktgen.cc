@@ -8,7 +8,7 @@
 
 #include "core/dev_rx.h"
 #include "core/dev_xmit.h"
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 #include "tools/pktgen_packet.h"
 #include "tools/pktgen_template.h"
 
@@ -86,7 +86,7 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
   cpu.bind();
   // This thread reads hook configuration (tc filters, nft chains) without a lock while
   // the control thread may change it: an RCU reader, quiescent between packets.
-  nf::NfRcuReader rcu_reader;
+  RcuReader rcu_reader;
   const PktgenConfig& cfg = cfg_;
   PktgenState st;
   st.init(cfg, dev_.mac().data(), index + 1);
@@ -107,12 +107,12 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
     rx_thread = std::thread([&] {
       Cpu& rc = *rx_cpu;
       rc.bind();
-      nf::NfRcuReader reader;
+      RcuReader reader;
       uint32_t n = 0;
       while (!rx_stop.load(std::memory_order_acquire) || rc.backlog_len() != 0) {
         if (rc.has_pending()) rc.run_pending();
         else cpu_relax();
-        if ((++n & 255) == 0) nf::nf_rcu_quiescent();
+        if ((++n & 255) == 0) rcu_quiescent();
       }
       for (int i = 0; i < 1000 && rc.has_pending(); ++i) rc.run_pending();
     });
@@ -145,7 +145,7 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
   auto should_stop = [&](uint64_t sofar) {
     live_.fetch_add(sofar - reported, std::memory_order_relaxed);
     reported = sofar;
-    nf::nf_rcu_quiescent();
+    rcu_quiescent();
     return stop_.load(std::memory_order_relaxed) || clock.now_ns() >= deadline;
   };
 

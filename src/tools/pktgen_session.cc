@@ -11,31 +11,20 @@
 #include <thread>
 
 #include "core/dev_xmit.h"
+#include "core/settings.h"
 
 namespace pktpath {
 
 namespace {
 
-std::vector<AbSetting>& ab_registry() {
-  static std::vector<AbSetting> r = [] {
-    std::vector<AbSetting> v;
-    v.push_back({"bypass", "on|off", [](const std::string& val, PktgenKnobs&) -> std::optional<std::string> {
-                   if (val != "on" && val != "off") return "bypass: expected on or off, not '" + val + "'";
-                   xmit_config().bypass.store(val == "on");
-                   return std::nullopt;
-                 }});
-    v.push_back({"defer_free", "on|off", [](const std::string& val, PktgenKnobs& k) -> std::optional<std::string> {
-                   if (val != "on" && val != "off") return "defer_free: expected on or off, not '" + val + "'";
-                   k.defer_free = val == "on";
-                   return std::nullopt;
-                 }});
-    return v;
-  }();
-  return r;
-}
-std::mutex& ab_mu() {
-  static std::mutex m;
-  return m;
+// pktgen's own switch; every other name is a core setting (core/settings.h).
+AbSetting defer_free_setting() {
+  return {"defer_free", "on|off", [](const std::string& val, PktgenKnobs& k) -> std::optional<std::string> {
+            bool on = false;
+            if (auto e = setting_parse_on_off("defer_free", val, &on)) return e;
+            k.defer_free = on;
+            return std::nullopt;
+          }};
 }
 
 std::atomic<Pktgen*> g_running{nullptr};
@@ -115,29 +104,16 @@ PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool
 
 }  // namespace
 
-void register_ab_setting(AbSetting s) {
-  std::lock_guard g(ab_mu());
-  auto& r = ab_registry();
-  for (auto& e : r)
-    if (e.name == s.name) {
-      e = std::move(s);
-      return;
-    }
-  r.push_back(std::move(s));
-}
-
-const AbSetting* find_ab_setting(const std::string& name) {
-  std::lock_guard g(ab_mu());
-  for (const auto& e : ab_registry())
-    if (e.name == name) return &e;
-  return nullptr;
+std::optional<AbSetting> find_ab_setting(const std::string& name) {
+  if (name == "defer_free") return defer_free_setting();
+  std::optional<Setting> s = setting_find(name);
+  if (!s) return std::nullopt;
+  return AbSetting{s->name, s->values, [set = s->set](const std::string& v, PktgenKnobs&) { return set(v); }};
 }
 
 std::string ab_setting_names() {
-  std::lock_guard g(ab_mu());
-  std::string s;
-  for (const auto& e : ab_registry()) s += (s.empty() ? "" : ", ") + e.name;
-  return s;
+  const std::string core = setting_names();
+  return core.empty() ? "defer_free" : core + ", defer_free";
 }
 
 double median(std::vector<double> v) {
@@ -188,7 +164,7 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
   }
 
   // --ab: alternate A and B (ABAB...), `repeat` runs each; A's value stays applied after.
-  const AbSetting* s = find_ab_setting(cmd.ab->setting);
+  const std::optional<AbSetting> s = find_ab_setting(cmd.ab->setting);
   if (!s) {
     if (err) *err = "--ab: unknown setting '" + cmd.ab->setting + "' (known: " + ab_setting_names() + ")";
     return 1;

@@ -20,16 +20,15 @@ struct PktgenKnobs {
   bool defer_free = true;
 };
 
-// A named switch `--ab NAME=A|B` can flip between runs. apply() returns an error for a
-// value it does not know. Subsystems register theirs (bypass, defer_free here; the hooks
-// and the BPF engine where those live).
+// A named switch `--ab NAME=A|B` can flip between runs: pktgen's own defer_free, or any
+// setting a subsystem registered in core (core/settings.h: bypass, bpf_engine,
+// egress_hooks, nf_hook_point). apply() returns an error for a value it does not know.
 struct AbSetting {
   std::string name;
   std::string values;  // for messages, e.g. "on|off"
   std::function<std::optional<std::string>(const std::string& value, PktgenKnobs& knobs)> apply;
 };
-void register_ab_setting(AbSetting s);
-const AbSetting* find_ab_setting(const std::string& name);
+std::optional<AbSetting> find_ab_setting(const std::string& name);
 std::string ab_setting_names();
 
 struct PktgenSessionResult {

@@ -6,6 +6,7 @@
 #include "bpf/parse.h"
 
 #include "bpf_test_util.h"
+#include "core/bpf_view.h"
 #include "core/cpu.h"
 #include "core/packet_pool.h"
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "capture_fixture.h"
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 #include "sanitizer_scale.h"
 
 namespace pktpath::testing {
@@ -25,7 +25,7 @@ TEST_F(TapStress, AttachDetachWhileTwoThreadsReceive) {
   auto receiver = [&](int idx) {
     Cpu c(pool);
     c.bind();
-    nf::NfRcuReader reader;
+    RcuReader reader;
     ready.fetch_add(1);
     uint32_t i = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -44,7 +44,7 @@ TEST_F(TapStress, AttachDetachWhileTwoThreadsReceive) {
         p->dev = d;
         if (netif_receive_skb(c, p) == NET_RX_SUCCESS) ++received[idx];
       }
-      nf::nf_rcu_quiescent();  // between bursts: no tap pointer held
+      rcu_quiescent();  // between bursts: no tap pointer held
       c.run_pending();
     }
     c.run_pending();

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "netfilter/nf_hooks.h"
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 #include "nf_test_util.h"
 #include "sanitizer_scale.h"
 
@@ -46,7 +46,7 @@ struct ReaderResult {
 void reader(PacketPool& pool, NfDeviceHooks& dev, std::atomic<bool>& stop, ReaderResult& out) {
   Cpu cpu(pool);
   {
-    NfRcuReader rcu;
+    RcuReader rcu;
     uint32_t mark = 0;
     while (!stop.load(std::memory_order_relaxed)) {
       Packet* p = test::make_packet(cpu, test::Pkt{.mark = mark++ & 3});
@@ -57,7 +57,7 @@ void reader(PacketPool& pool, NfDeviceHooks& dev, std::atomic<bool>& stop, Reade
         case NfVerdict::DROP: ++out.dropped; break;
         default: ++out.other; break;
       }
-      nf_rcu_quiescent();
+      rcu_quiescent();
     }
   }
   out.counted_drops = cpu.stats().drops[static_cast<unsigned>(DropReason::NETFILTER_DROP)].get();
@@ -169,7 +169,7 @@ TEST(NfHookStress, ReplaceNftChainUnderTraffic) {
 
 // Datapath threads that also change the configuration (a script runner thread that sends,
 // say): each is a registered, online reader that takes the writer mutex while the other
-// holds it and waits for a grace period. NfRcuWriterScope keeps this from deadlocking.
+// holds it and waits for a grace period. RcuWriterScope keeps this from deadlocking.
 TEST(NfHookStress, ReaderThreadsThatAlsoWrite) {
   PacketPool pool(PacketPool::Options{.capacity = 1024});
   NfDeviceHooks dev;
@@ -177,7 +177,7 @@ TEST(NfHookStress, ReaderThreadsThatAlsoWrite) {
   auto worker = [&](int id) {
     Cpu cpu(pool);
     {
-      NfRcuReader rcu;
+      RcuReader rcu;
       Cfg cfgs[2] = {Cfg{.drop = false}, Cfg{.drop = false}};
       NfHookOps ops[2] = {{cfg_hook, &cfgs[0], id, NfHookNum::EGRESS}, {cfg_hook, &cfgs[1], id, NfHookNum::EGRESS}};
       ASSERT_EQ(nf_register_hook(dev, &ops[0]), 0);
@@ -190,7 +190,7 @@ TEST(NfHookStress, ReaderThreadsThatAlsoWrite) {
             ++total_ok;
             cpu.free(p);
           }
-          nf_rcu_quiescent();
+          rcu_quiescent();
         }
         ASSERT_EQ(nf_replace_hook(dev, &ops[cur], &ops[cur ^ 1]), 0);
         cur ^= 1;

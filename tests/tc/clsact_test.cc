@@ -117,11 +117,11 @@ TEST_F(TcTest, NetfilterHookPointOnlyWhereAskedFor) {
   clsact(d);
   filter(d, Dir::Egress, spec(ret_prog(0), true));
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_tc_only);
-  tc::tc_nf_hook_point_force(true);
+  tc::tc_nf_hook_point_force(tc::NfHookPoint::On);
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
   send(d, 0);
   EXPECT_EQ(tx(d), 1u);
-  tc::tc_nf_hook_point_force(false);
+  tc::tc_nf_hook_point_force(tc::NfHookPoint::Off);
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_tc_only);
   send(d, 0);
   EXPECT_EQ(tx(d), 2u);
@@ -137,6 +137,28 @@ class NftTcTest : public TcFixture {
     return rc;
   }
   tc::DevTableNftResolver resolver{table};
+
+// nf_hook_point=before_fix: the same hooks through the hook pointer (document 000's
+// "before"); what passes and what is dropped does not change.
+TEST_F(NftTcTest, BeforeFixHookPointRunsNetfilterThenTcOutOfLine) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  filter(d, Dir::Egress, spec(ret_prog(0), true));
+  tc::tc_nf_hook_point_force(tc::NfHookPoint::BeforeFix);
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks_outline);
+  nft({"add", "table", "netdev", "t"});
+  nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device foo priority 0; }"});
+  nft({"add", "rule", "netdev", "t", "c", "meta", "mark", "7", "counter", "drop"});
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks_outline);
+  EXPECT_EQ(send(d, 7), 1);
+  EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 1u);
+  EXPECT_EQ(send(d, 0), 0);
+  EXPECT_EQ(tx(d), 1u);
+  tc::tc_nf_hook_point_force(tc::NfHookPoint::Off);
+  EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
+  EXPECT_EQ(send(d, 7), 1);  // inline now: the chain still drops
+  EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 2u);
+}
   nf::NftRuleset ruleset;
   std::string last_out;
   ~NftTcTest() override { ruleset.flush(); }
@@ -153,7 +175,7 @@ TEST_F(NftTcTest, ChainAddedAfterTcFilterRuns) {
   nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device foo priority 0; }"});
   nft({"add", "rule", "netdev", "t", "c", "meta", "mark", "7", "counter", "drop"});
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
-  tc::tc_nf_hook_point_force(false);  // the switch never takes netfilter away
+  tc::tc_nf_hook_point_force(tc::NfHookPoint::Off);  // the switch never takes netfilter away
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
   EXPECT_EQ(send(d, 7), 1);
   EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 1u);

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 #include "tc_fixture.h"
 #include "sanitizer_scale.h"
 
@@ -35,7 +35,7 @@ TEST_F(TcStress, ReplaceEgressFilterWhileTwoThreadsSend) {
   auto sender = [&](int idx) {
     Cpu c(pool);
     c.bind();
-    nf::NfRcuReader reader;
+    RcuReader reader;
     SenderResult& r = res[idx];
     ready.fetch_add(1);
     while (!stop.load(std::memory_order_relaxed)) {
@@ -50,7 +50,7 @@ TEST_F(TcStress, ReplaceEgressFilterWhileTwoThreadsSend) {
         else
           ++r.rc_drop;
       }
-      nf::nf_rcu_quiescent();  // between bursts: no hook pointer held
+      rcu_quiescent();  // between bursts: no hook pointer held
     }
     c.run_pending();
     r.tc_drops = c.stats().drops[static_cast<unsigned>(DropReason::TC_EGRESS)].get();

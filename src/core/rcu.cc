@@ -1,14 +1,14 @@
 // liburcu QSBR wrappers. The library is not built with ThreadSanitizer, so TSan cannot see
 // that a reader's quiescent state orders its earlier reads before the writer's free; under
 // TSan we add a release/acquire pair on one atomic that expresses exactly that edge.
-#include "netfilter/nf_rcu.h"
+#include "core/rcu.h"
 
 #include <urcu/urcu-qsbr.h>
 
 #include <atomic>
 #include <cstdint>
 
-namespace pktpath::nf {
+namespace pktpath {
 
 #if defined(__SANITIZE_THREAD__)
 namespace {
@@ -21,30 +21,30 @@ static void tsan_reader_release() {}
 static void tsan_writer_acquire() {}
 #endif
 
-void nf_rcu_register_reader() { urcu_qsbr_register_thread(); }
-void nf_rcu_unregister_reader() {
+void rcu_reader_register() { urcu_qsbr_register_thread(); }
+void rcu_reader_unregister() {
   tsan_reader_release();
   urcu_qsbr_unregister_thread();
 }
-void nf_rcu_quiescent() {
+void rcu_quiescent() {
   tsan_reader_release();
   urcu_qsbr_quiescent_state();
 }
-void nf_rcu_offline() {
+void rcu_offline() {
   tsan_reader_release();
   urcu_qsbr_thread_offline();
 }
-void nf_rcu_online() { urcu_qsbr_thread_online(); }
-NfRcuWriterScope::NfRcuWriterScope() : was_online_(urcu_qsbr_read_ongoing() != 0) {
-  if (was_online_) nf_rcu_offline();
+void rcu_online() { urcu_qsbr_thread_online(); }
+RcuWriterScope::RcuWriterScope() : was_online_(urcu_qsbr_read_ongoing() != 0) {
+  if (was_online_) rcu_offline();
 }
-NfRcuWriterScope::~NfRcuWriterScope() {
-  if (was_online_) nf_rcu_online();
+RcuWriterScope::~RcuWriterScope() {
+  if (was_online_) rcu_online();
 }
 
-void nf_rcu_synchronize() {
+void rcu_synchronize() {
   urcu_qsbr_synchronize_rcu();
   tsan_writer_acquire();
 }
 
-}  // namespace pktpath::nf
+}  // namespace pktpath
