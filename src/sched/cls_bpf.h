@@ -15,7 +15,7 @@
 #include "bpf/packet_view.h"
 #include "bpf/program.h"
 #include "core/netdevice.h"
-#include "sched/tc_act.h"
+#include "sched/act_api.h"
 
 namespace pktpath::tc {
 

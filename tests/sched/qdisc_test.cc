@@ -8,6 +8,9 @@
 #include "../core/xmit_fixture.h"
 #include "core/clock.h"
 #include "sched/pfifo_fast.h"
+#include "sched/sch_fifo.h"
+#include "sched/sch_prio.h"
+#include "sched/sch_tbf.h"
 
 namespace pktpath::testing {
 namespace {
@@ -17,10 +20,9 @@ class QdiscUnit : public XmitFixture {
   std::unique_ptr<Qdisc> create(const char* kind, QdiscOptions o = {}, uint32_t txqlen = 1000,
                                 uint16_t queues = 1) {
     if (!dev_) dev_ = make("u0", "testdrv", queues, txqlen, /*up=*/false);
-    std::string err;
-    auto q = qdisc_create(*dev_, kind, o, err);
-    EXPECT_NE(q, nullptr) << err;
-    return q;
+    auto q = qdisc_create(*dev_, kind, o);
+    EXPECT_TRUE(q) << q.error().msg;
+    return q ? std::move(*q) : nullptr;
   }
   Packet* pkt(uint32_t mark, uint32_t size = 60, uint32_t prio = 0) {
     Packet* p = cpu.alloc();
@@ -82,9 +84,8 @@ TEST_F(QdiscUnit, PfifoDefaultLimitIsTxqueuelen) {
   for (uint32_t i = 0; i < 6; ++i) enq(*q, pkt(i));
   EXPECT_EQ(q->stats().qlen, 4u);
   EXPECT_EQ(q->stats().drops, 2u);
-  QdiscDump d;
-  q->dump(d);
-  EXPECT_EQ(d.text, "limit 4p");
+  ASSERT_NE(q->dump().get<FifoOptions>(), nullptr);
+  EXPECT_EQ(q->dump().get<FifoOptions>()->limit, 4u);
   drain_marks(*q);
 }
 
@@ -102,9 +103,7 @@ TEST_F(QdiscUnit, BfifoLimitsBytes) {
   EXPECT_EQ(q->stats().backlog, 250u);
   EXPECT_EQ(drain_marks(*q), (std::vector<uint32_t>{0, 1, 3}));
   auto dflt = create("bfifo");
-  QdiscDump d;
-  dflt->dump(d);
-  EXPECT_EQ(d.text, "limit 1514000b");  // txqueuelen * (mtu + 14)
+  EXPECT_EQ(dflt->dump().get<FifoOptions>()->limit, 1514000u);  // txqueuelen * (mtu + 14)
   EXPECT_TRUE(dflt->flags() & TCQ_F_CAN_BYPASS);
 }
 
@@ -124,9 +123,10 @@ TEST_F(QdiscUnit, Prio2BandMatchesLinux) {
     for (uint32_t prio = 0; prio < 20; ++prio)
       if (kLinuxPrio2Band[prio & 15] == band) want.push_back(prio);
   EXPECT_EQ(got, want);
-  QdiscDump d;
-  q->dump(d);
-  EXPECT_EQ(d.text, "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
+  const auto* po = q->dump().get<PrioOptions>();
+  ASSERT_NE(po, nullptr);
+  EXPECT_EQ(po->bands, 3u);
+  for (unsigned i = 0; i < 16; ++i) EXPECT_EQ(po->priomap[i], kLinuxPrio2Band[i]);
 }
 
 TEST_F(QdiscUnit, PfifoFastRingsHoldTxqueuelenPerBand) {
@@ -148,9 +148,9 @@ TEST_F(QdiscUnit, PfifoFastRingsHoldTxqueuelenPerBand) {
 
 TEST_F(QdiscUnit, PfifoFastRefusesZeroTxqueuelen) {
   NetDevice* d = make("z0", "testdrv", 1, /*txqlen=*/0, false);
-  std::string err;
-  EXPECT_EQ(qdisc_create(*d, "pfifo_fast", {}, err), nullptr);
-  EXPECT_NE(err.find("txqueuelen"), std::string::npos);
+  auto q = qdisc_create(*d, "pfifo_fast", {});
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.error().msg.find("txqueuelen"), std::string::npos);
 }
 
 TEST_F(QdiscUnit, PrioBandsAndPriomap) {
@@ -168,7 +168,9 @@ TEST_F(QdiscUnit, PrioBandsAndPriomap) {
   small.limit = 1;
   small.limit_set = true;
   std::string err;
-  auto old = q->graft(*dev_, 1, qdisc_create(*dev_, "pfifo", small, err), err);
+  auto child = qdisc_create(*dev_, "pfifo", small);
+  ASSERT_TRUE(child);
+  auto old = q->graft(*dev_, 1, std::move(*child), err);
   ASSERT_NE(old, nullptr) << err;
   EXPECT_EQ(enq(*q, pkt(1, 60, 15)), NET_XMIT_SUCCESS);
   EXPECT_EQ(enq(*q, pkt(2, 60, 15)), NET_XMIT_DROP);
@@ -178,27 +180,27 @@ TEST_F(QdiscUnit, PrioBandsAndPriomap) {
 
 TEST_F(QdiscUnit, PrioRejectsBadOptions) {
   dev_ = make("u0", "testdrv", 1, 1000, false);
-  std::string err;
   PrioOptions o;
   o.bands = 1;
-  EXPECT_EQ(qdisc_create(*dev_, "prio", o, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "prio", o));
   o.bands = 2;  // default priomap uses band 2
-  EXPECT_EQ(qdisc_create(*dev_, "prio", o, err), nullptr);
-  EXPECT_NE(err.find("priomap"), std::string::npos);
+  auto r = qdisc_create(*dev_, "prio", o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().msg.find("priomap"), std::string::npos);
   o.bands = 17;
-  EXPECT_EQ(qdisc_create(*dev_, "prio", o, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "prio", o));
   FifoOptions f;
-  EXPECT_EQ(qdisc_create(*dev_, "pfifo_fast", f, err), nullptr);
-  EXPECT_EQ(qdisc_create(*dev_, "nosuch", {}, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "pfifo_fast", f));
+  EXPECT_FALSE(qdisc_create(*dev_, "nosuch", {}));
 }
 
 TEST_F(QdiscUnit, MqNeedsMultiqueueAndHasAChildPerQueue) {
   dev_ = make("u1", "testdrv", 1, 1000, false);
-  std::string err;
-  EXPECT_EQ(qdisc_create(*dev_, "mq", {}, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "mq", {}));
   NetDevice* m = make("u4", "testdrv", 4, 1000, false);
-  auto q = qdisc_create(*m, "mq", {}, err);
-  ASSERT_NE(q, nullptr) << err;
+  auto created = qdisc_create(*m, "mq", {});
+  ASSERT_TRUE(created) << created.error().msg;
+  auto& q = *created;
   EXPECT_EQ(q->num_children(), 4u);
   for (uint32_t i = 1; i <= 4; ++i) EXPECT_STREQ(q->child(i)->kind(), "pfifo_fast");
 }
@@ -239,19 +241,21 @@ TEST_F(QdiscUnit, TbfRateWithinOnePercentOnVirtualClock) {
 
 TEST_F(QdiscUnit, TbfOptionsAndLatencyDerivedLimit) {
   dev_ = make("u0", "testdrv", 1, 1000, false);
-  std::string err;
   TbfOptions o;
-  EXPECT_EQ(qdisc_create(*dev_, "tbf", o, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "tbf", o));
   o.rate_bytes_ps = 125000;
   o.burst = 1500;
-  EXPECT_EQ(qdisc_create(*dev_, "tbf", o, err), nullptr);  // neither limit nor latency
+  EXPECT_FALSE(qdisc_create(*dev_, "tbf", o));  // neither limit nor latency
   o.latency_ns = 50'000'000;
   o.latency_set = true;
-  auto q = qdisc_create(*dev_, "tbf", o, err);
-  ASSERT_NE(q, nullptr) << err;
-  QdiscDump dmp;
-  q->dump(dmp);
-  EXPECT_EQ(dmp.text, "rate 1Mbit burst 1500b lat 50ms ");
+  auto q = qdisc_create(*dev_, "tbf", o);
+  ASSERT_TRUE(q) << q.error().msg;
+  const auto* t = (*q)->dump().get<TbfOptions>();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->rate_bytes_ps, 125000u);
+  EXPECT_EQ(t->burst, 1500u);
+  EXPECT_EQ(t->limit, 125000u / 20 + 1500);  // rate * latency + burst
+  EXPECT_TRUE(t->limit_set);
 }
 
 using TcModify = XmitFixture;
@@ -269,16 +273,13 @@ TEST_F(TcModify, AddReplaceChangeDelete) {
   QdiscRequest r;
   r.op = QdiscOp::Add;
   r.kind = "pfifo";
-  std::string err;
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));  // exclusive
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));  // exclusive
   f.limit = 20;
   tc(d, QdiscOp::Change, "pfifo", f);
-  QdiscDump dmp;
-  d->qdisc()->dump(dmp);
-  EXPECT_EQ(dmp.text, "limit 20p");
+  EXPECT_EQ(d->qdisc()->dump().get<FifoOptions>()->limit, 20u);
   r.op = QdiscOp::Change;
   r.kind = "bfifo";
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));
   tc(d, QdiscOp::Replace, "prio");
   EXPECT_STREQ(d->qdisc()->kind(), "prio");
   EXPECT_EQ(d->qdisc()->handle(), 0x80010000u);  // automatic handle
@@ -289,10 +290,11 @@ TEST_F(TcModify, AddReplaceChangeDelete) {
   EXPECT_EQ(testdrv_state(*d).transmitted.load(), 5u);
   r.op = QdiscOp::Del;
   r.kind = "";
-  EXPECT_TRUE(tc_qdisc_modify(table, *d, r, err)) << err;
+  auto st = tc_qdisc_modify(table, *d, r);
+  EXPECT_TRUE(st) << st.error().msg;
   EXPECT_STREQ(d->qdisc()->kind(), "pfifo_fast");
   EXPECT_TRUE(d->root_is_default());
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));  // cannot delete the default
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));  // cannot delete the default
   EXPECT_EQ(tc_handle_str(0x80010000u), "8001:");
   EXPECT_EQ(tc_handle_str(0x10002u), "1:2");
   EXPECT_EQ(tc_handle_str(0x3u), ":3");
@@ -308,11 +310,11 @@ TEST_F(TcModify, MqChildGraftRepointsTheTxQueue) {
   r.op = QdiscOp::Add;
   r.kind = "mq";
   r.parent = 0x10001;
-  std::string err;
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));
   r.parent = 0x20001;
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));
-  EXPECT_NE(err.find("not found"), std::string::npos);
+  auto st = tc_qdisc_modify(table, *d, r);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().msg.find("not found"), std::string::npos);
 }
 
 TEST_F(TcModify, ReplaceWhileQueuedDropsOldPackets) {
