@@ -196,10 +196,8 @@ TEST_F(RunnerTest, AbbreviationsIngressKindAndClsactParents) {
   run("tc filter show dev bar egress");
   run("tc filter show dev bar ingress");
   const std::string out = output();
-  EXPECT_NE(out.find("qdisc pfifo 8001: dev foo root refcnt 2 limit 16p
-"), std::string::npos) << out;
-  EXPECT_NE(out.find("qdisc clsact ffff: dev bar parent ffff:fff1
-"), std::string::npos) << out;
+  EXPECT_NE(out.find("qdisc pfifo 8001: dev foo root refcnt 2 limit 16p\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("qdisc clsact ffff: dev bar parent ffff:fff1\n"), std::string::npos) << out;
   const size_t egress = out.find("pref 7 bpf");
   const size_t ingress = out.find("pref 9 bpf");
   ASSERT_NE(egress, std::string::npos) << out;
