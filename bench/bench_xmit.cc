@@ -40,7 +40,7 @@ struct Env {
       QdiscRequest r;
       r.op = QdiscOp::Replace;
       r.kind = root;
-      if (!tc_qdisc_modify(table, *d, r, err)) std::abort();
+      if (!tc_qdisc_modify(table, *d, r)) std::abort();
     }
     return d;
   }

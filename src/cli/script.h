@@ -11,18 +11,12 @@
 #include <vector>
 
 #include "cli/script_ext.h"
+#include "core/result.h"
 #include "core/netdevice.h"
-#include "sched/qdisc_options.h"
-#include "sched/sch_api.h"
 #include "tools/pktgen_args.h"
 
 namespace pktpath::cli {
 
-// A parse or execution error: the message and the word it is about.
-struct ScriptError {
-  std::string word;
-  std::string msg;
-};
 
 // Sets err and returns false: the one way script parsers and executors report a line's error.
 inline bool fail(ScriptError& err, const std::string& word, std::string msg) {
@@ -48,14 +42,6 @@ struct IpLinkDel {
   std::string dev;
 };
 struct IpLinkShow {
-  bool stats = false;
-  std::string dev;  // empty: all
-};
-struct TcQdiscCmd {
-  std::string dev;
-  QdiscRequest req;
-};
-struct TcQdiscShow {
   bool stats = false;
   std::string dev;  // empty: all
 };
@@ -87,21 +73,11 @@ struct CommandLine {
   std::vector<std::string> words;
 };
 
-using ScriptCommand = std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, TcQdiscCmd, TcQdiscShow,
-                                   SleepCmd, SendCmd, PktgenLine, CommandLine, ExtCommand>;
+using ScriptCommand = std::variant<IpLinkAdd, IpLinkSet, IpLinkDel, IpLinkShow, SleepCmd, SendCmd, PktgenLine, CommandLine, ExtCommand>;
 
 // Parse one tokenized, non-empty line. false with err on bad input.
 bool parse_command(const std::vector<std::string>& words, ScriptCommand& out, ScriptError& err);
 
-// tc's option words for one qdisc kind -> typed options (words after the kind).
-bool parse_qdisc_options(const std::string& kind, const std::vector<std::string>& words, size_t pos,
-                         QdiscOptions& out, ScriptError& err);
-
-// Units as tc writes them.
-bool parse_tc_rate(const std::string& s, uint64_t& bytes_per_sec);  // "1mbit", "125kbps", "8000"
-bool parse_tc_size(const std::string& s, uint64_t& bytes);          // "1500", "10kb", "1m", "8kbit"
-bool parse_tc_time(const std::string& s, uint64_t& ns);             // "50ms", "1s", "20" (usec)
-bool parse_tc_handle(const std::string& s, uint32_t& h);  // "1:", "8001:", "1:2", ":3", "root"
 bool parse_u32(const std::string& s, uint32_t& v);
 bool parse_u64(const std::string& s, uint64_t& v);
 bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac);

@@ -21,15 +21,6 @@ std::string mac_str(const std::array<uint8_t, 6>& m) {
   return b;
 }
 
-// Which qdiscs `tc qdisc show` lists: the root, then children that are not invisible
-// defaults (a default child has handle 0, except mq's, which tc shows).
-void collect(Qdisc* q, bool is_root, bool parent_is_mq, std::vector<std::pair<Qdisc*, bool>>& out) {
-  if (!q) return;
-  if (is_root || q->handle() != 0 || parent_is_mq) out.emplace_back(q, is_root);
-  const bool mq = q->flags() & TCQ_F_MQROOT;
-  for (unsigned i = 0; i < q->num_children(); ++i) collect(q->child(i + 1), false, mq, out);
-}
-
 }  // namespace
 
 ScriptRunner::ScriptRunner(bool json, std::FILE* out)
@@ -66,8 +57,6 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
         else if constexpr (std::is_same_v<T, IpLinkSet>) return ip_link_set(c, err);
         else if constexpr (std::is_same_v<T, IpLinkDel>) return ip_link_del(c, err);
         else if constexpr (std::is_same_v<T, IpLinkShow>) return ip_link_show(c, err);
-        else if constexpr (std::is_same_v<T, TcQdiscCmd>) return tc_qdisc(c, err);
-        else if constexpr (std::is_same_v<T, TcQdiscShow>) return tc_qdisc_show(c, err);
         else if constexpr (std::is_same_v<T, SleepCmd>) return sleep(c);
         else if constexpr (std::is_same_v<T, PktgenLine>) return pktgen(c, err);
         else if constexpr (std::is_same_v<T, CommandLine>) return command_line(c, err);
@@ -170,84 +159,6 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
                    static_cast<unsigned long long>(s.tx_bytes),
                    static_cast<unsigned long long>(s.tx_packets), 0,
                    static_cast<unsigned long long>(s.tx_dropped), 0, 0);
-    }
-  }
-  if (json_) std::fprintf(out_, "%s\n", arr.dump().c_str());
-  return true;
-}
-
-bool ScriptRunner::tc_qdisc(const TcQdiscCmd& c, ScriptError& err) {
-  NetDevice* d = table_.find(c.dev);
-  if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
-  run_all_pending();
-  std::string msg;
-  if (!tc_qdisc_modify(table_, *d, c.req, msg))
-    return fail(err, c.req.kind.empty() ? c.dev : c.req.kind, msg);
-  return true;
-}
-
-bool ScriptRunner::tc_qdisc_show(const TcQdiscShow& c, ScriptError& err) {
-  std::vector<NetDevice*> devs;
-  if (!c.dev.empty()) {
-    NetDevice* d = table_.find(c.dev);
-    if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
-    devs.push_back(d);
-  } else {
-    devs = table_.list();
-  }
-  nlohmann::json arr = nlohmann::json::array();
-  for (NetDevice* d : devs) {
-    std::vector<std::pair<Qdisc*, bool>> qs;
-    if (d->is_up() || !d->root_is_default()) collect(d->qdisc(), true, false, qs);
-    if (qs.empty()) {
-      // A down device with no configured qdisc shows noop, as the kernel does.
-      qs.emplace_back(&noop_qdisc(), true);
-    }
-    for (auto [q, is_root] : qs) {
-      const QdiscStats s = q->stats();
-      QdiscDump dump;
-      q->dump(dump);
-      if (json_) {
-        nlohmann::json j = {{"kind", q->kind()}, {"handle", tc_handle_str(q->handle())}};
-        if (c.dev.empty()) j["dev"] = d->name();
-        if (is_root) {
-          j["root"] = true;
-          j["refcnt"] = 2;
-        } else {
-          j["parent"] = tc_handle_str(q->parent());
-        }
-        nlohmann::json opts = nlohmann::json::object();
-        for (auto& [k, v] : dump.json) opts[k] = nlohmann::json::parse(v);
-        j["options"] = opts;
-        if (c.stats) {
-          j["bytes"] = s.bytes;
-          j["packets"] = s.packets;
-          j["drops"] = s.drops;
-          j["overlimits"] = s.overlimits;
-          j["requeues"] = s.requeues;
-          j["backlog"] = s.backlog;
-          j["qlen"] = s.qlen;
-        }
-        arr.push_back(std::move(j));
-        continue;
-      }
-      std::string line = "qdisc " + std::string(q->kind()) + " " + tc_handle_str(q->handle()) + " ";
-      if (c.dev.empty()) line += "dev " + d->name() + " ";
-      line += is_root ? "root refcnt 2 " : "parent " + tc_handle_str(q->parent()) + " ";
-      line += dump.text;
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      std::fprintf(out_, "%s\n", line.c_str());
-      if (c.stats) {
-        std::fprintf(
-            out_, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
-            static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
-            static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
-            static_cast<unsigned long long>(s.requeues));
-        std::fprintf(out_, " backlog %llub %llup requeues %llu\n",
-                     static_cast<unsigned long long>(s.backlog),
-                     static_cast<unsigned long long>(s.qlen),
-                     static_cast<unsigned long long>(s.requeues));
-      }
     }
   }
   if (json_) std::fprintf(out_, "%s\n", arr.dump().c_str());

@@ -42,8 +42,6 @@ class ScriptRunner {
   bool ip_link_set(const IpLinkSet& c, ScriptError& err);
   bool ip_link_del(const IpLinkDel& c, ScriptError& err);
   bool ip_link_show(const IpLinkShow& c, ScriptError& err);
-  bool tc_qdisc(const TcQdiscCmd& c, ScriptError& err);
-  bool tc_qdisc_show(const TcQdiscShow& c, ScriptError& err);
   bool sleep(const SleepCmd& c);
   bool send(const SendCmd& c, ScriptError& err);
   bool pktgen(const PktgenLine& c, ScriptError& err);  // script_pktgen.cc

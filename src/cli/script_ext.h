@@ -1,6 +1,5 @@
-// Script lines handled outside the core runner: `tc qdisc add|del dev D clsact`,
-// `tc filter ...`, `tc [-s] filter show ...` (script_tc_filter.cc) and `nft ...`
-// (script_nft.cc). The runner's parser asks parse_ext_command first; a line it takes
+// Script lines that parse into self-executing commands: every `tc` line (cli/tc/),
+// `nft ...` (script_nft.cc), `capture ...` and `ip link del` (script_ext.cc dispatches). The runner's parser asks parse_ext_command first; a line it takes
 // becomes an ExtCommand that executes itself against the runner.
 #pragma once
 
@@ -9,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "core/result.h"
+
 namespace pktpath::cli {
 
 class ScriptRunner;
-struct ScriptError;
+// A parse or execution error: the message and the word it is about.
+using ScriptError = ::pktpath::Error;
 
 // One parsed line, applied later (the whole script is parsed before anything runs).
 class ExtLine {

@@ -5,6 +5,7 @@
 #include "cli/script.h"
 #include "cli/script_exec.h"
 #include "netfilter/nft_command.h"
+#include "sched/act_mirred.h"
 #include "sched/clsact.h"
 #include "sched/nf_dev_resolver.h"
 

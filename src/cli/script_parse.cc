@@ -1,4 +1,5 @@
-// Hand-written parser for script lines: ip link, tc qdisc, sleep, send.
+// Hand-written parser for script lines: ip link, sleep, send, pktgen; tc lines are parsed
+// by cli/tc/ (through parse_ext_command).
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -161,94 +162,6 @@ bool parse_ip(const std::vector<std::string>& w, ScriptCommand& out, ScriptError
   return fail(err, obj, "unsupported ip object \"" + obj + "\" (only link)");
 }
 
-// ---- tc ------------------------------------------------------------------
-
-bool parse_tc_qdisc(const std::vector<std::string>& w, size_t i, bool stats, ScriptCommand& out,
-                    ScriptError& err) {
-  const std::string& verb = at(w, i);
-  if (verb.empty() || verb == "show" || verb == "list" || verb == "ls") {
-    TcQdiscShow s;
-    s.stats = stats;
-    if (!verb.empty()) ++i;
-    if (at(w, i) == "dev") {
-      s.dev = at(w, i + 1);
-      if (s.dev.empty()) return fail(err, "dev", "\"dev\" needs a value");
-      i += 2;
-    }
-    if (i < w.size()) return fail(err, w[i], "unexpected \"" + w[i] + "\"");
-    out = s;
-    return true;
-  }
-  TcQdiscCmd c;
-  if (verb == "add")
-    c.req.op = QdiscOp::Add;
-  else if (verb == "replace")
-    c.req.op = QdiscOp::Replace;
-  else if (verb == "change")
-    c.req.op = QdiscOp::Change;
-  else if (verb == "del" || verb == "delete")
-    c.req.op = QdiscOp::Del;
-  else
-    return fail(err, verb, "unknown tc qdisc command \"" + verb + "\"");
-  bool have_parent = false;
-  for (++i; i < w.size(); ++i) {
-    const std::string& k = w[i];
-    if (k == "dev") {
-      if (!need_value(w, i, err)) return false;
-      c.dev = w[++i];
-    } else if (k == "root") {
-      if (have_parent) return fail(err, k, "\"root\" given twice or with \"parent\"");
-      c.req.parent = TC_H_ROOT;
-      have_parent = true;
-    } else if (k == "parent") {
-      if (have_parent) return fail(err, k, "\"parent\" given twice or with \"root\"");
-      if (!need_value(w, i, err)) return false;
-      if (!parse_tc_handle(w[++i], c.req.parent) || c.req.parent == TC_H_ROOT ||
-          (c.req.parent & 0xffff) == 0)
-        return fail(err, w[i], "bad parent \"" + w[i] + "\" (want MAJ:MIN)");
-      have_parent = true;
-    } else if (k == "handle") {
-      if (!need_value(w, i, err)) return false;
-      if (!parse_tc_handle(w[++i], c.req.handle) || (c.req.handle & 0xffff) != 0 ||
-          c.req.handle == 0 || c.req.handle == TC_H_ROOT)
-        return fail(err, w[i], "bad handle \"" + w[i] + "\" (want MAJ:)");
-      c.req.handle_set = true;
-    } else {
-      c.req.kind = k;
-      if (k == "clsact" || k == "ingress")
-        return fail(err, k, "qdisc \"" + k + "\" is not supported yet");
-      if (!qdisc_lookup_kind(k)) return fail(err, k, "unknown qdisc kind \"" + k + "\"");
-      if (!parse_qdisc_options(k, w, i + 1, c.req.opts, err)) return false;
-      break;
-    }
-  }
-  if (c.dev.empty()) return fail(err, at(w, i), "tc qdisc needs \"dev DEV\"");
-  if (!have_parent) return fail(err, at(w, i), "tc qdisc needs \"root\" or \"parent X:Y\"");
-  if (c.req.kind.empty() && c.req.op != QdiscOp::Del)
-    return fail(err, at(w, i), "tc qdisc needs a qdisc kind");
-  out = c;
-  return true;
-}
-
-bool parse_tc(const std::vector<std::string>& w, ScriptCommand& out, ScriptError& err) {
-  size_t i = 1;
-  bool stats = false;
-  while (i < w.size() && w[i].size() > 1 && w[i][0] == '-') {
-    if (w[i] == "-s" || w[i] == "-stats" || w[i] == "-statistics")
-      stats = true;
-    else if (w[i] != "-j" && w[i] != "-json" && w[i] != "-d" && w[i] != "-details" &&
-             w[i] != "-p" && w[i] != "-pretty")
-      return fail(err, w[i], "unknown tc option \"" + w[i] + "\"");
-    ++i;
-  }
-  const std::string& obj = at(w, i);
-  if (obj == "qdisc") return parse_tc_qdisc(w, i + 1, stats, out, err);
-  if (obj.empty()) return fail(err, "", "tc needs an object (qdisc)");
-  if (obj == "filter" || obj == "class")
-    return fail(err, obj, "tc " + obj + " is not supported yet");
-  return fail(err, obj, "unknown tc object \"" + obj + "\"");
-}
-
 bool parse_sleep(const std::vector<std::string>& w, ScriptCommand& out, ScriptError& err) {
   if (w.size() != 2) return fail(err, at(w, 2), "usage: sleep SECONDS");
   double num;
@@ -287,99 +200,6 @@ bool parse_send(const std::vector<std::string>& w, ScriptCommand& out, ScriptErr
   if (s.dev.empty()) return fail(err, "send", "send needs \"dev DEV\"");
   if (!have_count) return fail(err, "send", "send needs \"count N\"");
   out = s;
-  return true;
-}
-
-// ---- qdisc options ---------------------------------------------------------
-
-bool parse_fifo_opts(const std::vector<std::string>& w, size_t i, bool bytes, QdiscOptions& out,
-                     ScriptError& err) {
-  FifoOptions f;
-  for (; i < w.size(); ++i) {
-    if (w[i] != "limit")
-      return fail(err, w[i], "unknown option \"" + w[i] + "\" (fifo takes limit)");
-    if (!need_value(w, i, err)) return false;
-    uint64_t v;
-    const bool ok = bytes ? parse_tc_size(w[i + 1], v) : parse_u64(w[i + 1], v);
-    if (!ok || v > UINT32_MAX) return fail(err, w[i + 1], "bad limit \"" + w[i + 1] + "\"");
-    f.limit = static_cast<uint32_t>(v);
-    f.limit_set = true;
-    ++i;
-  }
-  out = f;
-  return true;
-}
-
-bool parse_prio_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& out,
-                     ScriptError& err) {
-  PrioOptions p;
-  bool have_map = false;
-  for (; i < w.size(); ++i) {
-    if (w[i] == "bands") {
-      if (!need_value(w, i, err)) return false;
-      if (!parse_u32(w[++i], p.bands) || p.bands < 2 || p.bands > 16)
-        return fail(err, w[i], "bands must be 2..16");
-    } else if (w[i] == "priomap") {
-      size_t n = 0;
-      while (i + 1 < w.size() && n <= kTcPrioMax) {
-        uint32_t v;
-        if (!parse_u32(w[i + 1], v)) break;
-        if (v > 15) return fail(err, w[i + 1], "priomap entry must be a band number");
-        p.priomap[n++] = static_cast<uint8_t>(v);
-        ++i;
-      }
-      if (n == 0) return fail(err, w[i], "priomap needs band numbers");
-      have_map = true;
-    } else {
-      return fail(err, w[i], "unknown option \"" + w[i] + "\" (prio takes bands, priomap)");
-    }
-  }
-  for (size_t k = 0; k <= kTcPrioMax; ++k)
-    if (p.priomap[k] >= p.bands)
-      return fail(err, have_map ? "priomap" : "bands",
-                  "priomap entry " + std::to_string(p.priomap[k]) + " is not a band (bands " +
-                      std::to_string(p.bands) + ")");
-  out = p;
-  return true;
-}
-
-bool parse_tbf_opts(const std::vector<std::string>& w, size_t i, QdiscOptions& out,
-                    ScriptError& err) {
-  TbfOptions t;
-  for (; i < w.size(); ++i) {
-    const std::string& k = w[i];
-    if (k == "rate" || k == "burst" || k == "buffer" || k == "maxburst" || k == "limit" ||
-        k == "latency") {
-      if (!need_value(w, i, err)) return false;
-      const std::string& v = w[++i];
-      uint64_t x;
-      if (k == "rate") {
-        if (!parse_tc_rate(v, t.rate_bytes_ps) || t.rate_bytes_ps == 0)
-          return fail(err, v, "bad rate \"" + v + "\"");
-      } else if (k == "limit") {
-        if (!parse_tc_size(v, x) || x > UINT32_MAX) return fail(err, v, "bad limit \"" + v + "\"");
-        t.limit = static_cast<uint32_t>(x);
-        t.limit_set = true;
-      } else if (k == "latency") {
-        if (!parse_tc_time(v, t.latency_ns)) return fail(err, v, "bad latency \"" + v + "\"");
-        t.latency_set = true;
-      } else {
-        if (!parse_tc_size(v, x) || x == 0 || x > UINT32_MAX)
-          return fail(err, v, "bad burst \"" + v + "\"");
-        t.burst = static_cast<uint32_t>(x);
-      }
-    } else if (k == "peakrate" || k == "mtu" || k == "minburst" || k == "overhead" ||
-               k == "linklayer") {
-      return fail(err, k, "tbf option \"" + k + "\" is not supported");
-    } else {
-      return fail(err, k, "unknown option \"" + k + "\" (tbf takes rate, burst, limit|latency)");
-    }
-  }
-  if (t.rate_bytes_ps == 0) return fail(err, "tbf", "tbf needs \"rate\"");
-  if (t.burst == 0) return fail(err, "tbf", "tbf needs \"burst\"");
-  if (t.limit_set == t.latency_set)
-    return fail(err, "tbf", "tbf needs exactly one of \"limit\" or \"latency\"");
-  out = t;
   return true;
 }
 
@@ -444,14 +264,13 @@ bool parse_pktgen_line(const std::vector<std::string>& w, ScriptCommand& out, Sc
 
 bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, ScriptError& err) {
   const std::string& cmd = w.at(0);
-  // clsact, tc filter and nft lines (script_ext.h).
+  // tc, nft, capture and `ip link del` lines (script_ext.h).
   ExtCommand ext;
   if (auto r = parse_ext_command(w, ext, err)) {
     if (*r) out = std::move(ext);
     return *r;
   }
   if (cmd == "ip") return parse_ip(w, out, err);
-  if (cmd == "tc") return parse_tc(w, out, err);
   if (cmd == "sleep") return parse_sleep(w, out, err);
   if (cmd == "send") return parse_send(w, out, err);
   if (cmd == "pktgen") return parse_pktgen_line(w, out, err);
@@ -465,17 +284,6 @@ bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, Script
   return fail(err, cmd, "unknown command \"" + cmd + "\"");
 }
 
-bool parse_qdisc_options(const std::string& kind, const std::vector<std::string>& w, size_t i,
-                         QdiscOptions& out, ScriptError& err) {
-  out = std::monostate{};
-  if (kind == "pfifo") return parse_fifo_opts(w, i, false, out, err);
-  if (kind == "bfifo") return parse_fifo_opts(w, i, true, out, err);
-  if (kind == "prio") return parse_prio_opts(w, i, out, err);
-  if (kind == "tbf") return parse_tbf_opts(w, i, out, err);
-  if (i < w.size()) return fail(err, w[i], "qdisc " + kind + " takes no options");
-  return true;
-}
-
 bool parse_u64(const std::string& s, uint64_t& v) {
   if (s.empty() || s.size() > 20) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
@@ -486,120 +294,6 @@ bool parse_u32(const std::string& s, uint32_t& v) {
   uint64_t x;
   if (!parse_u64(s, x) || x > UINT32_MAX) return false;
   v = static_cast<uint32_t>(x);
-  return true;
-}
-
-// tc's get_rate: bit, kbit, mbit, gbit, tbit (SI), kibit... (IEC), bps/kbps/... in bytes.
-bool parse_tc_rate(const std::string& s, uint64_t& bytes_per_sec) {
-  double num;
-  std::string u;
-  if (!split_number(s, num, u)) return false;
-  static const struct {
-    const char* unit;
-    double bits;
-  } kUnits[] = {
-      {"", 1},
-      {"bit", 1},
-      {"kbit", 1e3},
-      {"mbit", 1e6},
-      {"gbit", 1e9},
-      {"tbit", 1e12},
-      {"kibit", 1024.0},
-      {"mibit", 1048576.0},
-      {"gibit", 1073741824.0},
-      {"bps", 8},
-      {"kbps", 8e3},
-      {"mbps", 8e6},
-      {"gbps", 8e9},
-      {"tbps", 8e12},
-      {"kibps", 8 * 1024.0},
-      {"mibps", 8 * 1048576.0},
-      {"gibps", 8 * 1073741824.0},
-  };
-  for (const auto& e : kUnits)
-    if (u == e.unit) {
-      const double bytes = num * e.bits / 8;
-      if (bytes < 1 || bytes > 1e15) return false;
-      bytes_per_sec = static_cast<uint64_t>(bytes + 0.5);
-      return true;
-    }
-  return false;
-}
-
-// tc's get_size: bytes; k/kb = 1024, m/mb, g/gb; kbit/mbit/gbit in bits.
-bool parse_tc_size(const std::string& s, uint64_t& bytes) {
-  double num;
-  std::string u;
-  if (!split_number(s, num, u)) return false;
-  static const struct {
-    const char* unit;
-    double mult;
-  } kUnits[] = {
-      {"", 1},
-      {"b", 1},
-      {"k", 1024},
-      {"kb", 1024},
-      {"m", 1048576},
-      {"mb", 1048576},
-      {"g", 1073741824.0},
-      {"gb", 1073741824.0},
-      {"kbit", 1024 / 8.0},
-      {"mbit", 1048576 / 8.0},
-      {"gbit", 1073741824.0 / 8},
-      {"bit", 1 / 8.0},
-  };
-  for (const auto& e : kUnits)
-    if (u == e.unit) {
-      const double b = num * e.mult;
-      if (b > 4294967295.0) return false;
-      bytes = static_cast<uint64_t>(b);
-      return true;
-    }
-  return false;
-}
-
-// tc's get_time: s/sec/secs, ms/msec/msecs, us/usec/usecs; a bare number is usec.
-bool parse_tc_time(const std::string& s, uint64_t& ns) {
-  double num;
-  std::string u;
-  if (!split_number(s, num, u)) return false;
-  double mult;
-  if (u == "s" || u == "sec" || u == "secs")
-    mult = 1e9;
-  else if (u == "ms" || u == "msec" || u == "msecs")
-    mult = 1e6;
-  else if (u.empty() || u == "us" || u == "usec" || u == "usecs")
-    mult = 1e3;
-  else if (u == "ns" || u == "nsec")
-    mult = 1;
-  else
-    return false;
-  const double v = num * mult;
-  if (v > 3600e9) return false;
-  ns = static_cast<uint64_t>(v);
-  return true;
-}
-
-// "root", "MAJ:", "MAJ:MIN", ":MIN" in hex (tc's get_tc_classid / get_qdisc_handle).
-bool parse_tc_handle(const std::string& s, uint32_t& h) {
-  if (s == "root") {
-    h = TC_H_ROOT;
-    return true;
-  }
-  const size_t colon = s.find(':');
-  if (colon == std::string::npos || s.find(':', colon + 1) != std::string::npos) return false;
-  auto hex = [](const std::string& t, uint32_t& v) {
-    if (t.empty()) {
-      v = 0;
-      return true;
-    }
-    if (t.size() > 4) return false;
-    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 16);
-    return ec == std::errc() && p == t.data() + t.size();
-  };
-  uint32_t maj, min;
-  if (!hex(s.substr(0, colon), maj) || !hex(s.substr(colon + 1), min)) return false;
-  h = (maj << 16) | min;
   return true;
 }
 

@@ -39,7 +39,7 @@ bool expand_vars(const std::string& line, std::string& out, ScriptError& err) {
     out.append(line, i, at - i);
     size_t end = line.find('}', at + 2);
     if (end == std::string::npos) {
-      err = {line.substr(at), "unterminated ${ in line"};
+      err = {"unterminated ${ in line", line.substr(at)};
       return false;
     }
     std::string body = line.substr(at + 2, end - at - 2);
@@ -48,7 +48,7 @@ bool expand_vars(const std::string& line, std::string& out, ScriptError& err) {
     bool ok_name = !name.empty();
     for (char c : name) ok_name = ok_name && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
     if (!ok_name) {
-      err = {"${" + body + "}", "bad variable name \"" + name + "\""};
+      err = {"bad variable name \"" + name + "\"", "${" + body + "}"};
       return false;
     }
     const char* v = std::getenv(name.c_str());
@@ -57,7 +57,7 @@ bool expand_vars(const std::string& line, std::string& out, ScriptError& err) {
     } else if (dflt != std::string::npos) {
       out += body.substr(dflt + 2);
     } else {
-      err = {"${" + body + "}", "variable " + name + " is not set"};
+      err = {"variable " + name + " is not set", "${" + body + "}"};
       return false;
     }
     i = end + 1;

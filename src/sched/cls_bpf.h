@@ -16,7 +16,7 @@
 #include "bpf/program.h"
 #include "core/bpf_view.h"
 #include "core/netdevice.h"
-#include "sched/tc_act.h"
+#include "sched/act_api.h"
 
 namespace pktpath::tc {
 

@@ -29,6 +29,7 @@ struct TcDevState final : DevHooksState {
 
   NetDevice& dev;
   bool clsact = false;
+  bool ingress_only = false;  // the `ingress` kind: no egress list
   bool nf_egress = false;
   std::vector<std::unique_ptr<BpfFilter>> filters[2];
   TcStats qstats[2];
@@ -200,7 +201,7 @@ Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
 
 // --- configuration.
 
-bool clsact_add(NetDevice& dev, std::string* err) {
+bool clsact_add(NetDevice& dev, std::string* err, bool ingress_only) {
   RcuWriterScope writer;
   std::lock_guard g(tc_mu());
   TcDevState& s = state_of(dev);
@@ -209,7 +210,15 @@ bool clsact_add(NetDevice& dev, std::string* err) {
     return false;
   }
   s.clsact = true;
+  s.ingress_only = ingress_only;
   return true;
+}
+
+const char* ingress_qdisc_kind(NetDevice& dev) {
+  std::lock_guard g(tc_mu());
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s || !s->clsact) return nullptr;
+  return s->ingress_only ? "ingress" : "clsact";
 }
 
 bool clsact_del(NetDevice& dev, std::string* err) {
@@ -249,6 +258,10 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) {
     if (err) *err = "no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)";
+    return false;
+  }
+  if (dir == Dir::Egress && s->ingress_only) {
+    if (err) *err = "the ingress qdisc on " + dev.name() + " has no egress side (use clsact)";
     return false;
   }
   auto& list = s->filters[static_cast<int>(dir)];

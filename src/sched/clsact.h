@@ -71,9 +71,12 @@ Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
 Packet* dev_egress_hooks_outline(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx);
 
 // --- configuration (control side).
-bool clsact_add(NetDevice& dev, std::string* err);  // EEXIST-style error when present
+// ingress_only: the `ingress` kind (sch_ingress), which has no egress list.
+bool clsact_add(NetDevice& dev, std::string* err, bool ingress_only = false);  // EEXIST-style error when present
 bool clsact_del(NetDevice& dev, std::string* err);  // detaches and frees every filter
 bool clsact_present(NetDevice& dev);
+// "clsact" or "ingress" when one is attached, else nullptr.
+const char* ingress_qdisc_kind(NetDevice& dev);
 // rcu_barrier: wait for a grace period and free everything retired so far.
 void tc_rcu_barrier();
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstdint>
 
-#include "sched/qdisc_options.h"
+#include "sched/sch_prio.h"
 
 namespace pktpath {
 

@@ -26,7 +26,7 @@ void Qdisc::enable_cpu_stats() {
 }
 
 bool Qdisc::init(NetDevice&, const QdiscOptions& opts, std::string& err) {
-  if (!std::holds_alternative<std::monostate>(opts)) {
+  if (!opts.empty()) {
     err = std::string("qdisc ") + kind_ + " takes no options";
     return false;
   }

@@ -1,9 +1,9 @@
 // Qdisc: the queueing discipline base (struct Qdisc + Qdisc_ops in one class).
 //
 // A discipline is a subclass in its own sch_<kind>.cc that overrides the small ops
-// interface (enqueue, dequeue, peek, reset, init/change, dump) and is registered by its
-// tc name in sch_api.cc; the transmit path (dev_xmit.cc, sch_generic.cc) only sees this
-// base.
+// interface (enqueue, dequeue, peek, reset, init/change, dump) and registers itself by
+// its tc name with a QdiscRegistrar (register_qdisc); the transmit path (dev_xmit.cc,
+// sch_generic.cc) only sees this base.
 //
 // Locking rules (as in Linux):
 //  - A qdisc without TCQ_F_NOLOCK is "locked": enqueue, dequeue, peek, reset and its
@@ -29,6 +29,7 @@
 #include "core/counter.h"
 #include "core/cpu.h"
 #include "core/packet.h"
+#include "core/result.h"
 #include "core/spinlock.h"
 #include "sched/qdisc_options.h"
 
@@ -73,13 +74,6 @@ struct QdiscStats {
   QdiscStats& operator+=(const QdiscStats& o);
 };
 
-// What `tc qdisc show` prints after "qdisc KIND HANDLE: root|parent X:Y", and the JSON
-// "options" object (values are JSON literals).
-struct QdiscDump {
-  std::string text;
-  std::vector<std::pair<std::string, std::string>> json;
-};
-
 class Qdisc : public CpuWork {
  public:
   explicit Qdisc(const char* kind, uint32_t flags);
@@ -100,7 +94,9 @@ class Qdisc : public CpuWork {
   virtual bool change(NetDevice& dev, const QdiscOptions& opts, std::string& err) {
     return init(dev, opts, err);
   }
-  virtual void dump(QdiscDump& d) const { (void)d; }
+  // The options as the kind's typed struct (ops->dump filling TCA_OPTIONS); empty for a
+  // kind without options. The CLI's tc/q_<kind>.cc prints them.
+  virtual QdiscOptions dump() const { return {}; }
   virtual QdiscStats stats() const;
 
   // Classful disciplines: children by class minor (1-based), graft replaces one and
@@ -239,17 +235,30 @@ class Qdisc : public CpuWork {
   std::unique_ptr<QdiscStatsBlock[]> pcpu_;
 };
 
-// Registry of disciplines by tc name (register_qdisc / qdisc_lookup_ops).
-struct QdiscKind {
+// A discipline kind (struct Qdisc_ops): its tc name and constructor. `ingress_hook`
+// kinds (clsact, ingress) are not tree qdiscs: they hold the device's tc filter lists
+// (sch_ingress.cc).
+struct QdiscOps {
   const char* id;
   std::unique_ptr<Qdisc> (*create)();
-  bool classful;
+  bool classful = false;
+  bool ingress_hook = false;
 };
-const QdiscKind* qdisc_lookup_kind(std::string_view id);
-const std::vector<QdiscKind>& qdisc_kinds();
+// mirrors register_qdisc: called by QdiscRegistrar objects during static initialisation
+// (the library is linked whole-archive so that no registering file is dropped). A
+// duplicate id aborts.
+void register_qdisc(const QdiscOps& ops);
+struct QdiscRegistrar {
+  explicit QdiscRegistrar(const QdiscOps& ops) { register_qdisc(ops); }
+};
+// mirrors qdisc_lookup_ops; nullptr for an unknown kind.
+const QdiscOps* qdisc_lookup_ops(std::string_view id);
+// Every registered kind, in registration order.
+std::vector<const QdiscOps*> qdisc_ops_list();
 
-// Create, set up for `dev` and init a qdisc of `kind`; nullptr with err on failure.
-std::unique_ptr<Qdisc> qdisc_create(NetDevice& dev, std::string_view kind, const QdiscOptions& opts,
-                                    std::string& err);
+// mirrors qdisc_create: look up the kind, construct it for `dev` with `handle` (before
+// init: children's parent ids derive from it) and init it with `opts`.
+Result<std::unique_ptr<Qdisc>> qdisc_create(NetDevice& dev, std::string_view kind, const QdiscOptions& opts,
+                                            uint32_t handle = 0);
 
 }  // namespace pktpath

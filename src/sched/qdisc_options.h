@@ -1,39 +1,39 @@
-// Typed options a qdisc is created or changed with. The CLI turns tc's words into these;
-// disciplines never parse text (STYLE.md: configuration parsing lives in src/cli).
+// Typed options of one qdisc or action kind, type-erased so that nothing central lists
+// the kinds: each kind's header (sched/sch_<kind>.h, sched/act_<kind>.h) defines a struct
+// deriving from KindOptionsBase (what the kind's netlink TCA_OPTIONS carry in Linux), the
+// CLI's tc/q_<kind>.cc builds it from tc's words, the kind reads it back with get<T>().
+// Disciplines never parse text.
 #pragma once
 
-#include <array>
-#include <cstdint>
-#include <variant>
+#include <concepts>
+#include <memory>
 
 namespace pktpath {
 
-inline constexpr unsigned kTcPrioMax = 15;  // TC_PRIO_MAX: priomap has 16 entries
-
-// pfifo / bfifo: limit in packets (pfifo) or bytes (bfifo). Unset: the device's
-// tx_queue_len (times the MTU for bfifo), as fifo_init does.
-struct FifoOptions {
-  uint32_t limit = 0;
-  bool limit_set = false;
+struct KindOptionsBase {
+  virtual ~KindOptionsBase() = default;
 };
 
-// prio: number of bands (2..16) and the priority -> band map.
-struct PrioOptions {
-  uint32_t bands = 3;
-  std::array<uint8_t, kTcPrioMax + 1> priomap = {1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+// Immutable once built; copies share the options.
+class KindOptions {
+ public:
+  KindOptions() = default;
+  template <class T>
+    requires std::derived_from<T, KindOptionsBase>
+  KindOptions(T v) : p_(std::make_shared<const T>(std::move(v))) {}
+
+  // The options as the kind's type, or nullptr (none given, or another kind's).
+  template <class T>
+  const T* get() const {
+    return dynamic_cast<const T*>(p_.get());
+  }
+  bool empty() const { return p_ == nullptr; }
+
+ private:
+  std::shared_ptr<const KindOptionsBase> p_;
 };
 
-// tbf: rate in bytes/s, bucket size (burst) in bytes, and either a byte limit or a
-// latency from which the limit is derived (tc computes limit = rate * latency + burst).
-struct TbfOptions {
-  uint64_t rate_bytes_ps = 0;
-  uint32_t burst = 0;
-  uint32_t limit = 0;
-  uint64_t latency_ns = 0;
-  bool limit_set = false;
-  bool latency_set = false;
-};
-
-using QdiscOptions = std::variant<std::monostate, FifoOptions, PrioOptions, TbfOptions>;
+using QdiscOptions = KindOptions;
+using ActionOptions = KindOptions;
 
 }  // namespace pktpath

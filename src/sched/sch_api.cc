@@ -1,60 +1,59 @@
-// The qdisc registry (register_qdisc / qdisc_lookup_ops) and qdisc_create. The built-in
-// disciplines are listed here, as pktsched_init registers them: a static library would
-// drop a discipline file that only registers itself.
+// The qdisc kind registry (register_qdisc / qdisc_lookup_ops), qdisc_create and
+// tc_modify_qdisc.
 #include "sched/sch_api.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "core/netdevice.h"
+#include "sched/clsact.h"
 #include "sched/qdisc.h"
 #include "sched/sch_generic.h"
 
 namespace pktpath {
 
-std::unique_ptr<Qdisc> create_noqueue_qdisc();
-std::unique_ptr<Qdisc> create_pfifo_qdisc();
-std::unique_ptr<Qdisc> create_bfifo_qdisc();
-std::unique_ptr<Qdisc> create_pfifo_fast_qdisc();
-std::unique_ptr<Qdisc> create_mq_qdisc();
-std::unique_ptr<Qdisc> create_prio_qdisc();
-std::unique_ptr<Qdisc> create_tbf_qdisc();
+namespace {
 
-const std::vector<QdiscKind>& qdisc_kinds() {
-  static const std::vector<QdiscKind> kinds = {
-      {"noqueue", create_noqueue_qdisc, false},
-      {"pfifo", create_pfifo_qdisc, false},
-      {"bfifo", create_bfifo_qdisc, false},
-      {"pfifo_fast", create_pfifo_fast_qdisc, false},
-      {"mq", create_mq_qdisc, true},
-      {"prio", create_prio_qdisc, true},
-      {"tbf", create_tbf_qdisc, true},
-  };
-  return kinds;
+// qdisc_base: written only while static initialisers run, read-only afterwards.
+std::vector<QdiscOps>& qdisc_base() {
+  static std::vector<QdiscOps> ops;
+  return ops;
 }
 
-const QdiscKind* qdisc_lookup_kind(std::string_view id) {
-  for (const QdiscKind& k : qdisc_kinds())
+}  // namespace
+
+void register_qdisc(const QdiscOps& ops) {
+  if (qdisc_lookup_ops(ops.id)) {
+    std::fprintf(stderr, "pktpath: qdisc kind \"%s\" registered twice\n", ops.id);
+    std::abort();
+  }
+  qdisc_base().push_back(ops);
+}
+
+const QdiscOps* qdisc_lookup_ops(std::string_view id) {
+  for (const QdiscOps& k : qdisc_base())
     if (id == k.id) return &k;
   return nullptr;
 }
 
-std::unique_ptr<Qdisc> qdisc_create(NetDevice& dev, std::string_view kind, const QdiscOptions& opts,
-                                    std::string& err) {
-  const QdiscKind* k = qdisc_lookup_kind(kind);
-  if (!k) {
-    err = "unknown qdisc kind \"" + std::string(kind) + "\"";
-    return nullptr;
-  }
-  std::unique_ptr<Qdisc> q = k->create();
-  q->set_dev_queue(&dev, &dev.txq(0));
-  if (!q->init(dev, opts, err)) return nullptr;
-  return q;
+std::vector<const QdiscOps*> qdisc_ops_list() {
+  std::vector<const QdiscOps*> out;
+  for (const QdiscOps& k : qdisc_base()) out.push_back(&k);
+  return out;
 }
 
-}  // namespace pktpath
-
-namespace pktpath {
+Result<std::unique_ptr<Qdisc>> qdisc_create(NetDevice& dev, std::string_view kind, const QdiscOptions& opts,
+                                            uint32_t handle) {
+  const QdiscOps* ops = qdisc_lookup_ops(kind);
+  if (!ops || !ops->create) return unexpected("unknown qdisc kind \"" + std::string(kind) + "\"");
+  std::unique_ptr<Qdisc> q = ops->create();
+  q->set_handle(handle);
+  q->set_dev_queue(&dev, &dev.txq(0));
+  std::string err;
+  if (!q->init(dev, opts, err)) return unexpected(err);
+  return q;
+}
 
 std::string tc_handle_str(uint32_t h) {
   char buf[32];
@@ -80,13 +79,50 @@ Qdisc* qdisc_lookup(NetDevice& dev, uint32_t handle) {
   return lookup_in(dev.qdisc(), handle & 0xffff0000u);
 }
 
-static bool handle_in_use(NetDevice& dev, uint32_t handle) {
-  return qdisc_lookup(dev, handle) != nullptr;
+namespace {
+
+std::string wrong_kind(const char* have, const std::string& want) {
+  return "qdisc kind is " + std::string(have) + ", not " + want;
 }
 
+// clsact / ingress (parent ffff:fff1, handle ffff:): the device's tc filter lists, not a
+// tree qdisc. mirrors the TC_H_INGRESS branch of tc_modify_qdisc and qdisc_graft.
+Status ingress_modify(NetDevice& dev, const QdiscRequest& req) {
+  const char* have = tc::ingress_qdisc_kind(dev);
+  if (req.handle_set && req.handle != kIngressHandle)
+    return unexpected("the " + (req.kind.empty() ? std::string("clsact") : req.kind) + " qdisc's handle is ffff:");
+  std::string err;
+  if (req.op == QdiscOp::Del) {
+    if (!have) return unexpected("Cannot find specified qdisc on specified device (no clsact or ingress on " + dev.name() + ")");
+    if (!req.kind.empty() && req.kind != have) return unexpected(wrong_kind(have, req.kind));
+    if (!tc::clsact_del(dev, &err)) return unexpected(err);
+    return {};
+  }
+  if (have) {
+    if (req.op == QdiscOp::Add)
+      return unexpected("Exclusivity flag on, cannot modify (" + std::string(have) + " already present on " +
+                        dev.name() + ")");
+    if (req.kind != have) return unexpected(wrong_kind(have, req.kind));
+    return {};  // replace/change with the same kind: nothing to change
+  }
+  if (req.op == QdiscOp::Change) return unexpected("no qdisc to change");
+  if (!tc::clsact_add(dev, &err, req.kind == "ingress")) return unexpected(err);
+  return {};
+}
+
+}  // namespace
+
 // mirrors tc_modify_qdisc / tc_get_qdisc(RTM_DELQDISC) / qdisc_graft
-bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req,
-                     std::string& err) {
+Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req) {
+  const QdiscOps* ops = req.kind.empty() ? nullptr : qdisc_lookup_ops(req.kind);
+  if (!req.kind.empty() && !ops) return unexpected("unknown qdisc kind \"" + req.kind + "\"");
+  if (req.parent == TC_H_INGRESS || (ops && ops->ingress_hook)) {
+    if (req.parent != TC_H_INGRESS && req.parent != TC_H_ROOT)
+      return unexpected("qdisc " + req.kind + " attaches at parent ffff:fff1 only");
+    if (ops && !ops->ingress_hook) return unexpected("qdisc " + req.kind + " cannot be attached at ffff:fff1");
+    return ingress_modify(dev, req);
+  }
+
   // The qdisc the request addresses (current occupant of the slot), and its owner.
   Qdisc* parent_q = nullptr;
   uint32_t minor = 0;
@@ -99,33 +135,20 @@ bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req
   } else {
     parent_q = qdisc_lookup(dev, req.parent);
     minor = req.parent & 0xffff;
-    if (!parent_q || minor == 0) {
-      err = "parent " + tc_handle_str(req.parent) + " not found";
-      return false;
-    }
+    if (!parent_q || minor == 0) return unexpected("parent " + tc_handle_str(req.parent) + " not found");
     existing = parent_q->child(minor);
-    if (!existing) {
-      err = "parent " + tc_handle_str(req.parent) + " has no such class";
-      return false;
-    }
+    if (!existing) return unexpected("parent " + tc_handle_str(req.parent) + " has no such class");
     // A default child (handle 0) is replaced by add, like a default root.
     if (existing->handle() == 0 && req.op != QdiscOp::Del) existing = nullptr;
   }
 
+  std::string err;
   if (req.op == QdiscOp::Del) {
-    if (!existing || existing->handle() == 0 ||
-        (req.parent == TC_H_ROOT && dev.root_is_default())) {
-      err = "cannot delete a qdisc with handle of zero (the default)";
-      return false;
-    }
-    if (!req.kind.empty() && req.kind != existing->kind()) {
-      err = "qdisc kind is " + std::string(existing->kind()) + ", not " + req.kind;
-      return false;
-    }
-    if (req.handle_set && req.handle != existing->handle()) {
-      err = "no qdisc with handle " + tc_handle_str(req.handle);
-      return false;
-    }
+    if (!existing || existing->handle() == 0 || (req.parent == TC_H_ROOT && dev.root_is_default()))
+      return unexpected("cannot delete a qdisc with handle of zero (the default)");
+    if (!req.kind.empty() && req.kind != existing->kind()) return unexpected(wrong_kind(existing->kind(), req.kind));
+    if (req.handle_set && req.handle != existing->handle())
+      return unexpected("no qdisc with handle " + tc_handle_str(req.handle));
     if (req.parent == TC_H_ROOT) {
       table.retire(dev.graft_root(nullptr));
       if (dev.is_up())
@@ -133,70 +156,49 @@ bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req
       else
         dev.set_root_is_default(true);
     } else {
-      std::unique_ptr<Qdisc> dflt = qdisc_create(dev, "pfifo", QdiscOptions{}, err);
-      if (!dflt) return false;
-      std::unique_ptr<Qdisc> old = parent_q->graft(dev, minor, std::move(dflt), err);
-      if (!old) return false;
+      auto dflt = qdisc_create(dev, "pfifo", QdiscOptions{});
+      if (!dflt) return unexpected(dflt.error());
+      std::unique_ptr<Qdisc> old = parent_q->graft(dev, minor, std::move(*dflt), err);
+      if (!old) return unexpected(err);
       table.retire(std::move(old));
     }
-    return true;
+    return {};
   }
 
   if (req.op == QdiscOp::Change ||
       (req.op == QdiscOp::Replace && existing && req.kind == existing->kind() &&
        (!req.handle_set || req.handle == existing->handle()))) {
-    if (!existing) {
-      err = "no qdisc to change";
-      return false;
-    }
-    if (req.kind != existing->kind()) {
-      err = "qdisc kind is " + std::string(existing->kind()) + ", not " + req.kind;
-      return false;
-    }
-    if (req.handle_set && req.handle != existing->handle()) {
-      err = "no qdisc with handle " + tc_handle_str(req.handle);
-      return false;
-    }
-    return existing->change(dev, req.opts, err);
+    if (!existing) return unexpected("no qdisc to change");
+    if (req.kind != existing->kind()) return unexpected(wrong_kind(existing->kind(), req.kind));
+    if (req.handle_set && req.handle != existing->handle())
+      return unexpected("no qdisc with handle " + tc_handle_str(req.handle));
+    if (!existing->change(dev, req.opts, err)) return unexpected(err);
+    return {};
   }
 
-  if (req.op == QdiscOp::Add && existing) {
-    err = "exclusivity flag on, cannot modify: a qdisc is already attached there";
-    return false;
-  }
+  if (req.op == QdiscOp::Add && existing)
+    return unexpected("exclusivity flag on, cannot modify: a qdisc is already attached there");
   uint32_t handle = req.handle;
   if (req.handle_set) {
-    if (handle_in_use(dev, handle) && !(existing && existing->handle() == handle)) {
-      err = "handle " + tc_handle_str(handle) + " is already in use";
-      return false;
-    }
+    if (qdisc_lookup(dev, handle) && !(existing && existing->handle() == handle))
+      return unexpected("handle " + tc_handle_str(handle) + " is already in use");
   } else {
     handle = table.alloc_handle(dev);
   }
-  // init may look at the handle (children's parent ids): set it before init.
-  const QdiscKind* k = qdisc_lookup_kind(req.kind);
-  if (!k) {
-    err = "unknown qdisc kind \"" + req.kind + "\"";
-    return false;
-  }
-  std::unique_ptr<Qdisc> q = k->create();
-  q->set_handle(handle);
-  q->set_dev_queue(&dev, &dev.txq(0));
-  if (!q->init(dev, req.opts, err)) return false;
+  auto created = qdisc_create(dev, req.kind, req.opts, handle);
+  if (!created) return unexpected(created.error());
+  std::unique_ptr<Qdisc> q = std::move(*created);
   if (req.parent == TC_H_ROOT) {
     q->set_parent(TC_H_ROOT);
     table.retire(dev.graft_root(std::move(q)));
   } else {
-    if (q->flags() & TCQ_F_MQROOT) {
-      err = "mq can only be the root qdisc";
-      return false;
-    }
+    if (q->flags() & TCQ_F_MQROOT) return unexpected("mq can only be the root qdisc");
     q->set_parent(req.parent);
     std::unique_ptr<Qdisc> old = parent_q->graft(dev, minor, std::move(q), err);
-    if (!old) return false;
+    if (!old) return unexpected(err);
     table.retire(std::move(old));
   }
-  return true;
+  return {};
 }
 
 }  // namespace pktpath

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/dev_table.h"
+#include "core/result.h"
 #include "sched/qdisc.h"
 
 namespace pktpath {
@@ -14,17 +15,23 @@ namespace pktpath {
 enum class QdiscOp { Add, Replace, Change, Del };
 
 inline constexpr uint32_t TC_H_ROOT = 0xffffffffu;
+inline constexpr uint32_t TC_H_INGRESS = 0xfffffff1u;  // = TC_H_CLSACT: clsact's/ingress's parent
+inline constexpr uint32_t TC_H_MIN_INGRESS = 0xfff2u;   // clsact's ingress side (ffff:fff2)
+inline constexpr uint32_t TC_H_MIN_EGRESS = 0xfff3u;    // clsact's egress side (ffff:fff3)
+inline constexpr uint32_t kIngressHandle = 0xffff0000u;  // ffff: the handle of clsact/ingress
 
 struct QdiscRequest {
   QdiscOp op = QdiscOp::Add;
-  uint32_t parent = TC_H_ROOT;  // TC_H_ROOT or MAJ:MIN of a class
+  uint32_t parent = TC_H_ROOT;  // TC_H_ROOT, TC_H_INGRESS or MAJ:MIN of a class
   uint32_t handle = 0;          // MAJ:0; 0 = allocate
   bool handle_set = false;
   std::string kind;  // may be empty for del
   QdiscOptions opts;
 };
 
-bool tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req, std::string& err);
+// mirrors tc_modify_qdisc / tc_get_qdisc(RTM_DELQDISC). The error's word is empty: the
+// caller names what it is about.
+Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req);
 
 // Find a qdisc of dev's tree by handle major (nullptr if none).
 Qdisc* qdisc_lookup(NetDevice& dev, uint32_t handle);

@@ -4,6 +4,7 @@
 
 #include "core/netdevice.h"
 #include "sched/qdisc.h"
+#include "sched/sch_fifo.h"
 
 namespace pktpath {
 
@@ -48,10 +49,10 @@ class FifoQdisc final : public Qdisc {
   // mirrors __fifo_init
   bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
     uint64_t limit;
-    if (const auto* f = std::get_if<FifoOptions>(&opts); f && f->limit_set) {
+    const auto* f = opts.get<FifoOptions>();
+    if (f && f->limit_set) {
       limit = f->limit;
-    } else if (std::holds_alternative<std::monostate>(opts) ||
-               std::holds_alternative<FifoOptions>(opts)) {
+    } else if (opts.empty() || f) {
       limit = dev.tx_queue_len();
       if (bytes_) limit *= dev.mtu() + kEthHeaderLen;
     } else {
@@ -64,9 +65,12 @@ class FifoQdisc final : public Qdisc {
     set_flags(bypass ? (flags() | TCQ_F_CAN_BYPASS) : (flags() & ~TCQ_F_CAN_BYPASS));
     return true;
   }
-  void dump(QdiscDump& d) const override {
-    d.text = "limit " + std::to_string(limit_) + (bytes_ ? "b" : "p");
-    d.json.emplace_back("limit", std::to_string(limit_));
+  // mirrors fifo_dump
+  QdiscOptions dump() const override {
+    FifoOptions o;
+    o.limit = limit_;
+    o.limit_set = true;
+    return o;
   }
 
  private:
@@ -79,7 +83,8 @@ class FifoQdisc final : public Qdisc {
 
 }  // namespace
 
-std::unique_ptr<Qdisc> create_pfifo_qdisc() { return std::make_unique<FifoQdisc>(false); }
-std::unique_ptr<Qdisc> create_bfifo_qdisc() { return std::make_unique<FifoQdisc>(true); }
+// pfifo_qdisc_ops, bfifo_qdisc_ops
+const QdiscRegistrar kPfifo{{"pfifo", [] { return std::unique_ptr<Qdisc>(new FifoQdisc(false)); }}};
+const QdiscRegistrar kBfifo{{"bfifo", [] { return std::unique_ptr<Qdisc>(new FifoQdisc(true)); }}};
 
 }  // namespace pktpath

@@ -172,17 +172,16 @@ void qdisc_reset_all(Cpu& cpu, Qdisc& q) {
 
 // mirrors attach_default_qdiscs
 void attach_default_qdiscs(NetDevice& dev) {
-  std::string err;
   const char* kind = "pfifo_fast";
   if (dev.flags() & IFF_NO_QUEUE)
     kind = "noqueue";
   else if (dev.real_num_tx_queues() > 1)
     kind = "mq";
-  std::unique_ptr<Qdisc> q = qdisc_create(dev, kind, QdiscOptions{}, err);
+  auto created = qdisc_create(dev, kind, QdiscOptions{});
   // pfifo_fast refuses txqueuelen 0: fall back to noqueue, as Linux does.
-  if (!q) q = qdisc_create(dev, "noqueue", QdiscOptions{}, err);
-  if (!q) return;
-  q->set_handle(0);
+  if (!created) created = qdisc_create(dev, "noqueue", QdiscOptions{});
+  if (!created) return;
+  std::unique_ptr<Qdisc> q = std::move(*created);
   dev.graft_root(std::move(q));
   dev.set_root_is_default(true);
 }

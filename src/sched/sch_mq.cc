@@ -30,7 +30,7 @@ class MqQdisc final : public Qdisc {
 
   // mirrors mq_init: only for multi-queue devices; a default child per tx queue.
   bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
-    if (!std::holds_alternative<std::monostate>(opts)) {
+    if (!opts.empty()) {
       err = "qdisc mq takes no options";
       return false;
     }
@@ -40,10 +40,13 @@ class MqQdisc final : public Qdisc {
     }
     children_.clear();
     for (uint16_t i = 0; i < dev.num_tx_queues(); ++i) {
-      std::unique_ptr<Qdisc> c = qdisc_create(dev, "pfifo_fast", QdiscOptions{}, err);
-      if (!c) return false;
-      setup_child(dev, *c, i);
-      children_.push_back(std::move(c));
+      auto c = qdisc_create(dev, "pfifo_fast", QdiscOptions{});
+      if (!c) {
+        err = c.error().msg;
+        return false;
+      }
+      setup_child(dev, **c, i);
+      children_.push_back(std::move(*c));
     }
     return true;
   }
@@ -95,6 +98,6 @@ class MqQdisc final : public Qdisc {
 
 }  // namespace
 
-std::unique_ptr<Qdisc> create_mq_qdisc() { return std::make_unique<MqQdisc>(); }
+const QdiscRegistrar kMq{{"mq", [] { return std::unique_ptr<Qdisc>(new MqQdisc); }, true}};  // mq_qdisc_ops
 
 }  // namespace pktpath

@@ -21,6 +21,6 @@ class NoqueueQdisc final : public Qdisc {
 
 }  // namespace
 
-std::unique_ptr<Qdisc> create_noqueue_qdisc() { return std::make_unique<NoqueueQdisc>(); }
+const QdiscRegistrar kNoqueue{{"noqueue", [] { return std::unique_ptr<Qdisc>(new NoqueueQdisc); }}};  // noqueue_qdisc_ops
 
 }  // namespace pktpath

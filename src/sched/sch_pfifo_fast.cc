@@ -68,7 +68,7 @@ class PfifoFastQdisc final : public Qdisc {
     zero_backlog();
   }
   bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
-    if (!std::holds_alternative<std::monostate>(opts)) {
+    if (!opts.empty()) {
       err = "qdisc pfifo_fast takes no options";
       return false;
     }
@@ -80,17 +80,12 @@ class PfifoFastQdisc final : public Qdisc {
     for (MpRing& r : bands_) r.resize(dev.tx_queue_len());
     return true;
   }
-  void dump(QdiscDump& d) const override {
-    std::string map;
-    std::string jmap = "[";
-    for (unsigned i = 0; i <= kTcPrioMax; ++i) {
-      map += " " + std::to_string(kPrio2Band[i]);
-      jmap += (i ? "," : "") + std::to_string(kPrio2Band[i]);
-    }
-    d.text = "bands 3 priomap" + map;
-    d.json.emplace_back("bands", "3");
-    d.json.emplace_back("priomap", jmap + "]");
-    d.json.emplace_back("multiqueue", "false");
+  // mirrors pfifo_fast_dump: a tc_prio_qopt of the fixed map
+  QdiscOptions dump() const override {
+    PrioOptions o;
+    o.bands = kPfifoFastBands;
+    o.priomap = kPrio2Band;
+    return o;
   }
 
  private:
@@ -99,6 +94,6 @@ class PfifoFastQdisc final : public Qdisc {
 
 }  // namespace
 
-std::unique_ptr<Qdisc> create_pfifo_fast_qdisc() { return std::make_unique<PfifoFastQdisc>(); }
+const QdiscRegistrar kPfifoFast{{"pfifo_fast", [] { return std::unique_ptr<Qdisc>(new PfifoFastQdisc); }}};  // pfifo_fast_ops
 
 }  // namespace pktpath

@@ -5,6 +5,7 @@
 
 #include "core/netdevice.h"
 #include "sched/qdisc.h"
+#include "sched/sch_prio.h"
 
 namespace pktpath {
 
@@ -57,9 +58,9 @@ class PrioQdisc final : public Qdisc {
   // bands that go away must be empty here (the control thread changes with no traffic).
   bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
     PrioOptions o;
-    if (const auto* po = std::get_if<PrioOptions>(&opts))
+    if (const auto* po = opts.get<PrioOptions>())
       o = *po;
-    else if (!std::holds_alternative<std::monostate>(opts)) {
+    else if (!opts.empty()) {
       err = "bad options for prio";
       return false;
     }
@@ -75,9 +76,12 @@ class PrioQdisc final : public Qdisc {
       }
     std::vector<std::unique_ptr<Qdisc>> fresh;
     for (uint32_t i = static_cast<uint32_t>(bands_.size()); i < o.bands; ++i) {
-      std::unique_ptr<Qdisc> c = qdisc_create(dev, "pfifo", QdiscOptions{}, err);
-      if (!c) return false;
-      fresh.push_back(std::move(c));
+      auto c = qdisc_create(dev, "pfifo", QdiscOptions{});
+      if (!c) {
+        err = c.error().msg;
+        return false;
+      }
+      fresh.push_back(std::move(*c));
     }
     if (bands_.size() > o.bands) {
       for (size_t i = o.bands; i < bands_.size(); ++i)
@@ -116,17 +120,8 @@ class PrioQdisc final : public Qdisc {
     return old;
   }
 
-  void dump(QdiscDump& d) const override {
-    std::string map, jmap = "[";
-    for (unsigned i = 0; i <= kTcPrioMax; ++i) {
-      map += " " + std::to_string(opts_.priomap[i]);
-      jmap += (i ? "," : "") + std::to_string(opts_.priomap[i]);
-    }
-    d.text = "bands " + std::to_string(opts_.bands) + " priomap" + map;
-    d.json.emplace_back("bands", std::to_string(opts_.bands));
-    d.json.emplace_back("priomap", jmap + "]");
-    d.json.emplace_back("multiqueue", "false");
-  }
+  // mirrors prio_dump
+  QdiscOptions dump() const override { return opts_; }
 
  private:
   PrioOptions opts_;
@@ -135,6 +130,6 @@ class PrioQdisc final : public Qdisc {
 
 }  // namespace
 
-std::unique_ptr<Qdisc> create_prio_qdisc() { return std::make_unique<PrioQdisc>(); }
+const QdiscRegistrar kPrio{{"prio", [] { return std::unique_ptr<Qdisc>(new PrioQdisc); }, true}};  // prio_qdisc_ops
 
 }  // namespace pktpath

@@ -8,6 +8,8 @@
 
 #include "core/netdevice.h"
 #include "sched/qdisc.h"
+#include "sched/sch_fifo.h"
+#include "sched/sch_tbf.h"
 
 namespace pktpath {
 
@@ -88,7 +90,7 @@ class TbfQdisc final : public Qdisc {
 
   // mirrors tbf_change: rate and burst required; limit given or derived from latency.
   bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
-    const auto* o = std::get_if<TbfOptions>(&opts);
+    const auto* o = opts.get<TbfOptions>();
     if (!o) {
       err = "tbf: rate and burst are required";
       return false;
@@ -112,14 +114,20 @@ class TbfQdisc final : public Qdisc {
     FifoOptions fo;
     fo.limit = static_cast<uint32_t>(limit);
     fo.limit_set = true;
-    std::unique_ptr<Qdisc> child = qdisc_create(dev, "bfifo", fo, err);
-    if (!child) return false;
+    auto created = qdisc_create(dev, "bfifo", fo);
+    if (!created) {
+      err = created.error().msg;
+      return false;
+    }
+    std::unique_ptr<Qdisc> child = std::move(*created);
     if (child_ && child_->qlen() != 0) {
       err = "tbf: change while packets are queued is not supported";
       return false;
     }
     opts_ = *o;
     opts_.limit = static_cast<uint32_t>(limit);
+    opts_.limit_set = true;
+    opts_.latency_set = false;
     child_ = std::move(child);
     child_->set_parent(handle() | 1u);
     rate_ = o->rate_bytes_ps;
@@ -138,13 +146,8 @@ class TbfQdisc final : public Qdisc {
     return nullptr;
   }
 
-  void dump(QdiscDump& d) const override {
-    d.text = "rate " + format_rate(opts_.rate_bytes_ps) + " burst " + std::to_string(opts_.burst) +
-             "b lat " + format_latency() + " ";
-    d.json.emplace_back("rate", std::to_string(opts_.rate_bytes_ps));
-    d.json.emplace_back("burst", std::to_string(opts_.burst));
-    d.json.emplace_back("limit", std::to_string(opts_.limit));
-  }
+  // mirrors tbf_dump
+  QdiscOptions dump() const override { return opts_; }
 
   void watchdog_fired(Cpu& cpu) {
     {
@@ -165,22 +168,6 @@ class TbfQdisc final : public Qdisc {
     armed_on_ = cpu.id();
     cpu.arm_timer(&watchdog_, expires);
   }
-  static std::string format_rate(uint64_t bytes_ps) {
-    const uint64_t bits = bytes_ps * 8;
-    if (bits >= 1000000000 && bits % 1000000000 == 0)
-      return std::to_string(bits / 1000000000) + "Gbit";
-    if (bits >= 1000000 && bits % 1000000 == 0) return std::to_string(bits / 1000000) + "Mbit";
-    if (bits >= 1000 && bits % 1000 == 0) return std::to_string(bits / 1000) + "Kbit";
-    return std::to_string(bits) + "bit";
-  }
-  // tc prints the latency the limit allows: (limit - burst) / rate.
-  std::string format_latency() const {
-    const uint64_t extra = opts_.limit > opts_.burst ? opts_.limit - opts_.burst : 0;
-    const uint64_t us =
-        static_cast<uint64_t>(static_cast<unsigned __int128>(extra) * 1000000 / rate_);
-    if (us >= 1000 && us % 1000 == 0) return std::to_string(us / 1000) + "ms";
-    return std::to_string(us) + "us";
-  }
 
   TbfOptions opts_;
   std::unique_ptr<Qdisc> child_;
@@ -198,6 +185,6 @@ void TbfWatchdog::fire(Cpu& cpu) { q->watchdog_fired(cpu); }
 
 }  // namespace
 
-std::unique_ptr<Qdisc> create_tbf_qdisc() { return std::make_unique<TbfQdisc>(); }
+const QdiscRegistrar kTbf{{"tbf", [] { return std::unique_ptr<Qdisc>(new TbfQdisc); }, true}};  // tbf_qdisc_ops
 
 }  // namespace pktpath

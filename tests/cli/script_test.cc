@@ -13,6 +13,8 @@
 
 #include "cli/command.h"
 #include "cli/script_exec.h"
+#include "sched/sch_api.h"
+#include "sched/sch_prio.h"
 
 namespace pktpath::cli {
 namespace {
@@ -59,41 +61,7 @@ TEST(ScriptTokenize, QuotesCommentsAndErrors) {
   EXPECT_FALSE(tokenize_line(std::string("ip \x01"), w, e));
 }
 
-TEST(ScriptUnits, RatesSizesTimesHandles) {
-  uint64_t v;
-  ASSERT_TRUE(parse_tc_rate("1mbit", v));
-  EXPECT_EQ(v, 125000u);
-  ASSERT_TRUE(parse_tc_rate("8000", v));
-  EXPECT_EQ(v, 1000u);
-  ASSERT_TRUE(parse_tc_rate("10kbps", v));
-  EXPECT_EQ(v, 10000u);
-  ASSERT_TRUE(parse_tc_rate("1.5Gbit", v));
-  EXPECT_EQ(v, 187500000u);
-  EXPECT_FALSE(parse_tc_rate("fast", v));
-  EXPECT_FALSE(parse_tc_rate("1mbitz", v));
-  ASSERT_TRUE(parse_tc_size("1600", v));
-  EXPECT_EQ(v, 1600u);
-  ASSERT_TRUE(parse_tc_size("10kb", v));
-  EXPECT_EQ(v, 10240u);
-  ASSERT_TRUE(parse_tc_size("1m", v));
-  EXPECT_EQ(v, 1048576u);
-  EXPECT_FALSE(parse_tc_size("10q", v));
-  EXPECT_FALSE(parse_tc_size("1.2.3", v));
-  ASSERT_TRUE(parse_tc_time("50ms", v));
-  EXPECT_EQ(v, 50000000u);
-  ASSERT_TRUE(parse_tc_time("20", v));
-  EXPECT_EQ(v, 20000u);
-  EXPECT_FALSE(parse_tc_time("5min", v));
-  uint32_t h;
-  ASSERT_TRUE(parse_tc_handle("1:", h));
-  EXPECT_EQ(h, 0x10000u);
-  ASSERT_TRUE(parse_tc_handle("8001:a", h));
-  EXPECT_EQ(h, 0x8001000au);
-  ASSERT_TRUE(parse_tc_handle(":3", h));
-  EXPECT_EQ(h, 3u);
-  EXPECT_FALSE(parse_tc_handle("1", h));
-  EXPECT_FALSE(parse_tc_handle("1:2:3", h));
-  EXPECT_FALSE(parse_tc_handle("12345:", h));
+TEST(ScriptUnits, Mac) {
   std::array<uint8_t, 6> mac;
   ASSERT_TRUE(parse_mac("11:22:33:aa:bb:cc", mac));
   EXPECT_EQ(mac[5], 0xcc);
@@ -372,14 +340,13 @@ TEST(ScriptRun, FailedLineChangesNothing) {
   up.up = true;
   ASSERT_TRUE(runner.execute(up, e));
   Qdisc* before = runner.table().find("foo")->qdisc();
-  TcQdiscCmd bad;
-  bad.dev = "foo";
-  bad.req.op = QdiscOp::Replace;
-  bad.req.kind = "prio";
+  QdiscRequest bad;
+  bad.op = QdiscOp::Replace;
+  bad.kind = "prio";
   PrioOptions po;
   po.bands = 2;  // default priomap names band 2: rejected at init
-  bad.req.opts = po;
-  EXPECT_FALSE(runner.execute(bad, e));
+  bad.opts = po;
+  EXPECT_FALSE(tc_qdisc_modify(runner.table(), *runner.table().find("foo"), bad));
   EXPECT_EQ(runner.table().find("foo")->qdisc(), before);
   EXPECT_STREQ(before->kind(), "pfifo_fast");
 }

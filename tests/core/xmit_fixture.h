@@ -13,7 +13,10 @@
 #include "drivers/testdrv.h"
 #include "sched/qdisc.h"
 #include "sched/sch_api.h"
+#include "sched/sch_fifo.h"
 #include "sched/sch_generic.h"
+#include "sched/sch_prio.h"
+#include "sched/sch_tbf.h"
 
 namespace pktpath::testing {
 
@@ -50,8 +53,8 @@ class XmitFixture : public ::testing::Test {
       r.handle = handle;
       r.handle_set = true;
     }
-    std::string err;
-    ASSERT_TRUE(tc_qdisc_modify(table, *d, r, err)) << err;
+    auto st = tc_qdisc_modify(table, *d, r);
+    ASSERT_TRUE(st) << st.error().msg;
   }
   // Send one packet of `size` bytes with mark `mark`; returns dev_queue_xmit's rc.
   int send(NetDevice* d, uint32_t mark, uint32_t size = 60, uint32_t priority = 0,

@@ -53,7 +53,8 @@ TEST_P(XmitStress, EveryPacketTransmittedOrDroppedOnce) {
       QdiscRequest r;
       r.op = QdiscOp::Replace;
       r.kind = c.root;
-      ASSERT_TRUE(tc_qdisc_modify(table, *dev, r, err)) << err;
+      auto st = tc_qdisc_modify(table, *dev, r);
+      ASSERT_TRUE(st) << st.error().msg;
     }
     if (std::string(c.link) == "testdrv") testdrv_state(*dev).busy_every = c.busy_every;
     xmit_config().bypass.store(c.bypass);

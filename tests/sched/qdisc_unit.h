@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "../core/xmit_fixture.h"
+#include "sched/sch_fifo.h"
+#include "sched/sch_prio.h"
+#include "sched/sch_tbf.h"
 
 namespace pktpath::testing {
 
@@ -17,10 +20,9 @@ class QdiscUnit : public XmitFixture {
   std::unique_ptr<Qdisc> create(const char* kind, QdiscOptions o = {}, uint32_t txqlen = 1000,
                                 uint16_t queues = 1) {
     if (!dev_) dev_ = make("u0", "testdrv", queues, txqlen, /*up=*/false);
-    std::string err;
-    auto q = qdisc_create(*dev_, kind, o, err);
-    EXPECT_NE(q, nullptr) << err;
-    return q;
+    auto q = qdisc_create(*dev_, kind, o);
+    EXPECT_TRUE(q) << q.error().msg;
+    return q ? std::move(*q) : nullptr;
   }
   Packet* pkt(uint32_t mark, uint32_t size = 60, uint32_t prio = 0) {
     Packet* p = cpu.alloc();

@@ -23,16 +23,13 @@ TEST_F(TcModify, AddReplaceChangeDelete) {
   QdiscRequest r;
   r.op = QdiscOp::Add;
   r.kind = "pfifo";
-  std::string err;
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));  // exclusive
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));  // exclusive
   f.limit = 20;
   tc(d, QdiscOp::Change, "pfifo", f);
-  QdiscDump dmp;
-  d->qdisc()->dump(dmp);
-  EXPECT_EQ(dmp.text, "limit 20p");
+  EXPECT_EQ(d->qdisc()->dump().get<FifoOptions>()->limit, 20u);
   r.op = QdiscOp::Change;
   r.kind = "bfifo";
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));
   tc(d, QdiscOp::Replace, "prio");
   EXPECT_STREQ(d->qdisc()->kind(), "prio");
   EXPECT_EQ(d->qdisc()->handle(), 0x80010000u);  // automatic handle
@@ -43,10 +40,11 @@ TEST_F(TcModify, AddReplaceChangeDelete) {
   EXPECT_EQ(testdrv_state(*d).transmitted.load(), 5u);
   r.op = QdiscOp::Del;
   r.kind = "";
-  EXPECT_TRUE(tc_qdisc_modify(table, *d, r, err)) << err;
+  auto st = tc_qdisc_modify(table, *d, r);
+  EXPECT_TRUE(st) << st.error().msg;
   EXPECT_STREQ(d->qdisc()->kind(), "pfifo_fast");
   EXPECT_TRUE(d->root_is_default());
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));  // cannot delete the default
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));  // cannot delete the default
   EXPECT_EQ(tc_handle_str(0x80010000u), "8001:");
   EXPECT_EQ(tc_handle_str(0x10002u), "1:2");
   EXPECT_EQ(tc_handle_str(0x3u), ":3");
@@ -62,11 +60,11 @@ TEST_F(TcModify, MqChildGraftRepointsTheTxQueue) {
   r.op = QdiscOp::Add;
   r.kind = "mq";
   r.parent = 0x10001;
-  std::string err;
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));
+  EXPECT_FALSE(tc_qdisc_modify(table, *d, r));
   r.parent = 0x20001;
-  EXPECT_FALSE(tc_qdisc_modify(table, *d, r, err));
-  EXPECT_NE(err.find("not found"), std::string::npos);
+  auto st = tc_qdisc_modify(table, *d, r);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().msg.find("not found"), std::string::npos);
 }
 
 TEST_F(TcModify, ReplaceWhileQueuedDropsOldPackets) {

@@ -41,9 +41,8 @@ TEST_F(QdiscUnit, PfifoDefaultLimitIsTxqueuelen) {
   for (uint32_t i = 0; i < 6; ++i) enq(*q, pkt(i));
   EXPECT_EQ(q->stats().qlen, 4u);
   EXPECT_EQ(q->stats().drops, 2u);
-  QdiscDump d;
-  q->dump(d);
-  EXPECT_EQ(d.text, "limit 4p");
+  ASSERT_NE(q->dump().get<FifoOptions>(), nullptr);
+  EXPECT_EQ(q->dump().get<FifoOptions>()->limit, 4u);
   drain_marks(*q);
 }
 
@@ -61,9 +60,7 @@ TEST_F(QdiscUnit, BfifoLimitsBytes) {
   EXPECT_EQ(q->stats().backlog, 250u);
   EXPECT_EQ(drain_marks(*q), (std::vector<uint32_t>{0, 1, 3}));
   auto dflt = create("bfifo");
-  QdiscDump d;
-  dflt->dump(d);
-  EXPECT_EQ(d.text, "limit 1514000b");  // txqueuelen * (mtu + 14)
+  EXPECT_EQ(dflt->dump().get<FifoOptions>()->limit, 1514000u);  // txqueuelen * (mtu + 14)
   EXPECT_TRUE(dflt->flags() & TCQ_F_CAN_BYPASS);
 }
 

@@ -8,11 +8,12 @@ namespace {
 
 TEST_F(QdiscUnit, MqNeedsMultiqueueAndHasAChildPerQueue) {
   dev_ = make("u1", "testdrv", 1, 1000, false);
-  std::string err;
-  EXPECT_EQ(qdisc_create(*dev_, "mq", {}, err), nullptr);
+
+  EXPECT_FALSE(qdisc_create(*dev_, "mq", {}));
   NetDevice* m = make("u4", "testdrv", 4, 1000, false);
-  auto q = qdisc_create(*m, "mq", {}, err);
-  ASSERT_NE(q, nullptr) << err;
+  auto created = qdisc_create(*m, "mq", {});
+  ASSERT_TRUE(created) << created.error().msg;
+  auto& q = *created;
   EXPECT_EQ(q->num_children(), 4u);
   for (uint32_t i = 1; i <= 4; ++i) EXPECT_STREQ(q->child(i)->kind(), "pfifo_fast");
 }

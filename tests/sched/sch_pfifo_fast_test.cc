@@ -25,9 +25,10 @@ TEST_F(QdiscUnit, Prio2BandMatchesLinux) {
     for (uint32_t prio = 0; prio < 20; ++prio)
       if (kLinuxPrio2Band[prio & 15] == band) want.push_back(prio);
   EXPECT_EQ(got, want);
-  QdiscDump d;
-  q->dump(d);
-  EXPECT_EQ(d.text, "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
+  const auto* po = q->dump().get<PrioOptions>();
+  ASSERT_NE(po, nullptr);
+  EXPECT_EQ(po->bands, 3u);
+  for (unsigned i = 0; i < 16; ++i) EXPECT_EQ(po->priomap[i], kLinuxPrio2Band[i]);
 }
 
 TEST_F(QdiscUnit, PfifoFastRingsHoldTxqueuelenPerBand) {
@@ -49,9 +50,9 @@ TEST_F(QdiscUnit, PfifoFastRingsHoldTxqueuelenPerBand) {
 
 TEST_F(QdiscUnit, PfifoFastRefusesZeroTxqueuelen) {
   NetDevice* d = make("z0", "testdrv", 1, /*txqlen=*/0, false);
-  std::string err;
-  EXPECT_EQ(qdisc_create(*d, "pfifo_fast", {}, err), nullptr);
-  EXPECT_NE(err.find("txqueuelen"), std::string::npos);
+  auto q = qdisc_create(*d, "pfifo_fast", {});
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.error().msg.find("txqueuelen"), std::string::npos);
 }
 
 }  // namespace

@@ -23,7 +23,9 @@ TEST_F(QdiscUnit, PrioBandsAndPriomap) {
   small.limit = 1;
   small.limit_set = true;
   std::string err;
-  auto old = q->graft(*dev_, 1, qdisc_create(*dev_, "pfifo", small, err), err);
+  auto child = qdisc_create(*dev_, "pfifo", small);
+  ASSERT_TRUE(child);
+  auto old = q->graft(*dev_, 1, std::move(*child), err);
   ASSERT_NE(old, nullptr) << err;
   EXPECT_EQ(enq(*q, pkt(1, 60, 15)), NET_XMIT_SUCCESS);
   EXPECT_EQ(enq(*q, pkt(2, 60, 15)), NET_XMIT_DROP);
@@ -33,18 +35,18 @@ TEST_F(QdiscUnit, PrioBandsAndPriomap) {
 
 TEST_F(QdiscUnit, PrioRejectsBadOptions) {
   dev_ = make("u0", "testdrv", 1, 1000, false);
-  std::string err;
   PrioOptions o;
   o.bands = 1;
-  EXPECT_EQ(qdisc_create(*dev_, "prio", o, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "prio", o));
   o.bands = 2;  // default priomap uses band 2
-  EXPECT_EQ(qdisc_create(*dev_, "prio", o, err), nullptr);
-  EXPECT_NE(err.find("priomap"), std::string::npos);
+  auto r = qdisc_create(*dev_, "prio", o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().msg.find("priomap"), std::string::npos);
   o.bands = 17;
-  EXPECT_EQ(qdisc_create(*dev_, "prio", o, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "prio", o));
   FifoOptions f;
-  EXPECT_EQ(qdisc_create(*dev_, "pfifo_fast", f, err), nullptr);
-  EXPECT_EQ(qdisc_create(*dev_, "nosuch", {}, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "pfifo_fast", f));
+  EXPECT_FALSE(qdisc_create(*dev_, "nosuch", {}));
 }
 
 }  // namespace

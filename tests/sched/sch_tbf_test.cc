@@ -43,19 +43,21 @@ TEST_F(QdiscUnit, TbfRateWithinOnePercentOnVirtualClock) {
 
 TEST_F(QdiscUnit, TbfOptionsAndLatencyDerivedLimit) {
   dev_ = make("u0", "testdrv", 1, 1000, false);
-  std::string err;
   TbfOptions o;
-  EXPECT_EQ(qdisc_create(*dev_, "tbf", o, err), nullptr);
+  EXPECT_FALSE(qdisc_create(*dev_, "tbf", o));
   o.rate_bytes_ps = 125000;
   o.burst = 1500;
-  EXPECT_EQ(qdisc_create(*dev_, "tbf", o, err), nullptr);  // neither limit nor latency
+  EXPECT_FALSE(qdisc_create(*dev_, "tbf", o));  // neither limit nor latency
   o.latency_ns = 50'000'000;
   o.latency_set = true;
-  auto q = qdisc_create(*dev_, "tbf", o, err);
-  ASSERT_NE(q, nullptr) << err;
-  QdiscDump dmp;
-  q->dump(dmp);
-  EXPECT_EQ(dmp.text, "rate 1Mbit burst 1500b lat 50ms ");
+  auto q = qdisc_create(*dev_, "tbf", o);
+  ASSERT_TRUE(q) << q.error().msg;
+  const auto* t = (*q)->dump().get<TbfOptions>();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->rate_bytes_ps, 125000u);
+  EXPECT_EQ(t->burst, 1500u);
+  EXPECT_EQ(t->limit, 125000u / 20 + 1500);  // rate * latency + burst
+  EXPECT_TRUE(t->limit_set);
 }
 
 }  // namespace

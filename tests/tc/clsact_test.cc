@@ -138,6 +138,11 @@ class NftTcTest : public TcFixture {
   }
   tc::DevTableNftResolver resolver{table};
 
+  nf::NftRuleset ruleset;
+  std::string last_out;
+  ~NftTcTest() override { ruleset.flush(); }
+};
+
 // nf_hook_point=before_fix: the same hooks through the hook pointer (document 000's
 // "before"); what passes and what is dropped does not change.
 TEST_F(NftTcTest, BeforeFixHookPointRunsNetfilterThenTcOutOfLine) {
@@ -159,10 +164,6 @@ TEST_F(NftTcTest, BeforeFixHookPointRunsNetfilterThenTcOutOfLine) {
   EXPECT_EQ(send(d, 7), 1);  // inline now: the chain still drops
   EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 2u);
 }
-  nf::NftRuleset ruleset;
-  std::string last_out;
-  ~NftTcTest() override { ruleset.flush(); }
-};
 
 // A device whose tc hook was installed without netfilter switches to the full hook when
 // a chain is added later, and the chain takes effect.

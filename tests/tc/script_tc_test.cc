@@ -97,11 +97,11 @@ TEST(TcScript, GoodLinesParse) {
     EXPECT_TRUE(parse_line(l, c, e)) << e.word << ": " << e.msg;
     EXPECT_TRUE(std::holds_alternative<ExtCommand>(c));
   }
-  // Lines that are not ours still reach the runner's own parser.
+  // Every tc line takes the one tc front end.
   ScriptCommand c;
   ScriptError e;
   EXPECT_TRUE(parse_line("tc qdisc add dev foo root pfifo_fast", c, e)) << e.msg;
-  EXPECT_TRUE(std::holds_alternative<TcQdiscCmd>(c));
+  EXPECT_TRUE(std::holds_alternative<ExtCommand>(c));
 }
 
 // Runs script lines on one runner; returns what it printed.
@@ -173,6 +173,44 @@ TEST_F(RunnerTest, ActionsCountersAndRuntimeErrors) {
   run("ip link del dev foo");  // chains detach first
   run("nft list ruleset");
   EXPECT_FALSE(run("nft add rule netdev nosuch c drop", &e));
+}
+
+// tc's object and verb abbreviations, base-0 numbers, and clsact/ingress as Linux lists
+// them; clsact's parents ffff:fff2 (ingress) and ffff:fff3 (egress) as in pkt_sched.h.
+TEST_F(RunnerTest, AbbreviationsIngressKindAndClsactParents) {
+  run("ip link add dev foo type dummy");
+  run("ip link add dev bar type dummy");
+  run("ip link set dev foo up");
+  run("tc q a dev foo root pfifo limit 0x10");
+  run("tc qd add dev bar ingress");
+  ScriptError e;
+  EXPECT_FALSE(run("tc f add dev bar egress bpf da bytecode '1,6 0 0 0,'", &e));  // ingress: no egress side
+  EXPECT_NE(e.msg.find("egress"), std::string::npos) << e.msg;
+  run("tc fi add dev bar parent ffff: bpf da bytecode '1,6 0 0 0,'");
+  EXPECT_FALSE(run("tc qdisc add dev bar clsact", &e));
+  run("tc qdisc del dev bar ingress");
+  run("tc qdisc add dev bar clsact");
+  run("tc filter add dev bar parent ffff:fff3 pref 7 bpf da bytecode '1,6 0 0 0,'");
+  run("tc filter add dev bar parent ffff:fff2 pref 9 bpf da bytecode '1,6 0 0 0,'");
+  run("tc qdisc show");
+  run("tc filter show dev bar egress");
+  run("tc filter show dev bar ingress");
+  const std::string out = output();
+  EXPECT_NE(out.find("qdisc pfifo 8001: dev foo root refcnt 2 limit 16p\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("qdisc clsact ffff: dev bar parent ffff:fff1\n"), std::string::npos) << out;
+  const size_t egress = out.find("pref 7 bpf");
+  const size_t ingress = out.find("pref 9 bpf");
+  ASSERT_NE(egress, std::string::npos) << out;
+  ASSERT_NE(ingress, std::string::npos) << out;
+  EXPECT_LT(egress, ingress);  // the egress show printed pref 7 first
+}
+
+TEST_F(RunnerTest, IngressQdiscShowsDashes) {
+  run("ip link add dev foo type dummy");
+  run("tc qdisc add dev foo handle ffff: ingress");
+  run("tc qdisc show dev foo");
+  EXPECT_NE(output().find("qdisc ingress ffff: parent ffff:fff1 ----------------\n"), std::string::npos)
+      << output();
 }
 
 }  // namespace

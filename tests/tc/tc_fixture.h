@@ -6,6 +6,9 @@
 #include "../core/xmit_fixture.h"
 #include "bpf/parse.h"
 #include "core/dev_rx.h"
+#include "sched/act_gact.h"
+#include "sched/act_mirred.h"
+#include "sched/act_skbedit.h"
 #include "sched/clsact.h"
 
 namespace pktpath::testing {

@@ -1,6 +1,7 @@
-// tc actions: the verdict codes (include/uapi/linux/pkt_cls.h), per-Cpu statistics, the
-// action interface and the three actions pktpath has (gact, mirred, skbedit), and the
-// pipeline runner tcf_action_exec.
+// tc actions (net/sched/act_api.c): the verdict codes (include/uapi/linux/pkt_cls.h),
+// per-Cpu statistics, the action interface, the kind registry (tcf_register_action) and
+// the pipeline runner tcf_action_exec. Each kind is one act_<kind>.{h,cc} that registers
+// itself with an ActionRegistrar.
 //
 // Concurrency: an action object is immutable once its filter is published (except its
 // per-Cpu statistics, one writer per Cpu slot) and may run on any number of Cpus at once.
@@ -11,14 +12,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/counter.h"
 #include "core/cpu.h"
 #include "core/packet.h"
+#include "core/result.h"
+#include "sched/qdisc_options.h"
 
 namespace pktpath {
 class NetDevice;
+class DeviceTable;
 }
 
 namespace pktpath::tc {
@@ -88,70 +93,33 @@ class TcAction {
   // with its reason) — the caller must not touch it.
   virtual int act(const TcContext& ctx, Packet* p, TcResult& res) = 0;
   virtual const char* kind() const = 0;
-  // tc's description after "action order N: ", e.g. "gact action drop".
-  virtual std::string describe() const = 0;
+  // The action's parameters as its kind's typed options (ops->dump); the CLI's
+  // tc/m_<kind>.cc prints them.
+  virtual ActionOptions dump() const = 0;
 
   uint32_t index = 0;  // tc's action index (shown as "index N")
   mutable TcStats stats;
 };
 
-// gact: a fixed verdict (mirrors tcf_gact_act without the random part).
-class GactAction final : public TcAction {
- public:
-  explicit GactAction(int verdict) : verdict_(verdict) {}
-  int act(const TcContext& ctx, Packet* p, TcResult& res) override;
-  const char* kind() const override { return "gact"; }
-  std::string describe() const override;
-  int verdict() const { return verdict_; }
-
- private:
-  int verdict_;
-};
-
-// mirred: mirror (copy) or redirect the packet to another device's egress
-// (dev_queue_xmit) or ingress (netif_receive_skb). Mirrors tcf_mirred_act; nesting is
-// bounded by Cpu::xmit_recursion (limit 8): past it the packet is dropped and counted
-// under XMIT_RECURSION, and the action's overlimits count it.
-class MirredAction final : public TcAction {
- public:
-  enum class Dir : uint8_t { Egress, Ingress };
-  enum class Kind : uint8_t { Redirect, Mirror };
-  // `target` must outlive the action (the device table deletes a device's filters with it
-  // and refuses to delete a mirred target only in the kernel; here the script author
-  // keeps targets alive).
-  MirredAction(Dir dir, Kind kind, NetDevice* target, std::string target_name);
-  int act(const TcContext& ctx, Packet* p, TcResult& res) override;
-  const char* kind() const override { return "mirred"; }
-  std::string describe() const override;
-  NetDevice* target() const { return target_; }
-
- private:
-  Dir dir_;
-  Kind kind_;
-  int retval_;  // what the action returns after a mirror/redirect (PIPE / STOLEN)
-  NetDevice* target_;
-  std::string target_name_;
-};
-
-// skbedit: set queue_mapping, priority, mark (mirrors tcf_skbedit_act).
-class SkbeditAction final : public TcAction {
- public:
-  struct Params {
-    std::optional<uint16_t> queue_mapping;
-    std::optional<uint32_t> priority;
-    std::optional<uint32_t> mark;
-    int verdict = TC_ACT_PIPE;
-  };
-  explicit SkbeditAction(Params p) : p_(p) {}
-  int act(const TcContext& ctx, Packet* p, TcResult& res) override;
-  const char* kind() const override { return "skbedit"; }
-  std::string describe() const override;
-
- private:
-  Params p_;
-};
-
 using ActionList = std::vector<std::shared_ptr<TcAction>>;
+
+// An action kind (struct tc_action_ops): its name and how an action is made from its
+// typed options (ops->init; devices are resolved through the table).
+struct ActionOps {
+  const char* kind;
+  Result<std::shared_ptr<TcAction>> (*init)(const ActionOptions& opts, DeviceTable& table);
+};
+// mirrors tcf_register_action: called by ActionRegistrar objects during static
+// initialisation. A duplicate kind aborts.
+void tcf_register_action(const ActionOps& ops);
+struct ActionRegistrar {
+  explicit ActionRegistrar(const ActionOps& ops) { tcf_register_action(ops); }
+};
+// mirrors tc_lookup_action_n; nullptr for an unknown kind.
+const ActionOps* tc_lookup_action(std::string_view kind);
+// mirrors tcf_action_init_1: look up the kind and make the action.
+Result<std::shared_ptr<TcAction>> tcf_action_init(std::string_view kind, const ActionOptions& opts,
+                                                  DeviceTable& table);
 
 // mirrors tcf_action_exec: run actions in order while they say PIPE; the first other
 // verdict ends the pipeline. An empty list gives TC_ACT_OK.

@@ -1,0 +1,28 @@
+// Dispatch of the lines that parse into ExtCommands: tc (cli/tc/), nft, capture, and
+// `ip link del` (which first detaches what refers to the device).
+#include "cli/script.h"
+#include "cli/tc/tc.h"
+#include "sched/clsact.h"
+
+namespace pktpath::cli {
+
+std::optional<bool> parse_tc_ext(const std::vector<std::string>& w, ExtCommand& out, ScriptError& err) {
+  auto r = tc::parse_tc(w);
+  if (!r) {
+    err = r.error();
+    return false;
+  }
+  out = std::move(*r);
+  return true;
+}
+
+std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtCommand& out, ScriptError& err) {
+  if (w.empty()) return std::nullopt;
+  if (w[0] == "tc") return parse_tc_ext(w, out, err);
+  if (w[0] == "nft") return parse_nft_ext(w, out, err);
+  if (w[0] == "capture") return parse_capture_ext(w, out, err);
+  if (w[0] == "ip") return parse_link_del_ext(w, out);
+  return std::nullopt;
+}
+
+}  // namespace pktpath::cli

@@ -1,0 +1,36 @@
+// pfifo and bfifo (iproute2's tc/q_fifo.c): `limit N` (packets) / `limit SIZE` (bytes).
+#include "cli/tc/tc_util.h"
+#include "sched/sch_fifo.h"
+
+namespace pktpath::cli::tc {
+namespace {
+
+template <bool kBytes>
+Result<QdiscOptions> fifo_parse_opt(Lexer& lx) {
+  FifoOptions f;
+  while (!lx.done()) {
+    const std::string& k = lx.next();
+    if (k != "limit") return unexpected("unknown option \"" + k + "\" (fifo takes limit)", k);
+    auto v = lx.value(k);
+    if (!v) return unexpected(v.error());
+    auto n = kBytes ? get_size(*v) : get_u32(*v, 0);
+    if (!n) return unexpected("bad limit \"" + *v + "\"", *v);
+    f.limit = *n;
+    f.limit_set = true;
+  }
+  return QdiscOptions(f);
+}
+
+template <bool kBytes>
+void fifo_print_opt(const QdiscOptions& opts, KindPrint& out) {
+  const auto* f = opts.get<FifoOptions>();
+  if (!f) return;
+  out.text = "limit " + (kBytes ? sprint_size(f->limit) : std::to_string(f->limit) + "p");
+  out.json["limit"] = f->limit;
+}
+
+const QdiscUtilRegistrar kPfifo{{"pfifo", fifo_parse_opt<false>, fifo_print_opt<false>}};
+const QdiscUtilRegistrar kBfifo{{"bfifo", fifo_parse_opt<true>, fifo_print_opt<true>}};
+
+}  // namespace
+}  // namespace pktpath::cli::tc

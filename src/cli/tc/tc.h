@@ -1,0 +1,28 @@
+// The `tc` script line (iproute2's tc/tc.c): global flags, then an object matched by
+// prefix as tc does (`tc q` = qdisc, `tc f` = filter), then the object's own parser.
+// Every tc line becomes one ExtCommand (script_ext.h), run when the script runs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/script_ext.h"
+#include "core/result.h"
+
+namespace pktpath::cli::tc {
+
+// tc's global flags.
+struct TcFlags {
+  bool stats = false;  // -s
+  bool json = false;   // -j
+};
+
+// words[0] is "tc".
+Result<ExtCommand> parse_tc(const std::vector<std::string>& words);
+
+// The objects (tc_qdisc.cc, tc_filter.cc): the lexer stands after the object word.
+class Lexer;
+Result<ExtCommand> parse_qdisc(Lexer& lx, const TcFlags& flags);
+Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags);
+
+}  // namespace pktpath::cli::tc

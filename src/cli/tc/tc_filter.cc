@@ -1,0 +1,247 @@
+// `tc filter add|replace|change|del dev D egress|ingress|parent P ... KIND ...` and
+// `tc [-s] [-j] filter show dev D egress|ingress` (iproute2's tc/tc_filter.c). The
+// kind's words are parsed and printed by its f_<kind>.cc, actions by m_<kind>.cc.
+// Words are checked at parse time (programs compiled, files read); devices are looked
+// up when the line runs.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/script_exec.h"
+#include "cli/tc/tc.h"
+#include "cli/tc/tc_util.h"
+#include "sched/clsact.h"
+#include "sched/sch_api.h"
+
+namespace pktpath::cli::tc {
+namespace {
+
+namespace ktc = ::pktpath::tc;
+
+struct FilterLine final : ExtLine {
+  enum class Op { Add, Replace, Del } op = Op::Add;
+  std::string dev;
+  ktc::Dir dir = ktc::Dir::Egress;
+  FilterRequest req;
+
+  bool execute(ScriptRunner& r, ScriptError& err) const override {
+    NetDevice* d = r.table().find(dev);
+    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
+    std::string msg;
+    if (op == Op::Del) {
+      if (!ktc::filter_del(*d, dir, req.spec.pref, req.spec.handle, &msg)) return fail(err, dev, msg);
+      return true;
+    }
+    ktc::BpfFilterSpec s = req.spec;
+    uint32_t index = 1;
+    for (const ActionRequest& a : req.actions) {
+      auto act = ktc::tcf_action_init(a.kind, a.opts, r.table());
+      if (!act) return fail(err, act.error().word.empty() ? a.kind : act.error().word, act.error().msg);
+      (*act)->index = index++;
+      s.actions.push_back(std::move(*act));
+    }
+    if (!ktc::filter_add(*d, dir, std::move(s), op == Op::Replace, &msg)) return fail(err, "bpf", msg);
+    return true;
+  }
+};
+
+bool parse_dir(const std::string& s, ktc::Dir& d) {
+  if (s == "egress")
+    d = ktc::Dir::Egress;
+  else if (s == "ingress")
+    d = ktc::Dir::Ingress;
+  else
+    return false;
+  return true;
+}
+
+std::string proto_name(uint16_t p) {
+  char b[16];
+  if (p == ktc::kEthPAll) return "all";
+  if (p == 0x0800) return "ip";
+  if (p == 0x86dd) return "ipv6";
+  std::snprintf(b, sizeof b, "0x%04x", p);
+  return b;
+}
+
+struct FilterShowLine final : ExtLine {
+  std::string dev;
+  ktc::Dir dir = ktc::Dir::Egress;
+  TcFlags flags;
+
+  bool execute(ScriptRunner& r, ScriptError& err) const override {
+    NetDevice* d = r.table().find(dev);
+    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
+    r.drain_pending();
+    const bool json = flags.json || r.json();
+    nlohmann::json arr = nlohmann::json::array();
+    std::string text;
+    char b[512];
+    const FilterUtil* util = get_filter_util("bpf");
+    ktc::filter_walk(*d, dir, [&](const ktc::BpfFilter& f) {
+      const std::string proto = proto_name(f.spec().protocol);
+      KindPrint fopt;
+      util->print_fopt(f, flags.stats, fopt);
+      // The actions: each kind's m_<kind>.cc prints its description.
+      nlohmann::json acts = nlohmann::json::array();
+      std::string atext;
+      unsigned order = 1;
+      for (const auto& a : f.spec().actions) {
+        KindPrint ap;
+        if (const ActionUtil* au = get_action_util(a->kind())) au->print_aopt(a->dump(), ap);
+        const auto as = a->stats.sum();
+        acts.push_back({{"order", order}, {"kind", a->kind()}, {"description", ap.text}, {"index", a->index},
+                        {"stats", {{"bytes", as.bytes}, {"packets", as.packets}, {"drops", as.drops},
+                                   {"overlimits", as.overlimits}}}});
+        std::snprintf(b, sizeof b, "\taction order %u: %s\n\t index %u ref 1 bind 1\n", order, ap.text.c_str(),
+                      a->index);
+        atext += b;
+        if (flags.stats) {
+          std::snprintf(b, sizeof b,
+                        "\tAction statistics:\n\tSent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues 0) "
+                        "\n\tbacklog 0b 0p requeues 0\n",
+                        static_cast<unsigned long long>(as.bytes), static_cast<unsigned long long>(as.packets),
+                        static_cast<unsigned long long>(as.drops), static_cast<unsigned long long>(as.overlimits));
+          atext += b;
+        }
+        ++order;
+      }
+      if (json) {
+        nlohmann::json o = {{"protocol", proto}, {"pref", f.pref()}, {"kind", "bpf"}, {"chain", 0}};
+        nlohmann::json opt = fopt.json;
+        opt["handle"] = f.handle();
+        opt["actions"] = acts;
+        o["options"] = opt;
+        if (flags.stats) {
+          const auto fs = f.stats.sum();
+          o["stats"] = {{"bytes", fs.bytes}, {"packets", fs.packets}, {"matched", fs.matched}, {"drops", fs.drops}};
+        }
+        arr.push_back(o);
+        return;
+      }
+      // tc's layout: the pref line, then the filter with its options and actions.
+      std::snprintf(b, sizeof b, "filter protocol %s pref %u bpf chain 0 \n", proto.c_str(), f.pref());
+      text += b;
+      std::snprintf(b, sizeof b, "filter protocol %s pref %u bpf chain 0 handle 0x%x ", proto.c_str(), f.pref(),
+                    f.handle());
+      text += b;
+      text += fopt.text + atext + "\n";
+    });
+    if (json)
+      std::fprintf(r.out(), "%s\n", arr.dump().c_str());
+    else
+      std::fputs(text.c_str(), r.out());
+    return true;
+  }
+};
+
+Result<ExtCommand> parse_filter_show(Lexer& lx, const TcFlags& flags) {
+  auto line = std::make_shared<FilterShowLine>();
+  line->flags = flags;
+  bool have_dir = false;
+  while (!lx.done()) {
+    const std::string k = lx.next();
+    if (k == "dev") {
+      auto v = lx.value(k);
+      if (!v) return unexpected(v.error());
+      line->dev = *v;
+    } else if (parse_dir(k, line->dir)) {
+      have_dir = true;
+    } else {
+      return unexpected("unexpected word \"" + k + "\" for tc filter show", k);
+    }
+  }
+  if (line->dev.empty()) return unexpected("tc filter show needs \"dev DEV\"", "show");
+  if (!have_dir) return unexpected("tc filter show needs egress or ingress", line->dev);
+  return ExtCommand{line};
+}
+
+}  // namespace
+
+// mirrors tc_filter_modify
+Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
+  const std::string verb = lx.next();
+  if (!verb.empty() && (matches(verb, "show") || matches(verb, "list") || matches(verb, "lst")))
+    return parse_filter_show(lx, flags);
+  auto line = std::make_shared<FilterLine>();
+  auto& spec = line->req.spec;
+  if (verb.empty()) return unexpected("tc filter needs add, replace, change, del or show", "filter");
+  if (matches(verb, "add"))
+    line->op = FilterLine::Op::Add;
+  else if (matches(verb, "change") || matches(verb, "replace"))
+    line->op = FilterLine::Op::Replace;
+  else if (matches(verb, "delete"))
+    line->op = FilterLine::Op::Del;
+  else
+    return unexpected("unknown tc filter command \"" + verb + "\"", verb);
+  bool have_dir = false, have_kind = false;
+  while (!lx.done() && !have_kind) {
+    const std::string k = lx.next();
+    auto value = [&]() { return lx.value(k); };
+    if (k == "dev") {
+      auto v = value();
+      if (!v) return unexpected(v.error());
+      line->dev = *v;
+    } else if (parse_dir(k, line->dir)) {
+      have_dir = true;
+    } else if (k == "parent") {
+      auto v = value();
+      if (!v) return unexpected(v.error());
+      // clsact's sides: ffff:fff2 (ingress), ffff:fff3 (egress); ffff: is the ingress qdisc.
+      auto p = get_tc_classid(*v);
+      if (p && *p == (kIngressHandle | TC_H_MIN_EGRESS))
+        line->dir = ktc::Dir::Egress;
+      else if (p && (*p == (kIngressHandle | TC_H_MIN_INGRESS) || *p == kIngressHandle))
+        line->dir = ktc::Dir::Ingress;
+      else
+        return unexpected("parent must be clsact's ingress or egress (ffff:fff2, ffff:fff3) or ffff:", *v);
+      have_dir = true;
+    } else if (k == "pref" || k == "prio" || k == "priority") {
+      auto v = value();
+      if (!v) return unexpected(v.error());
+      auto n = get_u32(*v, 0);
+      if (!n || *n == 0 || *n > 0xffff) return unexpected("bad pref \"" + *v + "\" (1..65535)", *v);
+      spec.pref = *n;
+    } else if (k == "handle") {
+      auto v = value();
+      if (!v) return unexpected(v.error());
+      auto n = get_u32(*v, 0);
+      if (!n || *n == 0) return unexpected("bad handle \"" + *v + "\"", *v);
+      spec.handle = *n;
+    } else if (k == "protocol") {
+      auto v = value();
+      if (!v) return unexpected(v.error());
+      auto n = get_u32(*v, 0);
+      if (*v == "all") spec.protocol = ktc::kEthPAll;
+      else if (*v == "ip") spec.protocol = 0x0800;
+      else if (*v == "ipv6") spec.protocol = 0x86dd;
+      else if (*v == "arp") spec.protocol = 0x0806;
+      else if (*v == "802.1q" || *v == "802.1Q") spec.protocol = 0x8100;
+      else if (n && *n <= 0xffff) spec.protocol = static_cast<uint16_t>(*n);
+      else return unexpected("unknown protocol \"" + *v + "\"", *v);
+    } else if (k == "chain") {
+      auto v = value();
+      if (!v) return unexpected(v.error());
+      auto n = get_u32(*v, 0);
+      if (!n || *n != 0) return unexpected("only chain 0 is supported", *v);
+    } else if (const FilterUtil* u = get_filter_util(k)) {
+      if (line->op == FilterLine::Op::Del) return unexpected("tc filter del takes no " + k + " options", k);
+      have_kind = true;
+      auto st = u->parse_fopt(lx, line->req);
+      if (!st) return unexpected(st.error());
+    } else if (line->op == FilterLine::Op::Del) {
+      return unexpected("unexpected word \"" + k + "\"", k);
+    } else {
+      return unexpected("unknown filter kind \"" + k + "\" (supported: bpf)", k);
+    }
+  }
+  if (line->dev.empty()) return unexpected("tc filter needs \"dev DEV\"", "filter");
+  if (!have_dir) return unexpected("tc filter needs egress or ingress (clsact's side)", line->dev);
+  if (line->op != FilterLine::Op::Del) {
+    if (!have_kind) return unexpected("tc filter needs a filter kind (bpf)", lx.peek());
+  } else if (spec.handle && !spec.pref) {
+    return unexpected("tc filter del with a handle needs pref", "handle");
+  }
+  return ExtCommand{line};
+}
+
+}  // namespace pktpath::cli::tc

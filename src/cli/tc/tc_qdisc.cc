@@ -1,0 +1,229 @@
+// `tc qdisc add|replace|change|del ...` and `tc [-s] [-j] qdisc show [dev D]` (iproute2's
+// tc/tc_qdisc.c: tc_qdisc_modify, print_qdisc). The kind's words are parsed and
+// printed by its q_<kind>.cc.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/script_exec.h"
+#include "cli/tc/tc.h"
+#include "cli/tc/tc_util.h"
+#include "sched/clsact.h"
+#include "sched/sch_api.h"
+#include "sched/sch_generic.h"
+
+namespace pktpath::cli::tc {
+namespace {
+
+namespace ktc = ::pktpath::tc;
+
+struct QdiscLine final : ExtLine {
+  std::string dev;
+  QdiscRequest req;
+  std::string kind_word;  // what errors name
+
+  bool execute(ScriptRunner& r, ScriptError& err) const override {
+    NetDevice* d = r.table().find(dev);
+    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
+    r.drain_pending();
+    auto st = tc_qdisc_modify(r.table(), *d, req);
+    if (!st) return fail(err, kind_word.empty() ? dev : kind_word, st.error().msg);
+    return true;
+  }
+};
+
+// Which qdiscs show lists: the root, then children that are not invisible defaults (a
+// default child has handle 0, except mq's, which tc shows).
+void collect(Qdisc* q, bool is_root, bool parent_is_mq, std::vector<std::pair<Qdisc*, bool>>& out) {
+  if (!q) return;
+  if (is_root || q->handle() != 0 || parent_is_mq) out.emplace_back(q, is_root);
+  const bool mq = q->flags() & TCQ_F_MQROOT;
+  for (unsigned i = 0; i < q->num_children(); ++i) collect(q->child(i + 1), false, mq, out);
+}
+
+// One row of the show: what print_qdisc prints for one qdisc.
+struct QdiscRow {
+  std::string kind;
+  uint32_t handle = 0;
+  bool is_root = false;
+  uint32_t parent = 0;
+  QdiscOptions opts;
+  QdiscStats stats;
+};
+
+struct QdiscShowLine final : ExtLine {
+  std::string dev;  // empty: all
+  TcFlags flags;
+
+  bool execute(ScriptRunner& r, ScriptError& err) const override {
+    std::vector<NetDevice*> devs;
+    if (!dev.empty()) {
+      NetDevice* d = r.table().find(dev);
+      if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
+      devs.push_back(d);
+    } else {
+      devs = r.table().list();
+    }
+    r.drain_pending();
+    const bool json = flags.json || r.json();
+    nlohmann::json arr = nlohmann::json::array();
+    for (NetDevice* d : devs)
+      for (const QdiscRow& row : rows(*d)) print(row, *d, json, arr, r.out());
+    if (json) std::fprintf(r.out(), "%s\n", arr.dump().c_str());
+    return true;
+  }
+
+  static std::vector<QdiscRow> rows(NetDevice& d) {
+    std::vector<std::pair<Qdisc*, bool>> qs;
+    if (d.is_up() || !d.root_is_default()) collect(d.qdisc(), true, false, qs);
+    // A down device with no configured qdisc shows noop, as the kernel does.
+    if (qs.empty()) qs.emplace_back(&noop_qdisc(), true);
+    std::vector<QdiscRow> out;
+    for (auto [q, is_root] : qs)
+      out.push_back(QdiscRow{q->kind(), q->handle(), is_root, q->parent(), q->dump(), q->stats()});
+    // clsact / ingress: listed after the tree, at parent ffff:fff1.
+    if (const char* k = ktc::ingress_qdisc_kind(d)) {
+      QdiscRow row{k, kIngressHandle, false, TC_H_INGRESS, {}, {}};
+      for (ktc::Dir dir : {ktc::Dir::Egress, ktc::Dir::Ingress}) {
+        const auto s = ktc::clsact_stats(d, dir);
+        row.stats.bytes += s.bytes;
+        row.stats.packets += s.packets;
+        row.stats.drops += s.drops;
+        row.stats.overlimits += s.overlimits;
+      }
+      out.push_back(std::move(row));
+    }
+    return out;
+  }
+
+  void print(const QdiscRow& q, NetDevice& d, bool json, nlohmann::json& arr, std::FILE* out) const {
+    KindPrint opt;
+    if (const QdiscUtil* u = get_qdisc_util(q.kind); u && u->print_qopt) u->print_qopt(q.opts, opt);
+    const QdiscStats& s = q.stats;
+    if (json) {
+      nlohmann::json j = {{"kind", q.kind}, {"handle", tc_handle_str(q.handle)}};
+      if (dev.empty()) j["dev"] = d.name();
+      if (q.is_root) {
+        j["root"] = true;
+        j["refcnt"] = 2;
+      } else {
+        j["parent"] = tc_handle_str(q.parent);
+      }
+      j["options"] = opt.json;
+      if (flags.stats) {
+        j["bytes"] = s.bytes;
+        j["packets"] = s.packets;
+        j["drops"] = s.drops;
+        j["overlimits"] = s.overlimits;
+        j["requeues"] = s.requeues;
+        j["backlog"] = s.backlog;
+        j["qlen"] = s.qlen;
+      }
+      arr.push_back(std::move(j));
+      return;
+    }
+    std::string line = "qdisc " + q.kind + " " + tc_handle_str(q.handle) + " ";
+    if (dev.empty()) line += "dev " + d.name() + " ";
+    line += q.is_root ? "root refcnt 2 " : "parent " + tc_handle_str(q.parent) + " ";
+    line += opt.text;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::fprintf(out, "%s\n", line.c_str());
+    if (flags.stats) {
+      std::fprintf(out, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
+                   static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
+                   static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
+                   static_cast<unsigned long long>(s.requeues));
+      std::fprintf(out, " backlog %s %llup requeues %llu\n", sprint_size(static_cast<uint32_t>(s.backlog)).c_str(),
+                   static_cast<unsigned long long>(s.qlen), static_cast<unsigned long long>(s.requeues));
+    }
+  }
+};
+
+Result<ExtCommand> parse_show(Lexer& lx, const TcFlags& flags) {
+  auto line = std::make_shared<QdiscShowLine>();
+  line->flags = flags;
+  if (lx.eat("dev")) {
+    auto v = lx.value("dev");
+    if (!v) return unexpected(v.error());
+    line->dev = *v;
+  }
+  if (!lx.done()) return unexpected("unexpected \"" + lx.peek() + "\"", lx.peek());
+  return ExtCommand{line};
+}
+
+}  // namespace
+
+// mirrors tc_qdisc_modify (tc/tc_qdisc.c)
+Result<ExtCommand> parse_qdisc(Lexer& lx, const TcFlags& flags) {
+  const std::string verb = lx.next();
+  if (verb.empty() || matches(verb, "show") || matches(verb, "list") || matches(verb, "lst"))
+    return parse_show(lx, flags);
+  auto line = std::make_shared<QdiscLine>();
+  QdiscRequest& req = line->req;
+  if (matches(verb, "add"))
+    req.op = QdiscOp::Add;
+  else if (matches(verb, "change"))
+    req.op = QdiscOp::Change;
+  else if (matches(verb, "replace"))
+    req.op = QdiscOp::Replace;
+  else if (matches(verb, "delete"))
+    req.op = QdiscOp::Del;
+  else
+    return unexpected("unknown tc qdisc command \"" + verb + "\"", verb);
+  bool have_parent = false;
+  const QdiscUtil* util = nullptr;
+  while (!lx.done()) {
+    const std::string k = lx.next();
+    if (k == "dev") {
+      auto v = lx.value(k);
+      if (!v) return unexpected(v.error());
+      line->dev = *v;
+    } else if (k == "root") {
+      if (have_parent) return unexpected("\"root\" given twice or with \"parent\"", k);
+      req.parent = TC_H_ROOT;
+      have_parent = true;
+    } else if (k == "parent") {
+      if (have_parent) return unexpected("\"parent\" given twice or with \"root\"", k);
+      auto v = lx.value(k);
+      if (!v) return unexpected(v.error());
+      auto p = get_tc_classid(*v);
+      if (!p || *p == TC_H_ROOT || (*p & 0xffff) == 0 || v->find(':') == std::string::npos)
+        return unexpected("bad parent \"" + *v + "\" (want MAJ:MIN)", *v);
+      req.parent = *p;
+      have_parent = true;
+    } else if (k == "handle") {
+      auto v = lx.value(k);
+      if (!v) return unexpected(v.error());
+      auto h = get_qdisc_handle(*v);
+      if (!h || *h == 0) return unexpected("bad handle \"" + *v + "\" (want MAJ:)", *v);
+      req.handle = *h;
+      req.handle_set = true;
+    } else {
+      line->kind_word = k;
+      util = get_qdisc_util(k);
+      if (!util) return unexpected("unknown qdisc kind \"" + k + "\"", k);
+      req.kind = k;
+      if (util->parse_qopt) {
+        auto o = util->parse_qopt(lx);
+        if (!o) return unexpected(o.error());
+        req.opts = std::move(*o);
+      } else if (!lx.done()) {
+        return unexpected("qdisc " + k + " takes no options", lx.peek());
+      }
+      break;
+    }
+  }
+  const std::string& at_kind = line->kind_word;
+  if (line->dev.empty()) return unexpected("tc qdisc needs \"dev DEV\"", at_kind);
+  if (util && util->ingress_hook) {
+    if (req.op == QdiscOp::Change) return unexpected("tc qdisc change: " + at_kind + " supports add, replace, del", verb);
+    if (have_parent && req.parent != TC_H_ROOT && req.parent != TC_H_INGRESS)
+      return unexpected("qdisc " + at_kind + " attaches at parent ffff:fff1", at_kind);
+    req.parent = TC_H_INGRESS;
+    have_parent = true;
+  }
+  if (!have_parent) return unexpected("tc qdisc needs \"root\" or \"parent X:Y\"", at_kind);
+  if (req.kind.empty() && req.op != QdiscOp::Del) return unexpected("tc qdisc needs a qdisc kind", at_kind);
+  return ExtCommand{line};
+}
+
+}  // namespace pktpath::cli::tc

@@ -1,0 +1,336 @@
+// tc's value syntax and printers (iproute2 6.1: lib/utils.c get_u32/get_time/print_time,
+// tc/tc_util.c get_size/get_rate64/print_size/print_rate/get_tc_classid) and the
+// registries of qdisc, filter and action kinds.
+#include "cli/tc/tc_util.h"
+
+#include "sched/sch_prio.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <strings.h>
+
+namespace pktpath::cli::tc {
+
+bool matches(std::string_view word, std::string_view keyword) {
+  return !word.empty() && word.size() <= keyword.size() && keyword.substr(0, word.size()) == word;
+}
+
+// --- Lexer.
+
+const std::string& Lexer::peek() const {
+  static const std::string kEnd;
+  return i_ < w_.size() ? w_[i_] : kEnd;
+}
+
+const std::string& Lexer::next() {
+  const std::string& w = peek();
+  if (i_ < w_.size()) ++i_;
+  return w;
+}
+
+const std::string& Lexer::prev() const {
+  static const std::string kNone;
+  return i_ > 0 && i_ <= w_.size() ? w_[i_ - 1] : kNone;
+}
+
+Result<std::string> Lexer::value(const std::string& key) {
+  if (done()) return unexpected("\"" + key + "\" needs a value", key);
+  return next();
+}
+
+bool Lexer::eat(std::string_view w) {
+  if (done() || peek() != w) return false;
+  ++i_;
+  return true;
+}
+
+// --- numbers.
+
+namespace {
+
+// strtoull's syntax without its leniency: no sign, no leading space.
+bool to_u64(const std::string& s, int base, uint64_t& v) {
+  if (s.empty() || !std::isxdigit(static_cast<unsigned char>(s[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long r = std::strtoull(s.c_str(), &end, base);
+  if (end == s.c_str() || *end != '\0' || errno == ERANGE) return false;
+  v = r;
+  return true;
+}
+
+// strtod's number, and the rest of the word as the unit.
+bool split_unit(const std::string& s, double& num, std::string& unit) {
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
+  char* end = nullptr;
+  num = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !std::isfinite(num)) return false;
+  unit = end;
+  return true;
+}
+
+bool ieq(const std::string& a, const char* b) { return strcasecmp(a.c_str(), b) == 0; }
+
+}  // namespace
+
+Result<uint32_t> get_u32(const std::string& s, int base) {
+  uint64_t v;
+  if (!to_u64(s, base, v) || v > UINT32_MAX) return unexpected("invalid number \"" + s + "\"", s);
+  return static_cast<uint32_t>(v);
+}
+
+Result<uint64_t> get_u64(const std::string& s, int base) {
+  uint64_t v;
+  if (!to_u64(s, base, v)) return unexpected("invalid number \"" + s + "\"", s);
+  return v;
+}
+
+Result<uint32_t> get_qdisc_handle(const std::string& s) {
+  if (s == "none") return 0u;
+  const size_t colon = s.find(':');
+  const std::string maj = s.substr(0, colon);
+  uint64_t v;
+  if (!to_u64(maj, 16, v) || v >= (1u << 16) || (colon != std::string::npos && colon + 1 != s.size()))
+    return unexpected("invalid qdisc handle \"" + s + "\" (want MAJ:)", s);
+  return static_cast<uint32_t>(v << 16);
+}
+
+Result<uint32_t> get_tc_classid(const std::string& s) {
+  if (s == "root") return 0xffffffffu;
+  if (s == "none") return 0u;
+  auto bad = [&] { return unexpected("invalid class id \"" + s + "\" (want MAJ:MIN)", s); };
+  const size_t colon = s.find(':');
+  uint64_t maj = 0, min = 0;
+  if (colon == std::string::npos) {
+    if (!to_u64(s, 16, maj) || maj > UINT32_MAX) return bad();
+    return static_cast<uint32_t>(maj);
+  }
+  const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
+  if ((!a.empty() && !to_u64(a, 16, maj)) || maj >= (1u << 16)) return bad();
+  if ((!b.empty() && !to_u64(b, 16, min)) || min >= (1u << 16)) return bad();
+  return static_cast<uint32_t>(maj << 16 | min);
+}
+
+Result<uint32_t> get_size(const std::string& s) {
+  double sz;
+  std::string u;
+  auto bad = [&] { return unexpected("invalid size \"" + s + "\"", s); };
+  if (!split_unit(s, sz, u)) return bad();
+  if (u.empty() || ieq(u, "b"))
+    ;
+  else if (ieq(u, "kb") || ieq(u, "k"))
+    sz *= 1024;
+  else if (ieq(u, "gb") || ieq(u, "g"))
+    sz *= 1024.0 * 1024 * 1024;
+  else if (ieq(u, "gbit"))
+    sz *= 1024.0 * 1024 * 1024 / 8;
+  else if (ieq(u, "mb") || ieq(u, "m"))
+    sz *= 1024.0 * 1024;
+  else if (ieq(u, "mbit"))
+    sz *= 1024.0 * 1024 / 8;
+  else if (ieq(u, "kbit"))
+    sz *= 1024.0 / 8;
+  else
+    return bad();
+  if (sz > UINT32_MAX) return bad();
+  return static_cast<uint32_t>(sz);
+}
+
+Result<uint64_t> get_rate64(const std::string& s) {
+  static const struct {
+    const char* name;
+    double scale;
+  } kSuffixes[] = {
+      {"bit", 1.},           {"Kibit", 1024.},         {"kbit", 1000.},        {"mibit", 1024. * 1024.},
+      {"mbit", 1000000.},    {"gibit", 1024. * 1024. * 1024.}, {"gbit", 1000000000.},
+      {"tibit", 1024. * 1024. * 1024. * 1024.},         {"tbit", 1000000000000.},
+      {"Bps", 8.},           {"KiBps", 8. * 1024.},    {"KBps", 8000.},        {"MiBps", 8. * 1024 * 1024},
+      {"MBps", 8000000.},    {"GiBps", 8. * 1024. * 1024. * 1024.}, {"GBps", 8000000000.},
+      {"TiBps", 8. * 1024. * 1024. * 1024. * 1024.},    {"TBps", 8000000000000.},
+  };
+  double bps;
+  std::string u;
+  auto bad = [&] { return unexpected("invalid rate \"" + s + "\"", s); };
+  if (!split_unit(s, bps, u)) return bad();
+  if (!u.empty()) {
+    bool found = false;
+    for (const auto& x : kSuffixes)
+      if (ieq(u, x.name)) {
+        bps *= x.scale;
+        found = true;
+        break;
+      }
+    if (!found) return bad();
+  }
+  bps /= 8;  // bytes per second
+  if (bps >= 18446744073709551615.0) return bad();
+  return static_cast<uint64_t>(bps);
+}
+
+Result<uint64_t> get_time(const std::string& s) {
+  double t;
+  std::string u;
+  auto bad = [&] { return unexpected("invalid time \"" + s + "\"", s); };
+  if (!split_unit(s, t, u)) return bad();
+  if (ieq(u, "s") || ieq(u, "sec") || ieq(u, "secs"))
+    t *= 1e9;
+  else if (ieq(u, "ms") || ieq(u, "msec") || ieq(u, "msecs"))
+    t *= 1e6;
+  else if (u.empty() || ieq(u, "us") || ieq(u, "usec") || ieq(u, "usecs"))
+    t *= 1e3;
+  else
+    return bad();
+  if (t > 4294967295e3) return bad();  // tc keeps times in 32-bit microseconds
+  return static_cast<uint64_t>(t);
+}
+
+// --- printers.
+
+// print_size
+std::string sprint_size(uint32_t sz) {
+  char b[64];
+  const double tmp = sz;
+  if (sz >= 1024 * 1024 && std::fabs(1024 * 1024 * std::rint(tmp / (1024 * 1024)) - sz) < 1024)
+    std::snprintf(b, sizeof b, "%gMb", std::rint(tmp / (1024 * 1024)));
+  else if (sz >= 1024 && std::fabs(1024 * std::rint(tmp / 1024) - sz) < 16)
+    std::snprintf(b, sizeof b, "%gKb", std::rint(tmp / 1024));
+  else
+    std::snprintf(b, sizeof b, "%ub", sz);
+  return b;
+}
+
+// print_rate (SI units, as without -iec)
+std::string sprint_rate(uint64_t bytes_ps) {
+  static const char* const kUnits[] = {"", "K", "M", "G", "T"};
+  const uint64_t kilo = 1000;
+  uint64_t rate = bytes_ps << 3;
+  size_t i = 0;
+  for (; i < 4; ++i) {
+    if (rate < kilo) break;
+    if ((rate % kilo) != 0 && rate < 1000 * kilo) break;
+    rate /= kilo;
+  }
+  char b[64];
+  std::snprintf(b, sizeof b, "%.0f%sbit", static_cast<double>(rate), kUnits[i]);
+  return b;
+}
+
+// print_time (TIME_UNITS_PER_SEC = 1000000)
+std::string sprint_time(uint64_t usec) {
+  char b[64];
+  const double tmp = static_cast<double>(usec);
+  if (tmp >= 1e6)
+    std::snprintf(b, sizeof b, "%.3gs", tmp / 1e6);
+  else if (tmp >= 1e3)
+    std::snprintf(b, sizeof b, "%.3gms", tmp / 1e3);
+  else
+    std::snprintf(b, sizeof b, "%uus", static_cast<unsigned>(usec));
+  return b;
+}
+
+// print_tc_classid
+std::string sprint_tc_classid(uint32_t h) {
+  char b[32];
+  if (h == 0xffffffffu)
+    return "root";
+  else if (h == 0)
+    return "none";
+  else if ((h >> 16) == 0)
+    std::snprintf(b, sizeof b, ":%x", h & 0xffff);
+  else if ((h & 0xffff) == 0)
+    std::snprintf(b, sizeof b, "%x:", h >> 16);
+  else
+    std::snprintf(b, sizeof b, "%x:%x", h >> 16, h & 0xffff);
+  return b;
+}
+
+// --- registries: written only while static initialisers run.
+
+namespace {
+
+template <class U>
+std::vector<U>& utils() {
+  static std::vector<U> v;
+  return v;
+}
+
+template <class U>
+const U* find_util(std::string_view id) {
+  for (const U& u : utils<U>())
+    if (id == u.id) return &u;
+  return nullptr;
+}
+
+template <class U>
+void add_util(const U& u, const char* what) {
+  if (find_util<U>(u.id)) {
+    std::fprintf(stderr, "pktpath: tc %s kind \"%s\" registered twice\n", what, u.id);
+    std::abort();
+  }
+  utils<U>().push_back(u);
+}
+
+}  // namespace
+
+void register_qdisc_util(const QdiscUtil& u) { add_util(u, "qdisc"); }
+const QdiscUtil* get_qdisc_util(std::string_view id) { return find_util<QdiscUtil>(id); }
+void register_action_util(const ActionUtil& u) { add_util(u, "action"); }
+const ActionUtil* get_action_util(std::string_view id) { return find_util<ActionUtil>(id); }
+void register_filter_util(const FilterUtil& u) { add_util(u, "filter"); }
+const FilterUtil* get_filter_util(std::string_view id) { return find_util<FilterUtil>(id); }
+
+// mirrors prio_print_opt
+void print_prio_qopt(const QdiscOptions& opts, KindPrint& out) {
+  const auto* p = opts.get<PrioOptions>();
+  if (!p) return;
+  out.text = "bands " + std::to_string(p->bands) + " priomap";
+  nlohmann::json map = nlohmann::json::array();
+  for (unsigned i = 0; i <= kTcPrioMax; ++i) {
+    out.text += " " + std::to_string(p->priomap[i]);
+    map.push_back(p->priomap[i]);
+  }
+  out.json["bands"] = p->bands;
+  out.json["priomap"] = map;
+  out.json["multiqueue"] = false;
+}
+
+// --- actions.
+
+bool action_a2n(const std::string& s, int& verdict) {
+  namespace ktc = ::pktpath::tc;
+  static const struct {
+    const char* a;
+    int n;
+  } kA2n[] = {
+      {"continue", ktc::TC_ACT_UNSPEC}, {"drop", ktc::TC_ACT_SHOT},  {"shot", ktc::TC_ACT_SHOT},
+      {"pass", ktc::TC_ACT_OK},         {"ok", ktc::TC_ACT_OK},      {"reclassify", ktc::TC_ACT_RECLASSIFY},
+      {"pipe", ktc::TC_ACT_PIPE},       {"stolen", ktc::TC_ACT_STOLEN}, {"trap", ktc::TC_ACT_TRAP},
+  };
+  for (const auto& e : kA2n)
+    if (s == e.a) {
+      verdict = e.n;
+      return true;
+    }
+  return false;
+}
+
+// mirrors parse_action (m_action.c) for one action
+Result<ActionRequest> parse_action(Lexer& lx) {
+  const std::string kind = lx.peek();
+  if (kind.empty()) return unexpected("\"action\" needs an action (gact, mirred, skbedit)", "action");
+  int v;
+  const ActionUtil* u = get_action_util(kind);
+  if (u) {
+    lx.next();
+  } else if (action_a2n(kind, v)) {
+    u = get_action_util("gact");  // `action drop`: gact's short form, the lexer on the verdict
+  }
+  if (!u) return unexpected("unknown action \"" + kind + "\" (supported: gact, mirred, skbedit)", kind);
+  auto opts = u->parse_aopt(lx);
+  if (!opts) return unexpected(opts.error());
+  return ActionRequest{u->id, std::move(*opts)};
+}
+
+}  // namespace pktpath::cli::tc

@@ -1,0 +1,82 @@
+// The action kind registry and the action pipeline (net/sched/act_api.c).
+#include "sched/act_api.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace pktpath::tc {
+
+const char* tc_act_name(int v) {
+  switch (v) {
+    case TC_ACT_UNSPEC: return "continue";
+    case TC_ACT_OK: return "pass";
+    case TC_ACT_RECLASSIFY: return "reclassify";
+    case TC_ACT_SHOT: return "drop";
+    case TC_ACT_PIPE: return "pipe";
+    case TC_ACT_STOLEN: return "stolen";
+    case TC_ACT_QUEUED: return "queued";
+    case TC_ACT_REPEAT: return "repeat";
+    case TC_ACT_REDIRECT: return "redirect";
+    case TC_ACT_TRAP: return "trap";
+    default: return "unknown";
+  }
+}
+
+TcStats::Sum TcStats::sum() const {
+  Sum s;
+  for (unsigned i = 0; i < kMaxCpus; ++i) {
+    s.packets += slots_[i].packets.get();
+    s.bytes += slots_[i].bytes.get();
+    s.drops += slots_[i].drops.get();
+    s.overlimits += slots_[i].overlimits.get();
+    s.matched += slots_[i].matched.get();
+  }
+  return s;
+}
+
+namespace {
+
+// act_base: written only while static initialisers run, read-only afterwards.
+std::vector<ActionOps>& act_base() {
+  static std::vector<ActionOps> ops;
+  return ops;
+}
+
+}  // namespace
+
+void tcf_register_action(const ActionOps& ops) {
+  if (tc_lookup_action(ops.kind)) {
+    std::fprintf(stderr, "pktpath: action kind \"%s\" registered twice\n", ops.kind);
+    std::abort();
+  }
+  act_base().push_back(ops);
+}
+
+const ActionOps* tc_lookup_action(std::string_view kind) {
+  for (const ActionOps& o : act_base())
+    if (kind == o.kind) return &o;
+  return nullptr;
+}
+
+Result<std::shared_ptr<TcAction>> tcf_action_init(std::string_view kind, const ActionOptions& opts,
+                                                  DeviceTable& table) {
+  const ActionOps* ops = tc_lookup_action(kind);
+  if (!ops) return unexpected("unknown action \"" + std::string(kind) + "\"");
+  return ops->init(opts, table);
+}
+
+// mirrors tcf_action_exec (no jump/goto chain: pktpath's actions never return them)
+int tcf_action_exec(const TcContext& ctx, Packet* p, const ActionList& actions, TcResult& res) {
+  int ret = TC_ACT_OK;
+  for (const auto& a : actions) {
+    int repeat_ttl = 32;
+    do {
+      ret = a->act(ctx, p, res);
+    } while (PP_UNLIKELY(ret == TC_ACT_REPEAT) && --repeat_ttl != 0);
+    if (ret == TC_ACT_REPEAT) return TC_ACT_OK;
+    if (ret != TC_ACT_PIPE) break;
+  }
+  return ret;
+}
+
+}  // namespace pktpath::tc

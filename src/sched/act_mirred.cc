@@ -1,0 +1,107 @@
+// mirred (net/sched/act_mirred.c).
+#include "sched/act_mirred.h"
+
+#include "core/dev_rx.h"
+#include "core/dev_table.h"
+#include "core/dev_xmit.h"
+#include "core/netdevice.h"
+
+namespace pktpath::tc {
+
+MirredAction::MirredAction(Dir dir, Kind kind, NetDevice* target, std::string target_name)
+    : dir_(dir),
+      kind_(kind),
+      retval_(kind == Kind::Redirect ? TC_ACT_STOLEN : TC_ACT_PIPE),
+      target_(target),
+      target_name_(std::move(target_name)) {}
+
+namespace {
+
+// A private copy for mirror (skb_clone in the kernel; pktpath copies, the packets are
+// small and the copy keeps ownership simple). nullptr when the pool is exhausted.
+Packet* mirror_copy(Cpu& cpu, const Packet* p) {
+  Packet* c = cpu.alloc();
+  if (!c) return nullptr;
+  uint8_t* dst = c->put(p->len);
+  if (!dst || !p->copy_bits(0, dst, p->len)) {
+    cpu.free(c);
+    return nullptr;
+  }
+  c->protocol = p->protocol;
+  c->pkt_type = p->pkt_type;
+  c->mark = p->mark;
+  c->priority = p->priority;
+  c->hash = p->hash;
+  c->queue_mapping = p->queue_mapping;
+  c->vlan_tci = p->vlan_tci;
+  c->vlan_proto = p->vlan_proto;
+  c->vlan_present = p->vlan_present;
+  c->tc_index = p->tc_index;
+  return c;
+}
+
+}  // namespace
+
+// mirrors tcf_mirred_act: redirect hands the packet itself on (the kernel's reinsert
+// path), mirror sends a copy; both re-enter the target's transmit or receive path on this
+// Cpu, nested, so a loop ends at the recursion limit.
+int MirredAction::act(const TcContext& ctx, Packet* p, TcResult&) {
+  Cpu& cpu = ctx.cpu;
+  TcStats::Slot& s = stats.at(cpu);
+  s.packets.add();
+  s.bytes.add(p->len);
+  const bool redirect = kind_ == Kind::Redirect;
+  if (PP_UNLIKELY(cpu.xmit_recursion >= kXmitRecursionLimit)) {
+    s.overlimits.add();
+    if (!redirect) return retval_;  // the mirror copy is simply not made
+    cpu.free_reason(p, DropReason::XMIT_RECURSION);
+    return TC_ACT_CONSUMED;
+  }
+  if (PP_UNLIKELY(!target_->is_up())) {
+    s.overlimits.add();
+    return redirect ? TC_ACT_SHOT : retval_;
+  }
+  Packet* out = p;
+  if (!redirect) {
+    out = mirror_copy(cpu, p);
+    if (!out) {
+      s.overlimits.add();
+      return retval_;
+    }
+  }
+  out->skb_iif = p->dev ? p->dev->ifindex() : 0;
+  out->dev = target_;
+  ++cpu.xmit_recursion;
+  if (dir_ == Dir::Egress)
+    dev_queue_xmit(cpu, out);
+  else
+    netif_receive_skb(cpu, out);
+  --cpu.xmit_recursion;
+  return redirect ? TC_ACT_CONSUMED : retval_;
+}
+
+ActionOptions MirredAction::dump() const {
+  MirredOptions o;
+  o.dir = dir_;
+  o.kind = kind_;
+  o.dev = target_name_;
+  o.verdict = retval_;
+  return o;
+}
+
+namespace {
+
+// mirrors tcf_mirred_init: the target device must exist.
+Result<std::shared_ptr<TcAction>> mirred_init(const ActionOptions& opts, DeviceTable& table) {
+  const auto* o = opts.get<MirredOptions>();
+  if (!o) return unexpected("mirred: bad options");
+  NetDevice* t = table.find(o->dev);
+  if (!t) return unexpected("mirred: cannot find device \"" + o->dev + "\"", o->dev);
+  return std::shared_ptr<TcAction>(std::make_shared<MirredAction>(o->dir, o->kind, t, o->dev));
+}
+
+const ActionRegistrar kMirred{{"mirred", mirred_init}};  // act_mirred_ops
+
+}  // namespace
+
+}  // namespace pktpath::tc
