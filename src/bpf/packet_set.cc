@@ -52,10 +52,21 @@ bool read_pcap(const std::string& path, PacketSet* out, std::string* err) {
   pcap_pkthdr* h;
   const u_char* data;
   int rc;
-  while ((rc = pcap_next_ex(p, &h, &data)) == 1) set.add(data, h->caplen, h->len);
+  size_t bytes = 0;
+  while ((rc = pcap_next_ex(p, &h, &data)) == 1) {
+    bytes += h->caplen;
+    if (bytes > kMaxPcapBytes) {
+      *err = fmt::format("{}: more than {} MiB of packets", path, kMaxPcapBytes >> 20);
+      pcap_close(p);
+      *out = std::move(set);
+      return false;
+    }
+    set.add(data, h->caplen, h->len);
+  }
   if (rc == PCAP_ERROR) {
     *err = fmt::format("{}: {}", path, pcap_geterr(p));
     pcap_close(p);
+    *out = std::move(set);
     return false;
   }
   pcap_close(p);

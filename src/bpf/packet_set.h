@@ -34,6 +34,9 @@ class PacketSet {
 };
 
 // pcap or pcapng (pcap_open_offline); keeps the file's link type and snapshot length.
+// On a read error (a file cut mid-record, say) *out still holds the packets read before
+// it, as tcpdump prints them before the error. At most kMaxPcapBytes of packet data.
+inline constexpr size_t kMaxPcapBytes = size_t{1} << 30;
 bool read_pcap(const std::string& path, PacketSet* out, std::string* err);
 
 // n deterministic frames of 60..128 bytes: Ethernet with IPv4/IPv6 (UDP, TCP, ICMP),

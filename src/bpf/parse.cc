@@ -1,5 +1,7 @@
 #include "bpf/parse.h"
 
+#include "bpf/text_file.h"
+
 #include <pcap/pcap.h>
 
 #include <cctype>
@@ -198,15 +200,10 @@ bool parse_bytecode_file_text(std::string_view text, Insns* out, std::string* er
 }
 
 bool read_bytecode_file(const std::string& path, Insns* out, std::string* err) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *err = fmt::format("{}: cannot open", path);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string text;
+  if (!read_text_file(path, kMaxBytecodeFileBytes, &text, err)) return false;
   std::string e;
-  if (!parse_bytecode_file_text(ss.str(), out, &e)) {
+  if (!parse_bytecode_file_text(text, out, &e)) {
     *err = fmt::format("{}: {}", path, e);
     return false;
   }

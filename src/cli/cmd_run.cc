@@ -4,10 +4,9 @@
 // the offending word; exit 1 for bad input, 2 for usage.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <sstream>
 
+#include "bpf/text_file.h"
 #include "cli/command.h"
 #include "cli/script.h"
 #include "cli/script_exec.h"
@@ -40,25 +39,11 @@ int cmd_run(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     return usage_error(std::string("run: ") + e.what());
   }
-  std::string text;
-  std::string name = file;
-  if (file == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
-    name = "<stdin>";
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "pktpath: run: cannot open %s\n", file.c_str());
-      return 1;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
-  if (text.find('\0') != std::string::npos) {
-    std::fprintf(stderr, "%s: binary data in script\n", name.c_str());
+  // Bounded, text only: a directory, a device or a binary file is refused at once.
+  std::string text, err;
+  const std::string name = file == "-" ? "<stdin>" : file;
+  if (!bpf::read_text_file(file, bpf::kMaxScriptBytes, &text, &err)) {
+    std::fprintf(stderr, "pktpath: run: %s\n", err.c_str());
     return 1;
   }
 

@@ -9,6 +9,7 @@
 // with libpcap when the line is parsed, so a bad expression stops the script before
 // anything runs.
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "bpf/parse.h"
@@ -38,8 +39,9 @@ CaptureState& state_of(ScriptRunner& r) {
   return *slot;
 }
 
-// Detach and print tcpdump's closing lines (or one JSON document).
-void report(ScriptRunner& r, const CaptureState::Active& a) {
+// Detach and print tcpdump's closing lines (or one JSON document). A failed -w write
+// is an error of the line (the counts still print: what was lost counts as dropped).
+bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
   const TapCounts c = tap_detach(a.tap);
   const TapSpec& s = a.tap->spec();
   if (r.json() || a.json) {
@@ -51,6 +53,7 @@ void report(ScriptRunner& r, const CaptureState::Active& a) {
                         {"filter", s.filter},
                         {"snaplen", s.snaplen}};
     if (!s.pcap_path.empty()) j["file"] = s.pcap_path;
+    if (c.write_errno) j["write_error"] = std::strerror(c.write_errno);
     if (const bpf::Program* p = a.tap->program()) j["engine"] = bpf::engine_name(p->engine());
     std::fprintf(r.out(), "%s\n", j.dump().c_str());
   } else {
@@ -58,6 +61,11 @@ void report(ScriptRunner& r, const CaptureState::Active& a) {
                  static_cast<unsigned long long>(c.captured), static_cast<unsigned long long>(c.received_by_filter),
                  static_cast<unsigned long long>(c.dropped));
   }
+  if (c.write_errno)
+    return fail(err, s.pcap_path,
+                "capture: " + s.pcap_path + ": write failed: " + std::strerror(c.write_errno) + " (" +
+                    std::to_string(c.dropped) + " packets not written)");
+  return true;
 }
 
 struct CaptureLine final : ExtLine {
@@ -84,16 +92,17 @@ struct CaptureStopLine final : ExtLine {
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     CaptureState& st = state_of(r);
     r.drain_pending();
-    bool any = false;
+    bool any = false, ok = true;
     for (auto it = st.active.begin(); it != st.active.end();) {
       if (dev.empty() || it->dev == dev) {
-        report(r, *it);
+        ok = report(r, *it, err) && ok;
         it = st.active.erase(it);
         any = true;
       } else {
         ++it;
       }
     }
+    if (!ok) return false;
     if (!any)
       return fail(err, dev.empty() ? "stop" : dev,
                   dev.empty() ? "capture stop: no capture is running" : "capture stop: no capture on \"" + dev + "\"");
@@ -110,12 +119,13 @@ bool value_of(const std::vector<std::string>& w, size_t& i, std::string& v, Scri
 
 }  // namespace
 
-bool ScriptRunner::finish(ScriptError&) {
+bool ScriptRunner::finish(ScriptError& err) {
   if (!capture_) return true;
   drain_pending();
-  for (const auto& a : capture_->active) report(*this, a);
+  bool ok = true;
+  for (const auto& a : capture_->active) ok = report(*this, a, err) && ok;
   capture_->active.clear();
-  return true;
+  return ok;
 }
 
 std::optional<bool> parse_capture_ext(const std::vector<std::string>& w, ExtCommand& out, ScriptError& err) {

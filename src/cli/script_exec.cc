@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,38 @@ std::string mac_str(const std::array<uint8_t, 6>& m) {
   char b[18];
   std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
   return b;
+}
+
+// The frame `send` puts in every packet, every byte written: broadcast Ethernet from the
+// device, an IPv4 header (198.18.0.1 -> 198.18.0.2, ttl 64, UDP) where it fits, a UDP
+// header (port 9 to 9, no checksum) where that fits, zeros after.
+std::vector<uint8_t> send_frame(const NetDevice& d, uint32_t size) {
+  std::vector<uint8_t> f(std::max<uint32_t>(size, 14), 0);  // `send` sizes start at 14
+  for (int i = 0; i < 6; ++i) {
+    f[i] = 0xff;
+    f[6 + i] = d.mac()[i];
+  }
+  f[12] = 0x08;
+  f[13] = 0x00;
+  if (size < 14 + 20) return f;
+  uint8_t* ip = f.data() + 14;
+  const uint32_t ip_len = size - 14;
+  const uint8_t hdr[20] = {0x45, 0, uint8_t(ip_len >> 8), uint8_t(ip_len), 0, 0, 0x40, 0, 64, 17, 0, 0,
+                           198, 18, 0, 1, 198, 18, 0, 2};
+  std::memcpy(ip, hdr, sizeof hdr);
+  uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += uint32_t(ip[i] << 8 | ip[i + 1]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  ip[10] = uint8_t(~sum >> 8);
+  ip[11] = uint8_t(~sum);
+  if (size < 14 + 20 + 8) return f;
+  uint8_t* udp = ip + 20;
+  const uint32_t udp_len = ip_len - 20;
+  udp[1] = 9;
+  udp[3] = 9;
+  udp[4] = uint8_t(udp_len >> 8);
+  udp[5] = uint8_t(udp_len);
+  return f;
 }
 
 }  // namespace
@@ -186,6 +219,7 @@ bool ScriptRunner::send(const SendCmd& c, ScriptError& err) {
   if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
   for (unsigned t = 0; t < c.threads; ++t) worker(t);
   std::vector<uint64_t> ok(c.threads, 0), errors(c.threads, 0);
+  const std::vector<uint8_t> frame = send_frame(*d, c.size);
   const uint64_t t0 = MonotonicClock::instance().now_ns();
   auto body = [&](unsigned t) {
     Cpu& cpu = *workers_[t];
@@ -207,10 +241,7 @@ bool ScriptRunner::send(const SendCmd& c, ScriptError& err) {
         ++errors[t];
         continue;
       }
-      std::memset(h, 0xff, 6);
-      std::memcpy(h + 6, d->mac().data(), 6);
-      h[12] = 0x08;
-      h[13] = 0x00;
+      std::memcpy(h, frame.data(), c.size);
       p->protocol = 0x0008;  // htons(ETH_P_IP)
       p->dev = d;
       p->priority = c.priority;

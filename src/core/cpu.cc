@@ -48,6 +48,7 @@ Cpu::~Cpu() {
   while (backlog_len() != 0) process_backlog();
   defer_free_flush();
   drain_cache();
+  detach_timers();
   Registry& r = registry();
   {
     std::lock_guard g(r.retired_mu);
@@ -208,35 +209,126 @@ void Cpu::schedule_work(CpuWork* w) {
   work_tail_ = w;
 }
 
-void Cpu::arm_timer(CpuTimer* t, uint64_t expires_ns) {
-  if (t->armed) cancel_timer(t);
-  t->expires_ns = expires_ns;
-  t->armed = true;
-  CpuTimer** link = &timers_;
-  while (*link && (*link)->expires_ns <= expires_ns) link = &(*link)->next_timer;
-  t->next_timer = *link;
-  *link = t;
+namespace {
+// Identifies the calling thread for CpuTimer::running_ (a callback cancelling its own
+// timer must not wait for itself).
+const void* this_thread_token() {
+  static thread_local char token;
+  return &token;
+}
+}  // namespace
+
+void Cpu::unlink_timer(CpuTimer* t) {
+  CpuTimer* head = timers_.load(std::memory_order_relaxed);
+  if (head == t) {
+    timers_.store(t->next_timer_, std::memory_order_relaxed);
+  } else {
+    for (CpuTimer* c = head; c; c = c->next_timer_)
+      if (c->next_timer_ == t) {
+        c->next_timer_ = t->next_timer_;
+        break;
+      }
+  }
+  t->next_timer_ = nullptr;
 }
 
-void Cpu::cancel_timer(CpuTimer* t) {
-  for (CpuTimer** link = &timers_; *link; link = &(*link)->next_timer) {
-    if (*link == t) {
-      *link = t->next_timer;
-      break;
+// Lock order: the timer's lock, then one Cpu's timer lock at a time.
+void Cpu::arm_timer(CpuTimer* t, uint64_t expires_ns) {
+  LockGuard tg(t->lock_);
+  if (Cpu* old = t->base_.load(std::memory_order_relaxed)) {
+    LockGuard g(old->timer_lock_);
+    old->unlink_timer(t);
+  }
+  t->expires_ns_.store(expires_ns, std::memory_order_relaxed);
+  LockGuard g(timer_lock_);
+  CpuTimer* prev = nullptr;
+  CpuTimer* c = timers_.load(std::memory_order_relaxed);
+  while (c && c->expires_ns() <= expires_ns) {
+    prev = c;
+    c = c->next_timer_;
+  }
+  t->next_timer_ = c;
+  if (prev) prev->next_timer_ = t; else timers_.store(t, std::memory_order_relaxed);
+  t->base_.store(this, std::memory_order_release);
+}
+
+// mirrors hrtimer_cancel: take the timer off its Cpu's list, then wait until its
+// callback, if running on another thread, has returned (it may have re-armed: repeat).
+bool CpuTimer::cancel() {
+  bool was_queued = false;
+  for (;;) {
+    const void* running;
+    {
+      LockGuard tg(lock_);
+      if (Cpu* b = base_.load(std::memory_order_relaxed)) {
+        LockGuard g(b->timer_lock_);
+        b->unlink_timer(this);
+        base_.store(nullptr, std::memory_order_release);
+        was_queued = true;
+      }
+      running = running_.load(std::memory_order_acquire);
+    }
+    if (running == nullptr || running == this_thread_token()) return was_queued;
+    for (unsigned spins = 0; running_.load(std::memory_order_acquire) == running; ++spins) {
+      if (spins < 64) cpu_relax();
+      else sched_yield();  // the callback's thread may need this core
     }
   }
-  t->armed = false;
-  t->next_timer = nullptr;
 }
 
+unsigned Cpu::timers_armed() const {
+  LockGuard g(const_cast<SpinLock&>(timer_lock_));
+  unsigned n = 0;
+  for (CpuTimer* c = timers_.load(std::memory_order_relaxed); c; c = c->next_timer_) ++n;
+  return n;
+}
+
+// mirrors __hrtimer_run_queues: take each expired timer off the list (marked running
+// under its own lock, so a canceller waits for it), then run its callback unlocked.
+// The timer lock is taken before the list lock elsewhere, hence the trylock here.
 void Cpu::run_timers() {
-  uint64_t now = clock_->now_ns();
-  while (timers_ && timers_->expires_ns <= now) {
-    CpuTimer* t = timers_;
-    timers_ = t->next_timer;
-    t->next_timer = nullptr;
-    t->armed = false;
-    t->fire(*this);
+  const uint64_t now = clock_->now_ns();
+  for (;;) {
+    timer_lock_.lock();
+    CpuTimer* t = timers_.load(std::memory_order_relaxed);
+    if (!t || t->expires_ns() > now) {
+      timer_lock_.unlock();
+      return;
+    }
+    if (!t->lock_.try_lock()) {
+      timer_lock_.unlock();
+      cpu_relax();
+      continue;
+    }
+    unlink_timer(t);
+    t->base_.store(nullptr, std::memory_order_relaxed);
+    t->running_.store(this_thread_token(), std::memory_order_relaxed);
+    t->lock_.unlock();
+    timer_lock_.unlock();
+    t->fn_(*t, *this);
+    t->running_.store(nullptr, std::memory_order_release);  // t may be freed from here on
+  }
+}
+
+// A Cpu going away drops its timers unfired (the kernel migrates a dead CPU's hrtimers;
+// a pktpath Cpu has no successor). Same trylock dance as run_timers.
+void Cpu::detach_timers() {
+  for (;;) {
+    timer_lock_.lock();
+    CpuTimer* t = timers_.load(std::memory_order_relaxed);
+    if (!t) {
+      timer_lock_.unlock();
+      return;
+    }
+    if (!t->lock_.try_lock()) {
+      timer_lock_.unlock();
+      cpu_relax();
+      continue;
+    }
+    unlink_timer(t);
+    t->base_.store(nullptr, std::memory_order_release);
+    t->lock_.unlock();
+    timer_lock_.unlock();
   }
 }
 
@@ -246,7 +338,7 @@ void Cpu::run_timers() {
 void Cpu::run_pending() {
   if (!process_queue_.empty() || backlog_.qlen.load(std::memory_order_relaxed) != 0) process_backlog();
   defer_free_flush();
-  if (timers_) run_timers();
+  if (timers_.load(std::memory_order_relaxed)) run_timers();
   CpuWork* w = work_head_;
   work_head_ = work_tail_ = nullptr;
   while (w) {

@@ -41,14 +41,43 @@ struct CpuWork {
   virtual ~CpuWork() = default;
 };
 
-// A one-shot timer run by Cpu::run_pending() once the Cpu's clock passes `expires_ns`
-// (hrtimer/qdisc_watchdog analogue). Owned by the caller; armed on one Cpu at a time.
-struct CpuTimer {
-  uint64_t expires_ns = 0;
-  CpuTimer* next_timer = nullptr;
-  bool armed = false;
-  virtual void fire(Cpu& cpu) = 0;
-  virtual ~CpuTimer() = default;
+// A one-shot timer with an owner (hrtimer, as qdisc_watchdog uses it). Armed on one Cpu
+// at a time (Cpu::arm_timer, pinned to that Cpu as HRTIMER_MODE_ABS_PINNED); that Cpu's
+// run_pending() calls `fn(timer, cpu)` once its clock passes the expiry.
+//
+// Contract:
+//  - arm and cancel are safe from any thread, whatever Cpu the timer is armed on.
+//  - cancel() is synchronous (hrtimer_cancel): when it returns the timer is off every
+//    list and its callback is not running, unless cancel() is called from that callback.
+//  - The owner cancels in its destructor before freeing what the callback touches;
+//    ~CpuTimer cancels too, so a timer is never left on a list after it is gone.
+//  - A Cpu destroyed with timers armed on it takes them off its list unfired.
+//  - The callback may re-arm its timer; it must not wait for a lock that a canceller
+//    holds while it cancels (qdisc_watchdog takes no lock).
+class CpuTimer {
+ public:
+  using Fn = void (*)(CpuTimer& timer, Cpu& cpu);
+  CpuTimer(Fn fn, void* owner) : fn_(fn), owner_(owner) {}
+  ~CpuTimer() { cancel(); }
+  CpuTimer(const CpuTimer&) = delete;
+  CpuTimer& operator=(const CpuTimer&) = delete;
+
+  // mirrors hrtimer_cancel: true if the timer was queued.
+  bool cancel();
+  // mirrors hrtimer_is_queued (a snapshot when read off the owner's lock).
+  bool queued() const { return base_.load(std::memory_order_acquire) != nullptr; }
+  uint64_t expires_ns() const { return expires_ns_.load(std::memory_order_relaxed); }
+  void* owner() const { return owner_; }
+
+ private:
+  friend class Cpu;
+  Fn fn_;
+  void* owner_;
+  SpinLock lock_;                       // guards base_; taken before a Cpu's timer lock
+  std::atomic<Cpu*> base_{nullptr};     // the Cpu whose list holds it
+  std::atomic<uint64_t> expires_ns_{0};
+  CpuTimer* next_timer_ = nullptr;      // under base_'s timer lock
+  std::atomic<const void*> running_{nullptr};  // the thread running fn_, if any
 };
 
 inline constexpr unsigned kMaxCpus = 256;
@@ -165,7 +194,7 @@ class alignas(kCacheLine) Cpu {
   // Checked once per packet by busy loops (as local_bh_enable checks for pending
   // softirqs): the five words or-ed together, one branch.
   bool has_pending() const {
-    return (reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(timers_) |
+    return (reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(timers_.load(std::memory_order_relaxed)) |
             process_queue_.count | reinterpret_cast<uintptr_t>(defer_.list.load(std::memory_order_relaxed)) |
             backlog_.qlen.load(std::memory_order_relaxed)) != 0;
   }
@@ -184,8 +213,12 @@ class alignas(kCacheLine) Cpu {
   uint32_t backlog_len() const { return backlog_.qlen.load(std::memory_order_relaxed) + process_queue_.count; }
   uint32_t backlog_queued() const { return backlog_.qlen.load(std::memory_order_relaxed); }
   uint32_t max_backlog() const { return opts_.max_backlog; }
+  // hrtimer_start(..., HRTIMER_MODE_ABS_PINNED): (re)arm `t` on this Cpu, moving it off
+  // whatever Cpu held it. Any thread.
   void arm_timer(CpuTimer* t, uint64_t expires_ns);
-  void cancel_timer(CpuTimer* t);
+  // hrtimer_cancel, any thread, whatever Cpu `t` is armed on (CpuTimer::cancel).
+  static bool cancel_timer(CpuTimer* t) { return t->cancel(); }
+  unsigned timers_armed() const;  // timers on this Cpu's list (tests)
   Clock& clock() { return *clock_; }
   void set_clock(Clock* c) { clock_ = c ? c : &MonotonicClock::instance(); }
 
@@ -227,6 +260,8 @@ class alignas(kCacheLine) Cpu {
   void attempt_defer_free(Packet* p);
   void defer_free_flush_slow();
   void run_timers();
+  void unlink_timer(CpuTimer* t);  // under timer_lock_
+  void detach_timers();           // ~Cpu
   void process_backlog();
 
   PacketPool& pool_;
@@ -237,7 +272,9 @@ class alignas(kCacheLine) Cpu {
   std::unique_ptr<Packet*[]> cache_;
   CpuWork* work_head_ = nullptr;
   CpuWork* work_tail_ = nullptr;
-  CpuTimer* timers_ = nullptr;  // sorted by expiry
+  // Armed timers sorted by expiry, under timer_lock_ (read unlocked only as a hint).
+  std::atomic<CpuTimer*> timers_{nullptr};
+  SpinLock timer_lock_;
   Clock* clock_;
   RxHandler rx_handler_ = nullptr;
   PacketList process_queue_;  // owner only: spliced from the backlog, not yet processed
@@ -258,6 +295,7 @@ class alignas(kCacheLine) Cpu {
   } backlog_;
 
   static thread_local Cpu* tls_current_;
+  friend class CpuTimer;
 };
 
 // Drop totals over every Cpu that exists or has existed.

@@ -36,6 +36,7 @@ enum PacketType : uint8_t {
 
 inline constexpr unsigned kMaxFrags = 4;
 inline constexpr uint32_t kDefaultHeadroom = 128;  // NET_SKB_PAD plus room for encaps
+inline constexpr uint32_t kDefaultBufSize = 2048;  // a pool's default buffer, headroom included
 
 struct Packet {
   // --- cleared on every allocation: the first 64 bytes, zeroed with a few wide stores

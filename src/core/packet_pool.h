@@ -21,7 +21,7 @@ class PacketPool {
  public:
   struct Options {
     uint32_t capacity = 1u << 16;        // packets
-    uint32_t buf_size = 2048;            // bytes per packet buffer, headroom included
+    uint32_t buf_size = kDefaultBufSize;  // bytes per packet buffer, headroom included
     uint32_t headroom = kDefaultHeadroom;
   };
 

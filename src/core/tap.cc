@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -13,6 +15,8 @@
 #include "core/rcu.h"
 
 namespace pktpath {
+
+inline constexpr uint64_t kTapWriteBuffer = 64 * 1024;  // -w: bytes buffered per file
 
 // Writer-side access to Tap's private parts (attach, reload, detach live here only).
 struct TapAccess {
@@ -81,7 +85,25 @@ TapCounts Tap::counts() const {
     c.captured += stats_[i].captured.get();
     c.dropped += stats_[i].dropped.get();
   }
+  LockGuard g(write_lock_);
+  c.captured -= lost_;
+  c.dropped += lost_;
+  c.write_errno = write_errno_;
   return c;
+}
+
+// Write out the file's buffer; on failure the packets in it are lost and the tap stops
+// writing (every later packet counts as dropped).
+bool Tap::flush_locked() const {
+  auto* d = static_cast<pcap_dumper_t*>(dumper_);
+  if (pcap_dump_flush(d) != 0 || ferror(pcap_dump_file(d))) {
+    write_errno_ = errno ? errno : EIO;
+    lost_ += pending_packets_;
+    pending_packets_ = pending_bytes_ = 0;
+    return false;
+  }
+  pending_packets_ = pending_bytes_ = 0;
+  return true;
 }
 
 // One snapshot into the pcap file. The linear head is written in place; a packet whose
@@ -95,12 +117,23 @@ bool Tap::write_pcap(const Packet& p, uint32_t snap) const {
   h.caplen = snap;
   h.len = p.len;
   LockGuard g(write_lock_);
+  if (PP_UNLIKELY(write_errno_ != 0)) return false;
   const uint8_t* bytes = p.data();
   if (snap > p.headlen()) {
     if (snap > copy_buf_len_ || !p.copy_bits(0, copy_buf_.get(), snap)) return false;
     bytes = copy_buf_.get();
   }
+  const uint64_t rec = sizeof(uint32_t) * 4 + snap;  // the file's record header + data
+  if (pending_bytes_ != 0 && pending_bytes_ + rec > kTapWriteBuffer && !flush_locked()) return false;
   pcap_dump(static_cast<u_char*>(dumper_), &h, bytes);
+  if (PP_UNLIKELY(ferror(pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_))))) {
+    write_errno_ = errno ? errno : EIO;
+    lost_ += pending_packets_;
+    pending_packets_ = pending_bytes_ = 0;
+    return false;
+  }
+  ++pending_packets_;
+  pending_bytes_ += rec;
   return true;
 }
 
@@ -178,6 +211,9 @@ std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) 
       return nullptr;  // ~Tap closes pc
     }
     m.dumper_ = d;
+    // A buffer the tap flushes itself (flush_locked), so a failed write names its packets.
+    std::setvbuf(pcap_dump_file(d), nullptr, _IOFBF, kTapWriteBuffer);
+    m.pending_bytes_ = 24;  // the file header, still in the buffer
     m.copy_buf_len_ = std::min<uint32_t>(spec.snaplen, kTapDefaultSnaplen);
     m.copy_buf_ = std::make_unique<uint8_t[]>(m.copy_buf_len_);
   }
@@ -200,6 +236,10 @@ TapCounts tap_detach(const std::shared_ptr<Tap>& tap) {
       if (v.empty()) attached().erase(dev);
       publish(*dev);  // waits: no reader holds the tap any more
       m.dev_ = nullptr;
+    }
+    if (m.dumper_) {
+      LockGuard wg(m.write_lock_);
+      if (m.write_errno_ == 0) m.flush_locked();
     }
     finish(m.pcap_, m.dumper_);
   }

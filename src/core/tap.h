@@ -51,6 +51,9 @@ struct TapCounts {
   uint64_t received_by_filter = 0;  // passed the filter (tp_packets + tp_drops)
   uint64_t captured = 0;            // handed to the consumer (written, or counted)
   uint64_t dropped = 0;             // passed the filter but not captured (tp_drops)
+  // -w: the first write error (errno; 0: none). Packets whose bytes were lost with it
+  // count as dropped, not captured.
+  int write_errno = 0;
 };
 
 struct alignas(kCacheLine) TapCpuStats {
@@ -82,6 +85,7 @@ class Tap {
   friend bool tap_set_bpf_engine(bpf::Engine e, std::string* err);
   Tap() = default;
   bool write_pcap(const Packet& p, uint32_t snap) const;
+  bool flush_locked() const;  // write_lock_ held
 
   TapSpec spec_;
   NetDevice* dev_ = nullptr;
@@ -95,6 +99,12 @@ class Tap {
   void* dumper_ = nullptr;  // pcap_dumper_t*
   std::unique_ptr<uint8_t[]> copy_buf_;  // snapshot of a packet with fragments
   uint32_t copy_buf_len_ = 0;
+  // Write accounting under write_lock_: the tap flushes the file's buffer itself before
+  // it would overflow, so it knows which packets a failed write lost.
+  mutable uint64_t pending_bytes_ = 0;    // in the stdio buffer, not yet written
+  mutable uint64_t pending_packets_ = 0;  // packets among them
+  mutable uint64_t lost_ = 0;             // counted captured, but their write failed
+  mutable int write_errno_ = 0;
 };
 
 // The published set of taps of one device (dev->ptype_all).

@@ -17,22 +17,11 @@ namespace {
 
 inline constexpr uint64_t kNsPerSec = 1000000000ull;
 
-class TbfQdisc;
-
-// qdisc_watchdog: reschedules the qdisc on the Cpu it was armed on.
-struct TbfWatchdog final : CpuTimer {
-  TbfQdisc* q = nullptr;
-  void fire(Cpu& cpu) override;
-};
-
 class TbfQdisc final : public Qdisc {
  public:
-  TbfQdisc() : Qdisc("tbf", 0) { watchdog_.q = this; }
-  ~TbfQdisc() override {
-    // Armed on this thread's Cpu (the control thread's, in tests): take it off.
-    if (watchdog_.armed && Cpu::current() && armed_on_ == Cpu::current()->id())
-      Cpu::current()->cancel_timer(&watchdog_);
-  }
+  TbfQdisc() : Qdisc("tbf", 0) {}
+  // mirrors tbf_destroy -> qdisc_watchdog_cancel: synchronous, whatever Cpu armed it.
+  ~TbfQdisc() override { watchdog_.cancel(); }
 
   // mirrors tbf_enqueue: a packet larger than the bucket can never leave: drop it.
   int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) override {
@@ -82,10 +71,7 @@ class TbfQdisc final : public Qdisc {
     zero_backlog();
     tokens_ = buffer_ns_;
     started_ = false;
-    if (watchdog_.armed && armed_on_ == cpu.id()) {
-      cpu.cancel_timer(&watchdog_);
-      armed_on_ = kNoCpu;
-    }
+    watchdog_.cancel();  // tbf_reset -> qdisc_watchdog_cancel
   }
 
   // mirrors tbf_change: rate and burst required; limit given or derived from latency.
@@ -149,25 +135,20 @@ class TbfQdisc final : public Qdisc {
   // mirrors tbf_dump
   QdiscOptions dump() const override { return opts_; }
 
-  void watchdog_fired(Cpu& cpu) {
-    {
-      LockGuard g(root_lock());
-      armed_on_ = kNoCpu;
-    }
-    schedule(cpu);
-  }
-
  private:
   int64_t len_to_ns(uint64_t len) const {
     return static_cast<int64_t>(static_cast<unsigned __int128>(len) * kNsPerSec / rate_);
   }
-  // qdisc_watchdog_schedule_ns: the timer lives on one Cpu; another Cpu running the
-  // qdisc leaves it there (it fires, reschedules, and the run re-arms if needed).
+  // mirrors qdisc_watchdog_schedule_range_ns (delta 0): nothing once deactivated; a
+  // timer already queued for this expiry stays; else (re)armed, pinned to this Cpu.
   void schedule_watchdog(Cpu& cpu, uint64_t expires) {
-    if (armed_on_ != kNoCpu && armed_on_ != cpu.id()) return;
-    armed_on_ = cpu.id();
+    if (deactivated()) return;
+    if (watchdog_.queued() && watchdog_.expires_ns() == expires) return;
     cpu.arm_timer(&watchdog_, expires);
   }
+  // mirrors qdisc_watchdog: reschedule the qdisc on the Cpu the timer fired on. Takes no
+  // lock: reset and destroy cancel it synchronously, possibly under the root lock.
+  static void watchdog_fired(CpuTimer& t, Cpu& cpu) { static_cast<TbfQdisc*>(t.owner())->schedule(cpu); }
 
   TbfOptions opts_;
   std::unique_ptr<Qdisc> child_;
@@ -177,11 +158,8 @@ class TbfQdisc final : public Qdisc {
   int64_t tokens_ = 0;
   int64_t t_c_ = 0;
   bool started_ = false;
-  uint16_t armed_on_ = kNoCpu;  // under the root lock
-  TbfWatchdog watchdog_;
+  CpuTimer watchdog_{&TbfQdisc::watchdog_fired, this};
 };
-
-void TbfWatchdog::fire(Cpu& cpu) { q->watchdog_fired(cpu); }
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 #include "tools/pktgen.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -50,15 +51,30 @@ uint64_t PktgenResult::errors() const {
   for (const auto& t : threads) s += t.errors;
   return s;
 }
+uint64_t PktgenResult::elapsed_ns() const {
+  uint64_t m = 0;
+  for (const auto& t : threads) m = std::max(m, t.elapsed_ns);
+  return m;
+}
 double PktgenResult::pps() const {
-  double s = 0;
-  for (const auto& t : threads) s += t.pps();
-  return s;
+  const uint64_t ns = elapsed_ns();
+  return ns ? static_cast<double>(packets()) * 1e9 / static_cast<double>(ns) : 0;
 }
 double PktgenResult::mbps() const {
-  double s = 0;
-  for (const auto& t : threads) s += t.pps() * 8.0 * t.pkt_size / 1e6;
-  return s;
+  const uint64_t ns = elapsed_ns();
+  double bits = 0;
+  for (const auto& t : threads) bits += static_cast<double>(t.sofar) * 8.0 * t.pkt_size;
+  return ns ? bits * 1e9 / static_cast<double>(ns) / 1e6 : 0;
+}
+
+const char* pktgen_end_name(PktgenEnd e) {
+  switch (e) {
+    case PktgenEnd::kCount: return "count";
+    case PktgenEnd::kDuration: return "duration";
+    case PktgenEnd::kStopped: return "stopped";
+    case PktgenEnd::kDeviceDown: return "device down";
+  }
+  return "?";
 }
 
 Pktgen::Pktgen(NetDevice& dev, PacketPool& pool, PktgenConfig cfg, PktgenRunOptions opts)
@@ -69,6 +85,18 @@ Pktgen::Pktgen(NetDevice& dev, PacketPool& pool, PktgenConfig cfg, PktgenRunOpti
 PktgenResult Pktgen::run() {
   PktgenResult res;
   res.mode = cfg_.mode;
+  // pktgen_setup_dev refuses a device that is not running (-ENETDOWN).
+  if (!dev_.is_up()) {
+    res.error = "device is not up: \"" + dev_.name() + "\"";
+    return res;
+  }
+  // Without paged fragments a frame must fit one buffer; else every allocation would fail.
+  const uint32_t room = pool_.buf_size() - pool_.headroom();
+  if (std::max(cfg_.min_pkt_size, cfg_.max_pkt_size) > room) {
+    res.error = "pkt_size " + std::to_string(std::max(cfg_.min_pkt_size, cfg_.max_pkt_size)) +
+                " does not fit a packet buffer (" + std::to_string(room) + " bytes)";
+    return res;
+  }
   res.threads.resize(opts_.threads);
   std::vector<std::thread> ts;
   for (unsigned i = 0; i < opts_.threads; ++i)
@@ -142,11 +170,22 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
 
   // Every 256 rounds: report progress, pass an RCU quiescent state, and say whether to
   // stop (the flag, or the clock past the deadline).
+  // Also checks the device: pktgen_xmit stops a device that is not running.
   auto should_stop = [&](uint64_t sofar) {
     live_.fetch_add(sofar - reported, std::memory_order_relaxed);
     reported = sofar;
     rcu_quiescent();
-    return stop_.load(std::memory_order_relaxed) || clock.now_ns() >= deadline;
+    if (stop_.load(std::memory_order_relaxed)) r.end = PktgenEnd::kStopped;
+    else if (clock.now_ns() >= deadline) r.end = PktgenEnd::kDuration;
+    else if (!dev_.is_up()) r.end = PktgenEnd::kDeviceDown;
+    else return false;
+    return true;
+  };
+  // After a failed attempt: a device that went down ends the run at once.
+  auto down = [&] {
+    if (PP_LIKELY(dev_.is_up())) return false;
+    r.end = PktgenEnd::kDeviceDown;
+    return true;
   };
 
   const bool lean_loop = queue_xmit && use_template && clone_skb == 0 && delay_ns == 0 && !rx_cpu;
@@ -175,6 +214,7 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
         ++st.seq_num;
       } else {
         ++errors;
+        if (down()) break;
       }
     }
     r.sofar = sofar;
@@ -227,20 +267,22 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
         r.tx_bytes += last_pkt_size;
       } else {
         ++r.errors;
+        if (down()) break;
       }
       continue;
     }
 
     if (rx_cpu) {
       // RPS: enqueue_to_backlog on the partner Cpu; it runs netif_receive_skb and frees.
+      // Every hand-off counts toward the count; a full backlog is an error too.
       skb->get();
-      if (PP_LIKELY(rx_cpu->backlog_enqueue(skb))) {
-        ++r.sofar;
-        ++st.seq_num;
-        r.tx_bytes += last_pkt_size;
-      } else {
+      ++r.sofar;
+      ++st.seq_num;
+      r.tx_bytes += last_pkt_size;
+      if (PP_UNLIKELY(!rx_cpu->backlog_enqueue(skb))) {
         cpu.free_reason(skb, DropReason::CPU_BACKLOG);
         ++r.errors;
+        if (down()) break;
         // Like a BUSY driver: back off until the partner has drained half its queue
         // (flushing our defer list meanwhile) instead of counting a flood of drops.
         const uint32_t half = rx_cpu->max_backlog() / 2;
@@ -255,19 +297,21 @@ PktgenThreadResult Pktgen::run_thread(unsigned index) {
 
     if (cfg.mode == PktgenMode::kNetifReceive) {
       // pktgen's netif_receive mode: the same packet handed to the receive path, a user
-      // taken for each hand-off (the kernel counts only sofar; a drop counts as an error
-      // here, as in queue_xmit mode).
+      // taken for each hand-off. As pktgen_xmit: every call counts toward the count
+      // (sofar), and a drop also counts as an error.
       uint32_t burst = cfg.burst;
+      bool dropped = false;
       do {
         skb->get();
-        if (PP_LIKELY(netif_receive_skb(cpu, skb) == NET_RX_SUCCESS)) {
-          ++r.sofar;
-          ++st.seq_num;
-          r.tx_bytes += last_pkt_size;
-        } else {
+        if (PP_UNLIKELY(netif_receive_skb(cpu, skb) != NET_RX_SUCCESS)) {
           ++r.errors;
+          dropped = true;
         }
+        ++r.sofar;
+        ++st.seq_num;
+        r.tx_bytes += last_pkt_size;
       } while (--burst > 0 && (cfg.count == 0 || r.sofar < cfg.count));
+      if (PP_UNLIKELY(dropped) && down()) break;
       continue;
     }
 

@@ -1,7 +1,7 @@
 // pktgen: the kernel's packet generator (net/core/pktgen.c) over pktpath's devices.
 // One thread per kpktgend_N, each with its own Cpu, sending on one device with the
 // configured parameters until `count` packets were accepted, the duration ran out, or
-// stop() was called.
+// stop() was called, or the device stopped running.
 #pragma once
 
 #include <atomic>
@@ -15,9 +15,16 @@
 
 namespace pktpath {
 
+// Why a thread stopped (pktgen's end conditions).
+enum class PktgenEnd : uint8_t { kCount, kDuration, kStopped, kDeviceDown };
+const char* pktgen_end_name(PktgenEnd e);
+
 struct PktgenThreadResult {
-  uint64_t sofar = 0;      // packets the device (or driver) accepted
-  uint64_t errors = 0;     // packets refused or dropped on the way
+  // Every attempt is counted once: sofar as pktgen counts it (accepted ones; in
+  // netif_receive mode every netif_receive_skb call), errors the refused or dropped.
+  uint64_t sofar = 0;
+  uint64_t errors = 0;
+  PktgenEnd end = PktgenEnd::kCount;
   uint64_t tx_bytes = 0;
   uint64_t elapsed_ns = 0;
   uint32_t pkt_size = 0;   // the last packet's size (cur_pkt_size)
@@ -33,10 +40,13 @@ struct PktgenThreadResult {
 struct PktgenResult {
   PktgenMode mode = PktgenMode::kStartXmit;
   std::vector<PktgenThreadResult> threads;
+  // Set when the run could not start (nothing sent, no threads' results).
+  std::string error;
   uint64_t packets() const;
   uint64_t errors() const;
-  double pps() const;   // sum of the threads' rates
-  double mbps() const;  // pps * 8 * size / 1e6, as pktgen
+  uint64_t elapsed_ns() const;  // the longest thread's: the run's wall time
+  double pps() const;   // all threads' packets over the run's elapsed time
+  double mbps() const;  // all threads' bits over the run's elapsed time, / 1e6
 };
 
 struct PktgenRunOptions {
@@ -52,7 +62,9 @@ struct PktgenRunOptions {
 class Pktgen {
  public:
   Pktgen(NetDevice& dev, PacketPool& pool, PktgenConfig cfg, PktgenRunOptions opts);
-  // Runs all threads to completion and returns their results. Blocking.
+  // Runs all threads to completion and returns their results. Blocking. Refuses to
+  // start (result.error) on a device that is not up, as pktgen_setup_dev does, or when a
+  // frame would not fit a packet buffer of the pool.
   PktgenResult run();
   // Ask a running generator to stop (from another thread or a signal handler).
   void stop() { stop_.store(true, std::memory_order_relaxed); }

@@ -99,14 +99,24 @@ std::optional<std::string> pktgen_set(PktgenConfig& c, std::string_view key, std
     return std::nullopt;
   };
   if (key == "count") return u(c.count, 0, kU64);
+  // Sizes: from the headers (14 + 20 + 8) up to what one packet buffer holds; a larger
+  // frame could never be built (pktpath has no paged fragments).
+  auto size = [&](uint32_t& field) -> std::optional<std::string> {
+    auto n = parse_bounded<uint32_t>(v, kPktgenMinSize, kPktgenMaxSize);
+    if (!n)
+      return err(key, v, "expected " + std::to_string(kPktgenMinSize) + ".." + std::to_string(kPktgenMaxSize) +
+                             ": a packet buffer holds " + std::to_string(kPktgenMaxSize) + " bytes");
+    field = *n;
+    return std::nullopt;
+  };
   if (key == "pkt_size") {
     uint32_t s = 0;
-    if (auto e = u(s, 14 + 20 + 8, 9000)) return e;
+    if (auto e = size(s)) return e;
     c.min_pkt_size = c.max_pkt_size = s;
     return std::nullopt;
   }
-  if (key == "min_pkt_size") return u(c.min_pkt_size, 14 + 20 + 8, 9000);
-  if (key == "max_pkt_size") return u(c.max_pkt_size, 14 + 20 + 8, 9000);
+  if (key == "min_pkt_size") return size(c.min_pkt_size);
+  if (key == "max_pkt_size") return size(c.max_pkt_size);
   if (key == "dst") {
     if (auto e = ip(c.daddr_min)) return e;
     c.daddr_max = c.daddr_min;
@@ -140,7 +150,15 @@ std::optional<std::string> pktgen_set(PktgenConfig& c, std::string_view key, std
   }
   if (key == "queue_map_min") return u(c.queue_map_min, 0, kU16);
   if (key == "queue_map_max") return u(c.queue_map_max, 0, kU16);
-  if (key == "tos") return u(c.tos, 0, 255);
+  if (key == "tos") {
+    // pktgen_if_write reads tos with hex32_arg(.., 2, ..): `tos 10` is 0x10.
+    unsigned t = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), t, 16);
+    if (v.empty() || v.size() > 2 || ec != std::errc() || p != v.data() + v.size())
+      return err(key, v, "expected 1 or 2 hex digits, as the kernel reads it: tos 10 is 0x10");
+    c.tos = static_cast<uint8_t>(t);
+    return std::nullopt;
+  }
   if (key == "skb_priority") return u(c.skb_priority, 0, kU32);
   if (key == "flag") {
     bool clear = !v.empty() && v[0] == '!';
@@ -165,11 +183,8 @@ std::optional<std::string> pktgen_set(PktgenConfig& c, std::string_view key, std
 
 std::optional<std::string> pktgen_validate(const PktgenConfig& c) {
   if (c.dev.empty()) return "no device (-i DEV)";
-  if (c.min_pkt_size > c.max_pkt_size) return "min_pkt_size is larger than max_pkt_size";
-  if (c.saddr_min > c.saddr_max) return "src_min is larger than src_max";
-  if (c.daddr_min > c.daddr_max) return "dst_min is larger than dst_max";
-  if (c.udp_src_min > c.udp_src_max) return "udp_src_min is larger than udp_src_max";
-  if (c.udp_dst_min > c.udp_dst_max) return "udp_dst_min is larger than udp_dst_max";
+  // A MIN set above its MAX (src_min alone, say) is no error: as in pktgen, a range
+  // varies only while min < max; otherwise the value stays at MIN.
   // pktgen refuses burst > 1 where it cannot batch (samples/pktgen: queue_xmit).
   if (c.burst > 1 && c.mode == PktgenMode::kQueueXmit) return "burst > 1 is not supported with xmit_mode queue_xmit";
   if (c.clone_skb > 0 && c.mode == PktgenMode::kNetifReceive && c.burst > 1)

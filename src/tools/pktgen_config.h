@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/packet.h"
+
 namespace pktpath {
 
 enum class PktgenMode : uint8_t { kStartXmit, kQueueXmit, kNetifReceive };
@@ -27,6 +29,10 @@ enum PktgenFlag : uint32_t {
   F_NO_TIMESTAMP = 1u << 9,
   F_UDPCSUM = 1u << 10,
 };
+
+// pkt_size bounds: the Ethernet, IPv4 and UDP headers up to one default packet buffer.
+inline constexpr uint32_t kPktgenMinSize = 14 + 20 + 8;
+inline constexpr uint32_t kPktgenMaxSize = kDefaultBufSize - kDefaultHeadroom;
 
 struct PktgenConfig {
   std::string dev;

@@ -42,6 +42,7 @@ nlohmann::json result_json(const PktgenResult& r) {
                        {"usec", t.elapsed_ns / 1000},
                        {"pkt_size", t.pkt_size},
                        {"result", pktgen_result_text(t)},
+                       {"end", pktgen_end_name(t.end)},
                        {"rx_processed", t.rx_processed},
                        {"defer_queued", t.defer_queued},
                        {"defer_nodefer", t.defer_nodefer},
@@ -135,6 +136,10 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
     nlohmann::json runs = nlohmann::json::array();
     for (unsigned i = 0; i < cmd.repeat; ++i) {
       PktgenResult r = run_once(cmd, dev, pool, knobs);
+      if (!r.error.empty()) {
+        if (err) *err = r.error;
+        return 1;
+      }
       pps.push_back(r.pps());
       if (cmd.json) runs.push_back(result_json(r));
       else print_result_text(out, r, devname, "");
@@ -183,6 +188,10 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
       const std::string& val = side == 0 ? cmd.ab->a : cmd.ab->b;
       s->apply(val, knobs);
       PktgenResult r = run_once(cmd, dev, pool, knobs);
+      if (!r.error.empty()) {
+        if (err) *err = r.error;
+        return 1;
+      }
       (side == 0 ? pa : pb).push_back(r.pps());
       std::string label = side == 0 ? "A" : "B";
       if (!cmd.json)

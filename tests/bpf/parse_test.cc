@@ -50,7 +50,7 @@ TEST(BpfParse, ReadsFileAndNamesItInErrors) {
   EXPECT_EQ(err, path + ": line 3: insn 1: field k: bad number 'x'");
   std::filesystem::remove(path);
   EXPECT_FALSE(read_bytecode_file(path, &p, &err));
-  EXPECT_EQ(err, path + ": cannot open");
+  EXPECT_EQ(err, path + ": cannot open: No such file or directory");
 }
 
 TEST(BpfParse, ExpressionMatchesTcpdump) {

@@ -78,11 +78,56 @@ TEST(PktgenConfigTest, ValidateCrossFieldRules) {
   EXPECT_FALSE(pktgen_validate(c));
   c.min_pkt_size = 100;
   c.max_pkt_size = 60;
-  EXPECT_TRUE(pktgen_validate(c));
+  EXPECT_FALSE(pktgen_validate(c));  // pktgen accepts it: the size stays at min
   c.max_pkt_size = 100;
   c.mode = PktgenMode::kQueueXmit;
   c.burst = 4;
   EXPECT_NE(pktgen_validate(c).value_or("").find("burst"), std::string::npos);
+}
+
+// pktgen_if_write reads tos as up to two hex digits.
+TEST(PktgenConfigTest, TosIsHexLikeTheKernel) {
+  PktgenConfig c;
+  EXPECT_FALSE(pktgen_set(c, "tos", "10"));
+  EXPECT_EQ(c.tos, 0x10);
+  EXPECT_FALSE(pktgen_set(c, "tos", "ff"));
+  EXPECT_EQ(c.tos, 0xff);
+  EXPECT_FALSE(pktgen_set(c, "tos", "b8"));
+  EXPECT_EQ(c.tos, 0xb8);
+  for (const char* bad : {"", "100", "0x10", "zz", "-1"}) {
+    auto e = pktgen_set(c, "tos", bad);
+    ASSERT_TRUE(e.has_value()) << bad;
+    EXPECT_NE(e->find("hex"), std::string::npos) << *e;
+  }
+}
+
+// One end of a range set alone is accepted, as the kernel does; the value then stays
+// at MIN (no variation while min >= max).
+TEST(PktgenConfigTest, MinSetAloneIsAccepted) {
+  for (const char* key : {"src_min", "dst_min"}) {
+    PktgenConfig c;
+    c.dev = "foo";
+    if (std::string(key) == "dst_min") c.daddr_min = c.daddr_max = 0x01010101;
+    EXPECT_FALSE(pktgen_set(c, key, "10.0.0.9"));
+    EXPECT_FALSE(pktgen_validate(c)) << key;
+  }
+  PktgenConfig c;
+  c.dev = "foo";
+  EXPECT_FALSE(pktgen_set(c, "min_pkt_size", "100"));
+  EXPECT_FALSE(pktgen_validate(c));
+  EXPECT_FALSE(pktgen_set(c, "udp_src_min", "1000"));
+  EXPECT_FALSE(pktgen_validate(c));
+}
+
+// A frame larger than a packet buffer could never be built: refused when set.
+TEST(PktgenConfigTest, SizeAboveThePacketBufferIsRefused) {
+  PktgenConfig c;
+  EXPECT_FALSE(pktgen_set(c, "pkt_size", std::to_string(kPktgenMaxSize)));
+  for (const char* key : {"pkt_size", "min_pkt_size", "max_pkt_size"}) {
+    auto e = pktgen_set(c, key, std::to_string(kPktgenMaxSize + 1));
+    ASSERT_TRUE(e.has_value()) << key;
+    EXPECT_NE(e->find("a packet buffer holds 1920 bytes"), std::string::npos) << *e;
+  }
 }
 
 TEST(PktgenConfigTest, ParseHelpers) {

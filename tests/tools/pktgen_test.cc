@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "core/dev_table.h"
 #include "drivers/testdrv.h"
+#include "sched/sch_api.h"
+#include "sched/sch_fifo.h"
 
 namespace pktpath {
 namespace {
@@ -83,9 +86,16 @@ TEST_F(PktgenTest, CloneSkbSendsTheSamePacket) {
 }
 
 TEST_F(PktgenTest, EverythingDroppedReportsErrorsAndEndsByDuration) {
-  NetDevice* d = make("dummy");
-  std::string err;
-  ASSERT_TRUE(devs.set_up(*d, false, err)) << err;  // down: every xmit is dropped
+  NetDevice* d = make("testdrv");
+  QdiscRequest q;  // pfifo limit 0: every packet dropped at enqueue
+  q.op = QdiscOp::Replace;
+  q.kind = "pfifo";
+  FifoOptions none;
+  none.limit = 0;
+  none.limit_set = true;
+  q.opts = none;
+  auto st = tc_qdisc_modify(devs, *d, q);
+  ASSERT_TRUE(st) << st.error().msg;
   PktgenConfig c = config(PktgenMode::kQueueXmit, 1000);
   c.duration_s = 0.2;
   Pktgen g(*d, pool, c, PktgenRunOptions{});
@@ -108,6 +118,76 @@ TEST_F(PktgenTest, DurationCutsAnEndlessRunShort) {
   EXPECT_GT(r.packets(), 0u);
   EXPECT_NEAR(static_cast<double>(r.threads[0].elapsed_ns) / 1e9, 0.3, 0.03);
   expect_pool_whole();
+}
+
+// pktgen_setup_dev refuses a device that is not up: nothing runs, a clear error.
+TEST_F(PktgenTest, DeviceDownIsRefusedAtOnce) {
+  NetDevice* d = make("dummy");
+  std::string err;
+  ASSERT_TRUE(devs.set_up(*d, false, err)) << err;
+  for (PktgenMode m : {PktgenMode::kQueueXmit, PktgenMode::kStartXmit, PktgenMode::kNetifReceive}) {
+    Pktgen g(*d, pool, config(m, 0), PktgenRunOptions{});  // count 0: would run forever
+    PktgenResult r = g.run();
+    EXPECT_EQ(r.error, "device is not up: \"foo\"");
+    EXPECT_TRUE(r.threads.empty());
+  }
+  expect_pool_whole();
+}
+
+// A frame that cannot fit a packet buffer is refused instead of failing every
+// allocation forever.
+TEST_F(PktgenTest, FrameLargerThanTheBufferIsRefused) {
+  NetDevice* d = make("dummy");
+  PktgenConfig c = config(PktgenMode::kQueueXmit, 0);
+  c.min_pkt_size = c.max_pkt_size = 4000;  // set directly: pktgen_set would refuse it
+  Pktgen g(*d, pool, c, PktgenRunOptions{});
+  PktgenResult r = g.run();
+  EXPECT_NE(r.error.find("does not fit a packet buffer (1920 bytes)"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.threads.empty());
+}
+
+// Each end condition, and each attempt counted once (sent + errors = attempts).
+TEST_F(PktgenTest, EndConditionsAndEveryAttemptCountedOnce) {
+  NetDevice* d = make("testdrv");
+  PktgenConfig c = config(PktgenMode::kQueueXmit, 3000);
+  Pktgen byCount(*d, pool, c, PktgenRunOptions{.threads = 2});
+  PktgenResult r = byCount.run();
+  for (const auto& t : r.threads) EXPECT_EQ(t.end, PktgenEnd::kCount);
+  EXPECT_EQ(r.packets(), 6000u);
+  EXPECT_EQ(testdrv_state(*d).transmitted.load(), r.packets());
+  c.count = 0;
+  c.duration_s = 0.05;
+  Pktgen byDuration(*d, pool, c, PktgenRunOptions{});
+  r = byDuration.run();
+  EXPECT_EQ(r.threads[0].end, PktgenEnd::kDuration);
+  uint64_t total = 6000 + r.packets();
+  c.duration_s = 0;
+  Pktgen byStop(*d, pool, c, PktgenRunOptions{});
+  std::thread stopper([&] {
+    while (byStop.live_packets() == 0) std::this_thread::yield();
+    byStop.stop();
+  });
+  r = byStop.run();
+  stopper.join();
+  EXPECT_EQ(r.threads[0].end, PktgenEnd::kStopped);
+  total += r.packets();
+  EXPECT_EQ(r.errors(), 0u);
+  EXPECT_EQ(testdrv_state(*d).transmitted.load() + d->qdisc()->qlen(), total);
+  expect_pool_whole();
+}
+
+// Total pps is all packets over the run's time, not the sum of the threads' rates.
+TEST_F(PktgenTest, TotalPpsIsPacketsOverElapsed) {
+  PktgenResult r;
+  r.threads.resize(2);
+  r.threads[0].sofar = 1000;
+  r.threads[0].elapsed_ns = 1'000'000'000;
+  r.threads[0].pkt_size = 60;
+  r.threads[1].sofar = 1000;
+  r.threads[1].elapsed_ns = 500'000'000;
+  r.threads[1].pkt_size = 60;
+  EXPECT_DOUBLE_EQ(r.pps(), 2000.0);  // the sum of rates would say 3000
+  EXPECT_DOUBLE_EQ(r.mbps(), 2000.0 * 60 * 8 / 1e6);
 }
 
 TEST_F(PktgenTest, ResultTextHasPktgensShape) {
