@@ -3,7 +3,8 @@
 // line fails, then finished (captures report). ScriptLimits keep every input short: at
 // most 64 packets and 2 threads per send/pktgen line, sleep and pktgen --duration at
 // most 2 ms, no `bpf`/`bench` command lines, no `capture -w`. Odd-sized inputs run in
-// JSON mode. Output goes to /dev/null.
+// JSON mode. Output goes to /dev/null; the packet pool is small (2048) so each input
+// starts quickly.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ScriptError err;
   if (!parse_script(text, lines, &bad, &last, err) || lines.size() > 48) return 0;
 
-  ScriptRunner runner((size & 1) != 0, devnull);
+  ScriptRunner runner((size & 1) != 0, devnull, 2048);
   ScriptLimits lim;
   lim.max_packets = 64;
   lim.max_threads = 2;

@@ -33,10 +33,10 @@ void collect(Qdisc* q, bool is_root, bool parent_is_mq, std::vector<std::pair<Qd
 
 }  // namespace
 
-ScriptRunner::ScriptRunner(bool json, std::FILE* out)
+ScriptRunner::ScriptRunner(bool json, std::FILE* out, uint32_t pool_capacity)
     : json_(json),
       out_(out),
-      pool_(PacketPool::Options{.capacity = 16384, .buf_size = 2048, .headroom = kDefaultHeadroom}),
+      pool_(PacketPool::Options{.capacity = pool_capacity, .buf_size = 2048, .headroom = kDefaultHeadroom}),
       control_(pool_),
       table_(control_) {
   control_.bind();

@@ -28,7 +28,8 @@ struct ScriptLimits {
 
 class ScriptRunner {
  public:
-  ScriptRunner(bool json, std::FILE* out);
+  // pool_capacity: packets in this instance's pool (small for the fuzzer).
+  ScriptRunner(bool json, std::FILE* out, uint32_t pool_capacity = 16384);
   ~ScriptRunner();
   ScriptRunner(const ScriptRunner&) = delete;
   ScriptRunner& operator=(const ScriptRunner&) = delete;
