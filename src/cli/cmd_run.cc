@@ -5,12 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "bpf/text_file.h"
 #include "cli/command.h"
 #include "cli/script.h"
 #include "cli/script_exec.h"
-#include "cli/script_vars.h"
+#include "cli/script_text.h"
 
 namespace pktpath::cli {
 
@@ -46,36 +47,19 @@ int cmd_run(const std::vector<std::string>& args) {
     std::fprintf(stderr, "pktpath: run: %s\n", err.c_str());
     return 1;
   }
-
-  struct Parsed {
-    size_t line;
-    ScriptCommand cmd;
-  };
-  std::vector<Parsed> script;
-  std::istringstream lines(text);
-  std::string line;
-  size_t lineno = 0;
-  std::vector<std::string> words;
-  while (std::getline(lines, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ScriptError e;
-    std::string expanded;
-    if (!expand_vars(line, expanded, e) || !tokenize_line(expanded, words, e)) {
-      report(name, lineno, e);
-      return 1;
-    }
-    if (words.empty()) continue;
-    ScriptCommand c;
-    if (!parse_command(words, c, e)) {
-      report(name, lineno, e);
-      return 1;
-    }
-    script.push_back({lineno, std::move(c)});
+  std::vector<ScriptLine> script;
+  size_t bad_line = 0, lineno = 0;
+  ScriptError pe;
+  if (!parse_script(text, script, &bad_line, &lineno, pe)) {
+    if (bad_line == 0)
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), pe.msg.c_str());
+    else
+      report(name, bad_line, pe);
+    return 1;
   }
 
   ScriptRunner runner(json, stdout);
-  for (const Parsed& p : script) {
+  for (const ScriptLine& p : script) {
     ScriptError e;
     if (!runner.execute(p.cmd, e)) {
       report(name, p.line, e);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -29,14 +30,19 @@ inline bool fail(ScriptError& err, const std::string& word, std::string msg) {
 // starts a word starts a comment. Unterminated quote -> error.
 bool tokenize_line(const std::string& line, std::vector<std::string>& words, ScriptError& err);
 
+// `type KIND NAME VALUE ...`: the kind's own options (core/link_kind.h), in order.
+using LinkOptions = std::vector<std::pair<std::string, uint64_t>>;
 struct IpLinkAdd {
   NetDevice::Config cfg;
   std::string kind;
+  LinkOptions opts;
 };
 struct IpLinkSet {
   std::string dev;
   std::optional<bool> up;
   std::optional<uint32_t> mtu;
+  std::string kind;  // with `type KIND opts...`
+  LinkOptions opts;
 };
 struct IpLinkDel {
   std::string dev;

@@ -75,6 +75,8 @@ struct CaptureLine final : ExtLine {
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     NetDevice* d = r.table().find(dev);
     if (!d) return fail(err, dev, "capture: -i: cannot find device \"" + dev + "\"");
+    if (!spec.pcap_path.empty() && !r.limits().write_files)
+      return fail(err, spec.pcap_path, "capture: -w: writing files is off in this runner");
     r.drain_pending();
     std::string msg;
     auto tap = tap_attach(*d, spec, &msg);

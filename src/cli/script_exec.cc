@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/dev_xmit.h"
+#include "core/link_kind.h"
 #include "sched/sch_generic.h"
 
 namespace pktpath::cli {
@@ -56,10 +57,10 @@ std::vector<uint8_t> send_frame(const NetDevice& d, uint32_t size) {
 
 }  // namespace
 
-ScriptRunner::ScriptRunner(bool json, std::FILE* out)
+ScriptRunner::ScriptRunner(bool json, std::FILE* out, uint32_t pool_capacity)
     : json_(json),
       out_(out),
-      pool_(PacketPool::Options{.capacity = 16384, .buf_size = 2048, .headroom = kDefaultHeadroom}),
+      pool_(PacketPool::Options{.capacity = pool_capacity, .buf_size = 2048, .headroom = kDefaultHeadroom}),
       control_(pool_),
       table_(control_) {
   control_.bind();
@@ -73,6 +74,12 @@ ScriptRunner::~ScriptRunner() {
 Cpu& ScriptRunner::worker(unsigned i) {
   while (workers_.size() <= i) workers_.push_back(std::make_unique<Cpu>(pool_));
   return *workers_[i];
+}
+
+void ScriptRunner::set_alloc_fail_every(uint32_t n) {
+  pool_.set_alloc_fail_every(n);
+  control_.set_alloc_fail_every(n);
+  for (auto& w : workers_) w->set_alloc_fail_every(n);
 }
 
 void ScriptRunner::run_all_pending() {
@@ -101,17 +108,26 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
 
 bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
   std::string msg;
-  if (!table_.add(c.cfg, c.kind, msg)) {
+  NetDevice* d = table_.add(c.cfg, c.kind, msg);
+  if (!d) {
     const bool kind_bad = msg.find("link type") != std::string::npos;
     return fail(err, kind_bad ? c.kind : c.cfg.name, msg);
   }
+  const LinkKind* k = link_kind_lookup(c.kind);
+  for (const auto& [name, value] : c.opts) k->set_option(*d, name, value);
   return true;
 }
 
 bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   NetDevice* d = table_.find(c.dev);
   if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
+  if (!c.opts.empty() && table_.kind_of(*d) != c.kind)
+    return fail(err, c.kind, "device \"" + c.dev + "\" is not of type " + c.kind);
   run_all_pending();
+  if (!c.opts.empty()) {
+    const LinkKind* k = link_kind_lookup(c.kind);
+    for (const auto& [name, value] : c.opts) k->set_option(*d, name, value);
+  }
   if (c.mtu) d->set_mtu(*c.mtu);
   if (c.up) {
     std::string msg;
@@ -200,7 +216,8 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
 
 // Sleep while running the Cpus' pending work (timers such as tbf's watchdog).
 bool ScriptRunner::sleep(const SleepCmd& c) {
-  const uint64_t end = MonotonicClock::instance().now_ns() + c.ns;
+  const uint64_t ns = limits_.max_wait_ns ? std::min(c.ns, limits_.max_wait_ns) : c.ns;
+  const uint64_t end = MonotonicClock::instance().now_ns() + ns;
   for (;;) {
     run_all_pending();
     const uint64_t now = MonotonicClock::instance().now_ns();
@@ -214,7 +231,10 @@ bool ScriptRunner::sleep(const SleepCmd& c) {
 
 // Interim traffic source: each thread binds its own Cpu, allocates, fills and sends
 // count/threads packets through dev_queue_xmit, then runs its pending work.
-bool ScriptRunner::send(const SendCmd& c, ScriptError& err) {
+bool ScriptRunner::send(const SendCmd& line, ScriptError& err) {
+  SendCmd c = line;
+  if (limits_.max_packets) c.count = std::min(c.count, limits_.max_packets);
+  if (limits_.max_threads) c.threads = std::min(c.threads, limits_.max_threads);
   NetDevice* d = table_.find(c.dev);
   if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
   for (unsigned t = 0; t < c.threads; ++t) worker(t);

@@ -16,9 +16,20 @@ namespace pktpath::cli {
 
 struct CaptureState;  // script_capture.cc: the script's running `capture` taps
 
+// Bounds on what one line may cost, for scripts from untrusted sources (the script
+// fuzzer sets them). 0 = no bound.
+struct ScriptLimits {
+  uint64_t max_packets = 0;  // per send or pktgen line (per pktgen thread; 0 = endless is capped)
+  unsigned max_threads = 0;  // send and pktgen threads
+  uint64_t max_wait_ns = 0;  // sleep, pktgen --duration, and 256 pktgen inter-packet delays
+  bool commands = true;      // `bpf ...` and `bench ...` lines
+  bool write_files = true;   // `capture -w FILE`
+};
+
 class ScriptRunner {
  public:
-  ScriptRunner(bool json, std::FILE* out);
+  // pool_capacity: packets in this instance's pool (small for the fuzzer).
+  ScriptRunner(bool json, std::FILE* out, uint32_t pool_capacity = 16384);
   ~ScriptRunner();
   ScriptRunner(const ScriptRunner&) = delete;
   ScriptRunner& operator=(const ScriptRunner&) = delete;
@@ -28,10 +39,14 @@ class ScriptRunner {
   DeviceTable& table() { return table_; }
   // For extension lines (script_ext.h).
   bool json() const { return json_; }
+  const ScriptLimits& limits() const { return limits_; }
+  void set_limits(const ScriptLimits& l) { limits_ = l; }
   std::FILE* out() const { return out_; }
   Cpu& control_cpu() { return control_; }
   std::shared_ptr<ScriptExtState>& ext_slot() { return ext_; }
   void drain_pending() { run_all_pending(); }
+  // `fault alloc every N` (script_fault.cc): the pool's setting and every Cpu's.
+  void set_alloc_fail_every(uint32_t n);
   // `capture` lines (script_capture.cc): the running taps, and the end of the script,
   // which stops them and prints their counts.
   std::shared_ptr<CaptureState>& capture_slot() { return capture_; }
@@ -53,6 +68,7 @@ class ScriptRunner {
 
   bool json_;
   std::FILE* out_;
+  ScriptLimits limits_;
   PacketPool pool_;
   Cpu control_;
   std::vector<std::unique_ptr<Cpu>> workers_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cli/script.h"
+#include "core/link_kind.h"
 
 namespace pktpath::cli {
 
@@ -43,6 +44,24 @@ bool need_value(const std::vector<std::string>& w, size_t i, ScriptError& err) {
 
 // ---- ip ------------------------------------------------------------------
 
+// `type KIND [NAME VALUE]...` from w[i] (the word after `type`): the kind's own options.
+// An unknown kind is left for the device table to reject, unless options follow.
+bool parse_link_type(const std::vector<std::string>& w, size_t i, std::string& kind,
+                     LinkOptions& opts, ScriptError& err) {
+  kind = w[i];
+  const LinkKind* lk = link_kind_lookup(kind);
+  for (++i; i < w.size(); i += 2) {
+    const LinkKind::Option* o = lk ? link_kind_option(*lk, w[i]) : nullptr;
+    if (!o) return fail(err, w[i], "unexpected \"" + w[i] + "\" after the link type");
+    if (!need_value(w, i, err)) return false;
+    uint64_t v;
+    if (!parse_u64(w[i + 1], v) || v > o->max)
+      return fail(err, w[i + 1], w[i] + " must be 0.." + std::to_string(o->max));
+    opts.emplace_back(w[i], v);
+  }
+  return true;
+}
+
 bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptCommand& out,
                        ScriptError& err) {
   IpLinkAdd a;
@@ -52,9 +71,8 @@ bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptComman
     const std::string& k = w[i];
     if (k == "type") {
       if (!need_value(w, i, err)) return false;
-      a.kind = w[++i];
-      if (i + 1 < w.size())
-        return fail(err, w[i + 1], "unexpected \"" + w[i + 1] + "\" after the link type");
+      if (!parse_link_type(w, i + 1, a.kind, a.opts, err)) return false;
+      i = w.size();
       break;
     }
     if (k == "dev" || k == "name") {
@@ -105,6 +123,11 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, Scri
         s.dev = w[++i];
       } else if (k == "up" || k == "down") {
         s.up = k == "up";
+      } else if (k == "type") {
+        if (!need_value(w, i, err)) return false;
+        if (!parse_link_type(w, i + 1, s.kind, s.opts, err)) return false;
+        i = w.size();
+        break;
       } else if (k == "mtu") {
         uint32_t v;
         if (!need_value(w, i, err)) return false;
@@ -118,8 +141,8 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, Scri
       }
     }
     if (s.dev.empty()) return fail(err, at(w, i), "ip link set needs a device");
-    if (!s.up && !s.mtu)
-      return fail(err, at(w, i), "ip link set: nothing to change (up, down, mtu N)");
+    if (!s.up && !s.mtu && s.opts.empty())
+      return fail(err, at(w, i), "ip link set: nothing to change (up, down, mtu N, type KIND OPTIONS)");
     out = s;
     return true;
   }
@@ -274,6 +297,11 @@ bool parse_command(const std::vector<std::string>& w, ScriptCommand& out, Script
   if (cmd == "sleep") return parse_sleep(w, out, err);
   if (cmd == "send") return parse_send(w, out, err);
   if (cmd == "pktgen") return parse_pktgen_line(w, out, err);
+  if (cmd == "fault") {
+    if (!parse_fault_ext(w, ext, err)) return false;
+    out = std::move(ext);
+    return true;
+  }
   if (cmd == "bpf" || cmd == "bench") {
     if (w.size() < 2 || (cmd == "bench" && w[1] != "micro") ||
         (cmd == "bpf" && w[1] != "bench" && w[1] != "check" && w[1] != "dump" && w[1] != "run"))

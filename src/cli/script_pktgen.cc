@@ -8,6 +8,23 @@
 
 namespace pktpath::cli {
 
+namespace {
+
+// Bound one pktgen run by the runner's limits: count, threads, runs, duration, delay.
+void apply_limits(const ScriptLimits& l, PktgenCommand& cmd) {
+  PktgenConfig& c = cmd.cfg;
+  if (l.max_packets && (c.count == 0 || c.count > l.max_packets)) c.count = l.max_packets;
+  if (l.max_threads && cmd.threads > l.max_threads) cmd.threads = l.max_threads;
+  if (l.max_packets || l.max_wait_ns) cmd.repeat = 1;
+  if (l.max_wait_ns) {
+    const double cap = static_cast<double>(l.max_wait_ns) / 1e9;
+    if (c.duration_s <= 0 || c.duration_s > cap) c.duration_s = cap;
+    c.delay_ns = std::min<uint64_t>(c.delay_ns, l.max_wait_ns / 256);
+  }
+}
+
+}  // namespace
+
 bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
   auto fail = [&](const std::string& word, std::string msg) {
     err.word = word;
@@ -45,6 +62,7 @@ bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
     if (auto e = pktgen_validate(cmd.cfg)) return fail("start", *e);
   }
   cmd.json = cmd.json || json_;
+  apply_limits(limits_, cmd);
   NetDevice* d = table_.find(cmd.cfg.dev);
   if (!d) return fail(cmd.cfg.dev, "cannot find device \"" + cmd.cfg.dev + "\"");
   run_all_pending();
@@ -57,6 +75,7 @@ bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
 }
 
 bool ScriptRunner::command_line(const CommandLine& c, ScriptError& err) {
+  if (!limits_.commands) return fail(err, c.words[0], "\"" + c.words[0] + "\" lines are off in this runner");
   std::vector<std::string> args = c.words;
   const bool takes_json = (args[0] == "bpf" && args[1] == "bench") || args[0] == "bench";
   if (json_ && takes_json && std::find(args.begin(), args.end(), "--json") == args.end()) args.push_back("--json");

@@ -28,7 +28,11 @@ Registry& registry() {
 }  // namespace
 
 Cpu::Cpu(PacketPool& pool, Options opts)
-    : pool_(pool), opts_(opts), headroom_(pool.headroom()), clock_(&MonotonicClock::instance()) {
+    : pool_(pool),
+      opts_(opts),
+      headroom_(pool.headroom()),
+      fail_every_(pool.alloc_fail_every()),
+      clock_(&MonotonicClock::instance()) {
   if (opts_.cache_size == 0 || opts_.cache_batch == 0 || opts_.cache_batch > opts_.cache_size)
     throw std::invalid_argument("cpu: need 0 < cache_batch <= cache_size");
   cache_ = std::make_unique<Packet*[]>(opts_.cache_size);
@@ -72,6 +76,13 @@ bool Cpu::refill() {
   unsigned got = pool_.get_bulk(cache_.get() + cache_count_, want);
   cache_count_ += got;
   return got != 0;
+}
+
+// mirrors should_failslab with an interval and probability 100: the Nth call fails.
+bool Cpu::fault_alloc() {
+  if (++fail_count_ < fail_every_) return false;
+  fail_count_ = 0;
+  return true;
 }
 
 void Cpu::spill() {

@@ -125,7 +125,8 @@ class alignas(kCacheLine) Cpu {
   // --- allocation (napi_alloc_skb / kmem_cache_alloc_bulk). nullptr/short count when
   // the pool is exhausted; counted in stats().alloc_fail.
   PP_ALWAYS_INLINE Packet* alloc() {
-    if (PP_UNLIKELY(cache_count_ == 0) && !refill()) {
+    if ((PP_UNLIKELY(cache_count_ == 0) && !refill()) ||
+        (PP_UNLIKELY(fail_every_ != 0) && fault_alloc())) {
       stats_.alloc_fail.add();
       return nullptr;
     }
@@ -134,11 +135,20 @@ class alignas(kCacheLine) Cpu {
     return p;
   }
   unsigned alloc_bulk(Packet** out, unsigned n);
+  // Fault injection (failslab's interval, probability 100): every Nth alloc() or
+  // alloc_stamped() on this Cpu fails as if the pool were empty; 0 = off. A new Cpu
+  // takes its pool's setting (PacketPool::alloc_fail_every). Owner thread, or while
+  // the Cpu runs nothing.
+  void set_alloc_fail_every(uint32_t n) {
+    fail_every_ = n;
+    fail_count_ = 0;
+  }
   // alloc() followed by skb_put(len), with the cleared block copied from `head` (the
   // first Packet::kClearedBytes of a prototype packet: metadata every packet of a stream
   // shares) instead of zeroed. For generators; head's len must equal `len`.
   PP_ALWAYS_INLINE Packet* alloc_stamped(const void* head, uint32_t len) {
-    if (PP_UNLIKELY(cache_count_ == 0) && !refill()) {
+    if ((PP_UNLIKELY(cache_count_ == 0) && !refill()) ||
+        (PP_UNLIKELY(fail_every_ != 0) && fault_alloc())) {
       stats_.alloc_fail.add();
       return nullptr;
     }
@@ -254,6 +264,7 @@ class alignas(kCacheLine) Cpu {
     cache_[cache_count_++] = p;
   }
   bool refill();
+  bool fault_alloc();
   void spill();
   unsigned cache_get_bulk_slow(Packet** out, unsigned n);
   void spill_for(unsigned n);   // until n (<= cache_size) more fit
@@ -269,6 +280,8 @@ class alignas(kCacheLine) Cpu {
   uint16_t id_ = kNoCpu;
   uint32_t headroom_;
   uint32_t cache_count_ = 0;
+  uint32_t fail_every_ = 0;  // set_alloc_fail_every
+  uint32_t fail_count_ = 0;
   std::unique_ptr<Packet*[]> cache_;
   CpuWork* work_head_ = nullptr;
   CpuWork* work_tail_ = nullptr;

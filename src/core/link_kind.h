@@ -2,6 +2,7 @@
 // lives in src/drivers/drivers.cc.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -14,7 +15,19 @@ struct LinkKind {
   const NetDeviceOps* ops;
   uint32_t flags;                 // IFF_NO_QUEUE, NETIF_F_LLTX, ...
   void (*setup)(NetDevice& dev);  // driver-private state; may be null
+  // Kind-specific `ip link add|set ... type KIND NAME VALUE` options (IFLA_INFO_DATA):
+  // the names this kind takes (nullptr-ended; null: none) and how to apply one
+  // (newlink/changelink; while no traffic runs). Values are checked against max.
+  struct Option {
+    const char* name;
+    uint64_t max;
+  };
+  const Option* options;
+  void (*set_option)(NetDevice& dev, std::string_view name, uint64_t value);
 };
+
+// The kind's option called `name`, or null.
+const LinkKind::Option* link_kind_option(const LinkKind& k, std::string_view name);
 
 const LinkKind* link_kind_lookup(std::string_view kind);
 const std::vector<LinkKind>& link_kinds();

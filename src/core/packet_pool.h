@@ -9,6 +9,7 @@
 // The pool must outlive every Cpu and packet that uses it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -43,6 +44,10 @@ class PacketPool {
   // Packets currently in the shared stack (excludes those in Cpu caches).
   uint32_t available() const;
   bool owns(const Packet* p) const;
+  // Fault injection: the interval a Cpu created on this pool starts with (see
+  // Cpu::set_alloc_fail_every); 0 = off.
+  uint32_t alloc_fail_every() const { return alloc_fail_every_.load(std::memory_order_relaxed); }
+  void set_alloc_fail_every(uint32_t n) { alloc_fail_every_.store(n, std::memory_order_relaxed); }
 
  private:
   Options opts_;
@@ -51,6 +56,7 @@ class PacketPool {
   std::unique_ptr<Packet*[]> stack_;
   mutable SpinLock lock_;
   uint32_t top_ = 0;  // guarded by lock_
+  std::atomic<uint32_t> alloc_fail_every_{0};
 };
 
 }  // namespace pktpath

@@ -1,5 +1,6 @@
 #include "drivers/testdrv.h"
 
+#include "core/clock.h"
 #include "core/link_kind.h"
 
 namespace pktpath {
@@ -9,14 +10,27 @@ namespace {
 NetdevTx testdrv_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   // Called under txq.xmit_lock; counters are atomics because queues differ by thread.
   TestDrvState& s = testdrv_state(dev);
+  if (s.xmit_delay_us) {
+    const uint64_t until = MonotonicClock::instance().now_ns() + uint64_t{s.xmit_delay_us} * 1000;
+    while (MonotonicClock::instance().now_ns() < until) {
+    }
+  }
   const uint64_t n = s.calls.fetch_add(1, std::memory_order_relaxed) + 1;
   if (s.busy_every && n % s.busy_every == 0) {
     s.busy_returned.fetch_add(1, std::memory_order_relaxed);
     return NetdevTx::BUSY;
   }
+  const uint64_t k = s.taken.fetch_add(1, std::memory_order_relaxed) + 1;
+  DevCpuStats& ds = dev.stats(cpu);
+  if (s.drop_every && k % s.drop_every == 0) {
+    // As a driver that cannot map a packet: count tx_dropped, kfree_skb (no reason).
+    s.dropped.fetch_add(1, std::memory_order_relaxed);
+    ds.tx_dropped.add();
+    cpu.free_reason(p, DropReason::NOT_SPECIFIED);
+    return NetdevTx::OK;
+  }
   if (p->xmit_more) s.xmit_more_seen.fetch_add(1, std::memory_order_relaxed);
   if (s.record && s.marks.size() < s.marks.capacity()) s.marks.push_back(p->mark);
-  DevCpuStats& ds = dev.stats(cpu);
   ds.tx_packets.add();
   ds.tx_bytes.add(p->len);
   const uint64_t done = s.transmitted.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -40,5 +54,19 @@ const NetDeviceOps testdrv_netdev_ops = {
 };
 
 void testdrv_setup_device(NetDevice& dev) { testdrv_setup(dev); }
+
+// The link options scripts set (`ip link add|set ... type testdrv NAME N`).
+extern const LinkKind::Option testdrv_options[];
+const LinkKind::Option testdrv_options[] = {
+    {"busy_every", UINT32_MAX}, {"drop_every", UINT32_MAX}, {"xmit_delay_us", 1000}, {nullptr, 0},
+};
+
+void testdrv_set_option(NetDevice& dev, std::string_view name, uint64_t value) {
+  TestDrvState& s = testdrv_state(dev);
+  const uint32_t v = static_cast<uint32_t>(value);
+  if (name == "busy_every") s.busy_every = v;
+  else if (name == "drop_every") s.drop_every = v;
+  else if (name == "xmit_delay_us") s.xmit_delay_us = v;
+}
 
 }  // namespace pktpath
