@@ -51,6 +51,14 @@ class MqQdisc final : public Qdisc {
     return true;
   }
 
+  // mq has no ->change (mirrors qdisc_change): `replace` of an mq by an mq keeps it and
+  // its children (the tx queues point at them); options cannot be changed.
+  bool change(NetDevice&, const QdiscOptions& opts, std::string& err) override {
+    if (opts.empty()) return true;
+    err = "Change operation not supported by specified qdisc";
+    return false;
+  }
+
   // mirrors mq_attach
   void attach(NetDevice& dev) override {
     set_dev_queue(&dev, &dev.txq(0));

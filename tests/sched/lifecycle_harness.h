@@ -46,7 +46,9 @@ class LifecycleHarness {
     std::string err;
     NetDevice* d = table->add(cfg, "testdrv", err);
     EXPECT_NE(d, nullptr) << err;
-    if (d) EXPECT_TRUE(table->set_up(*d, true, err)) << err;
+    if (d) {
+      EXPECT_TRUE(table->set_up(*d, true, err)) << err;
+    }
     ++ops;
     return d;
   }

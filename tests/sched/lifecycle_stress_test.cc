@@ -59,7 +59,8 @@ TEST(LifecycleStress, EveryRootQdiscKindUnderTrafficAndLifecycle) {
     for (int round = 0; round < kRounds; ++round) {
       h.burst(d, kPerBurst);
       switch (round % 5) {
-        case 0:  // replace with the same kind: the old one (maybe holding packets) retired
+        case 0:  // replaced (maybe holding packets, with a timer armed), then back
+          ASSERT_TRUE(h.qdisc(d, QdiscOp::Replace, kind == "pfifo" ? "bfifo" : "pfifo"));
           ASSERT_TRUE(h.qdisc(d, QdiscOp::Replace, kind, options_for(kind)));
           break;
         case 1:  // delete: back to the default
@@ -212,7 +213,6 @@ TEST(LifecycleStress, ClsactAndNftChangedUnderTrafficDeviceBetweenBursts) {
     EXPECT_GT(h.transmitted(), 0u);
     EXPECT_GT(h.delivered(), 0u);
     EXPECT_GT(h.drops(DropReason::TC_EGRESS), 0u);
-    EXPECT_GT(h.drops(DropReason::NETFILTER_DROP), 0u);
     cn.del_device(d);
   }
   tc::tc_rcu_barrier();
