@@ -25,11 +25,6 @@ struct ExtCommand {
   std::shared_ptr<const ExtLine> line;
 };
 
-// Per-runner state of the extension lines (the nft ruleset); created on first use,
-// destroyed before the runner's devices.
-struct ScriptExtState;
-ScriptExtState& ext_state(ScriptRunner& runner);
-
 // nullopt: not an extension line (the runner parses it). Otherwise whether it parsed;
 // on success `out` holds the command. `out` is an ExtCommand slot.
 std::optional<bool> parse_ext_command(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);

@@ -45,7 +45,7 @@ bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
     if (auto e = pktgen_validate(cmd.cfg)) return fail("start", *e);
   }
   cmd.json = cmd.json || json_;
-  NetDevice* d = table_.find(cmd.cfg.dev);
+  NetDevice* d = table().find(cmd.cfg.dev);
   if (!d) return fail(cmd.cfg.dev, "cannot find device \"" + cmd.cfg.dev + "\"");
   run_all_pending();
   std::string msg;
