@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "core/bpf_engine.h"
 #include "bpf/parse.h"
+#include "core/net.h"
 #include "core/cpu.h"
 #include "core/dev_table.h"
 #include "core/dev_xmit.h"
@@ -33,7 +35,8 @@ namespace {
 struct Env {
   PacketPool pool{PacketPool::Options{.capacity = 1u << 14, .buf_size = 512, .headroom = 128}};
   Cpu cpu{pool};
-  DeviceTable table{cpu};
+  Net net{cpu};
+  DeviceTable& table = net.devices();
   tc::DevTableNftResolver resolver{table};
   nf::NftRuleset ruleset;
   NetDevice* plain = nullptr;
@@ -63,7 +66,7 @@ struct Env {
   }
   void clsact_da(NetDevice* d, bpf::Engine e) {
     std::string err;
-    if (!tc::tc_set_bpf_engine(e, &err) || !tc::clsact_add(*d, &err)) std::abort();
+    if (!net_set_bpf_engine(net, e, &err) || !tc::clsact_add(*d, &err)) std::abort();
     tc::BpfFilterSpec s;
     if (!bpf::parse_bytecode("1,6 0 0 0,", &s.insns, &err)) std::abort();
     s.da = true;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/cpu.h"
+#include "core/net.h"
 #include "core/dev_table.h"
 #include "core/dev_xmit.h"
 #include "core/packet_pool.h"
@@ -21,7 +22,8 @@ namespace {
 struct Env {
   PacketPool pool{PacketPool::Options{.capacity = 1u << 16, .buf_size = 512, .headroom = 128}};
   Cpu control{pool};
-  DeviceTable table{control};
+  Net net{control};
+  DeviceTable& table = net.devices();
   NetDevice* noqueue = nullptr;  // dummy, default noqueue
   NetDevice* pfifo = nullptr;    // dummy, root pfifo_fast, 1 tx queue
   NetDevice* mq = nullptr;       // dummy, 2 tx queues, root mq of pfifo_fast
@@ -59,7 +61,7 @@ Env* g_env;
 PP_NOINLINE void run_xmit(benchmark::State& state, NetDevice* dev, bool bypass) {
   Cpu& cpu = *g_env->cpus[state.thread_index()];
   cpu.bind();
-  if (state.thread_index() == 0) xmit_config().bypass.store(bypass);
+  if (state.thread_index() == 0) dev->net().xmit_config().bypass.store(bypass);
   // Steer each thread to its own tx queue on mq (flow hash -> queue index).
   const uint32_t hash = state.thread_index() ? 0xC0000000u : 0x10000000u;
   uint64_t n = 0;

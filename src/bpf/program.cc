@@ -36,6 +36,11 @@ uint8_t view_needs(std::span<const Insn> prog) {
 }
 
 std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, std::string* err) {
+  return load(prog, engine, jit_default_options(), err);
+}
+
+std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, const JitOptions& jit,
+                                     std::string* err) {
   CheckResult c = check_program(prog);
   if (!c.ok) {
     if (err) *err = c.reason;
@@ -52,8 +57,8 @@ std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, 
     case Engine::Switch: ok = prepare_switch(p.insns_, &p.image_, &e); break;
     case Engine::Threaded: ok = prepare_threaded(p.insns_, &p.image_, &e); break;
     case Engine::Jit:
-      ok = prepare_jit(p.insns_, &p.image_, &e);
-      if (!ok && jit_default_options().allow_fallback) {  // the JIT refused: run on the threaded engine and keep the reason
+      ok = prepare_jit_with(p.insns_, jit, &p.image_, &e);
+      if (!ok && jit.allow_fallback) {  // the JIT refused: run on the threaded engine and keep the reason
         p.jit_fallback_ = e;
         p.engine_ = Engine::Threaded;
         ok = prepare_threaded(p.insns_, &p.image_, &e);

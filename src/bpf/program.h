@@ -29,6 +29,7 @@
 namespace pktpath::bpf {
 
 enum class Engine { Switch, Threaded, Jit };
+struct JitOptions;  // jit.h
 
 const char* engine_name(Engine e);
 std::optional<Engine> parse_engine(std::string_view name);
@@ -73,6 +74,9 @@ class Program {
   // Checks (kernel rules) and prepares. On failure returns nullopt and sets *err to the
   // checker's reason ("insn 3: ...") or the engine's error.
   static std::optional<Program> load(std::span<const Insn> prog, Engine engine, std::string* err);
+  // The same with explicit JIT options (the form above uses jit_default_options()).
+  static std::optional<Program> load(std::span<const Insn> prog, Engine engine, const JitOptions& jit,
+                                     std::string* err);
 
   uint32_t run(const PacketView& v) const { return image_.fn(image_.image, v); }
   // Runs every view; out[i] gets views[i]'s result.

@@ -61,14 +61,54 @@ ScriptRunner::ScriptRunner(bool json, std::FILE* out, uint32_t pool_capacity)
     : json_(json),
       out_(out),
       pool_(PacketPool::Options{.capacity = pool_capacity, .buf_size = 2048, .headroom = kDefaultHeadroom}),
-      control_(pool_),
-      table_(control_) {
+      control_(pool_) {
   control_.bind();
+  nets_.push_back(std::make_unique<Net>(control_));
+  current_ = nets_.front().get();
 }
 
 ScriptRunner::~ScriptRunner() {
   run_all_pending();
-  // table_ is destroyed before the Cpus (declaration order), dropping what is queued.
+  // nets_ is destroyed before the Cpus (declaration order), dropping what is queued.
+}
+
+Net* ScriptRunner::find_net(const std::string& name) {
+  for (auto& n : nets_)
+    if (!n->name().empty() && n->name() == name) return n.get();
+  return nullptr;
+}
+
+Net* ScriptRunner::add_net(const std::string& name) {
+  if (name.empty() || find_net(name)) return nullptr;
+  nets_.push_back(std::make_unique<Net>(control_, name));
+  return nets_.back().get();
+}
+
+// `ip netns del`: the namespace's devices go with it (all pktpath devices are virtual;
+// Linux moves physical ones back to init_net).
+bool ScriptRunner::del_net(const std::string& name) {
+  for (auto it = nets_.begin() + 1; it != nets_.end(); ++it)
+    if ((*it)->name() == name) {
+      if (current_ == it->get()) return false;
+      run_all_pending();  // no qdisc of it may stay on a worker's tx work list
+      nets_.erase(it);
+      return true;
+    }
+  return false;
+}
+
+std::vector<Net*> ScriptRunner::named_nets() {
+  std::vector<Net*> v;
+  for (auto it = nets_.begin() + 1; it != nets_.end(); ++it) v.push_back(it->get());
+  return v;
+}
+
+bool ScriptRunner::execute_in(Net& net, const ScriptCommand& cmd, ScriptError& err) {
+  Net* saved = current_;
+  current_ = &net;
+  const bool ok = execute(cmd, err);
+  current_ = saved;
+  return ok;
 }
 
 Cpu& ScriptRunner::worker(unsigned i) {
@@ -108,7 +148,7 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
 
 bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
   std::string msg;
-  NetDevice* d = table_.add(c.cfg, c.kind, msg);
+  NetDevice* d = table().add(c.cfg, c.kind, msg);
   if (!d) {
     const bool kind_bad = msg.find("link type") != std::string::npos;
     return fail(err, kind_bad ? c.kind : c.cfg.name, msg);
@@ -119,9 +159,9 @@ bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
 }
 
 bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
-  NetDevice* d = table_.find(c.dev);
+  NetDevice* d = table().find(c.dev);
   if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
-  if (!c.opts.empty() && table_.kind_of(*d) != c.kind)
+  if (!c.opts.empty() && table().kind_of(*d) != c.kind)
     return fail(err, c.kind, "device \"" + c.dev + "\" is not of type " + c.kind);
   run_all_pending();
   if (!c.opts.empty()) {
@@ -131,7 +171,7 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   if (c.mtu) d->set_mtu(*c.mtu);
   if (c.up) {
     std::string msg;
-    if (!table_.set_up(*d, *c.up, msg)) return fail(err, c.dev, msg);
+    if (!table().set_up(*d, *c.up, msg)) return fail(err, c.dev, msg);
   }
   return true;
 }
@@ -139,18 +179,18 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
 bool ScriptRunner::ip_link_del(const IpLinkDel& c, ScriptError& err) {
   run_all_pending();
   std::string msg;
-  if (!table_.del(c.dev, msg)) return fail(err, c.dev, msg);
+  if (!table().del(c.dev, msg)) return fail(err, c.dev, msg);
   return true;
 }
 
 bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
   std::vector<NetDevice*> devs;
   if (!c.dev.empty()) {
-    NetDevice* d = table_.find(c.dev);
+    NetDevice* d = table().find(c.dev);
     if (!d) return fail(err, c.dev, "device \"" + c.dev + "\" does not exist");
     devs.push_back(d);
   } else {
-    devs = table_.list();
+    devs = table().list();
   }
   nlohmann::json arr = nlohmann::json::array();
   for (NetDevice* d : devs) {
@@ -170,7 +210,7 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
                           {"txqlen", d->tx_queue_len()},
                           {"num_tx_queues", d->num_tx_queues()},
                           {"link_type", "ether"},
-                          {"link_kind", std::string(table_.kind_of(*d))},
+                          {"link_kind", std::string(table().kind_of(*d))},
                           {"address", mac_str(d->mac())},
                           {"broadcast", "ff:ff:ff:ff:ff:ff"}};
       for (size_t p = 0, q; p < flags.size(); p = q + 1) {
@@ -235,7 +275,7 @@ bool ScriptRunner::send(const SendCmd& line, ScriptError& err) {
   SendCmd c = line;
   if (limits_.max_packets) c.count = std::min(c.count, limits_.max_packets);
   if (limits_.max_threads) c.threads = std::min(c.threads, limits_.max_threads);
-  NetDevice* d = table_.find(c.dev);
+  NetDevice* d = table().find(c.dev);
   if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
   for (unsigned t = 0; t < c.threads; ++t) worker(t);
   std::vector<uint64_t> ok(c.threads, 0), errors(c.threads, 0);

@@ -10,6 +10,7 @@
 #include "cli/script.h"
 #include "core/cpu.h"
 #include "core/dev_table.h"
+#include "core/net.h"
 #include "core/packet_pool.h"
 
 namespace pktpath::cli {
@@ -36,14 +37,23 @@ class ScriptRunner {
 
   // Apply one command. false with err (nothing applied) on failure.
   bool execute(const ScriptCommand& cmd, ScriptError& err);
-  DeviceTable& table() { return table_; }
+  // The namespace lines run in (the script's first, unnamed one unless a line says
+  // `ip -n NAME`, `tc -n NAME` or `ip netns exec NAME`) and its devices.
+  Net& net() { return *current_; }
+  DeviceTable& table() { return current_->devices(); }
+  // `ip netns add|del|list` (cli/ip/ip_netns.cc): named namespaces besides the first.
+  Net* find_net(const std::string& name);
+  Net* add_net(const std::string& name);
+  bool del_net(const std::string& name);
+  std::vector<Net*> named_nets();
+  // Runs `cmd` with `net` as the current namespace.
+  bool execute_in(Net& net, const ScriptCommand& cmd, ScriptError& err);
   // For extension lines (script_ext.h).
   bool json() const { return json_; }
   const ScriptLimits& limits() const { return limits_; }
   void set_limits(const ScriptLimits& l) { limits_ = l; }
   std::FILE* out() const { return out_; }
   Cpu& control_cpu() { return control_; }
-  std::shared_ptr<ScriptExtState>& ext_slot() { return ext_; }
   void drain_pending() { run_all_pending(); }
   // `fault alloc every N` (script_fault.cc): the pool's setting and every Cpu's.
   void set_alloc_fail_every(uint32_t n);
@@ -72,11 +82,12 @@ class ScriptRunner {
   PacketPool pool_;
   Cpu control_;
   std::vector<std::unique_ptr<Cpu>> workers_;
-  DeviceTable table_;
+  // nets_[0] is the script's first namespace (init_net); the others are named.
+  std::vector<std::unique_ptr<Net>> nets_;
+  Net* current_ = nullptr;
   // The long form's parameters (`pktgen set`), run by `pktgen start`.
   PktgenCommand pktgen_pending_;
-  std::shared_ptr<ScriptExtState> ext_;  // after table_: destroyed before the devices
-  std::shared_ptr<CaptureState> capture_;  // likewise
+  std::shared_ptr<CaptureState> capture_;  // after nets_: destroyed before the devices
 };
 
 }  // namespace pktpath::cli

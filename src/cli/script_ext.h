@@ -27,11 +27,6 @@ struct ExtCommand {
   std::shared_ptr<const ExtLine> line;
 };
 
-// Per-runner state of the extension lines (the nft ruleset); created on first use,
-// destroyed before the runner's devices.
-struct ScriptExtState;
-ScriptExtState& ext_state(ScriptRunner& runner);
-
 // nullopt: not an extension line (the runner parses it). Otherwise whether it parsed;
 // on success `out` holds the command. `out` is an ExtCommand slot.
 std::optional<bool> parse_ext_command(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
@@ -42,5 +37,10 @@ std::optional<bool> parse_nft_ext(const std::vector<std::string>& words, ExtComm
 std::optional<bool> parse_capture_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 bool parse_fault_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 std::optional<bool> parse_link_del_ext(const std::vector<std::string>& words, ExtCommand& out);
+// `sysctl ...` (cli/sysctl.cc).
+std::optional<bool> parse_sysctl_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+// `ip netns ...`, `ip -n NAME ...`, `tc -n NAME ...`, `ip link set dev D netns NAME`
+// (cli/ip/ip_netns.cc).
+std::optional<bool> parse_netns_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 
 }  // namespace pktpath::cli

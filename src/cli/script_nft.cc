@@ -6,23 +6,11 @@
 #include "cli/script_exec.h"
 #include "netfilter/nft_command.h"
 #include "sched/act_mirred.h"
+#include "netfilter/nft_net.h"
 #include "sched/clsact.h"
 #include "sched/nf_dev_resolver.h"
 
 namespace pktpath::cli {
-
-struct ScriptExtState {
-  explicit ScriptExtState(DeviceTable& t) : resolver(t) {}
-  ~ScriptExtState() { ruleset.flush(); }
-  tc::DevTableNftResolver resolver;
-  nf::NftRuleset ruleset;
-};
-
-ScriptExtState& ext_state(ScriptRunner& r) {
-  auto& slot = r.ext_slot();
-  if (!slot) slot = std::make_shared<ScriptExtState>(r.table());
-  return *slot;
-}
 
 namespace {
 
@@ -30,9 +18,9 @@ namespace {
 struct NftLine final : ExtLine {
   std::vector<std::string> words;
   bool execute(ScriptRunner& r, ScriptError& err) const override {
-    ScriptExtState& st = ext_state(r);
+    tc::DevTableNftResolver resolver(r.table());
     std::ostringstream out, errs;
-    const int rc = nf::nft_command(words, st.ruleset, st.resolver, out, errs, r.json());
+    const int rc = nf::nft_command(words, nf::nft_ruleset(r.net()), resolver, out, errs, r.json());
     const std::string text = out.str();
     if (!text.empty()) {
       std::fputs(text.c_str(), r.out());
@@ -67,7 +55,7 @@ struct LinkDelLine final : ExtLine {
                                       " (delete that filter first)");
         }
       }
-      if (r.ext_slot()) r.ext_slot()->ruleset.detach_device(&d->nf_hooks());
+      nf::nft_ruleset(r.net()).detach_device(&d->nf_hooks());
     }
     return r.execute(IpLinkDel{dev}, err);
   }

@@ -63,7 +63,7 @@ bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
   }
   cmd.json = cmd.json || json_;
   apply_limits(limits_, cmd);
-  NetDevice* d = table_.find(cmd.cfg.dev);
+  NetDevice* d = table().find(cmd.cfg.dev);
   if (!d) return fail(cmd.cfg.dev, "cannot find device \"" + cmd.cfg.dev + "\"");
   run_all_pending();
   std::string msg;

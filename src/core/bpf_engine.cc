@@ -4,48 +4,104 @@
 #include <mutex>
 #include <vector>
 
-#include "core/settings.h"
+#include "core/net.h"
+#include "core/sysctl.h"
 
 namespace pktpath {
 
 namespace {
-// -1: not chosen yet, use bpf::default_engine().
-std::atomic<int> g_engine{-1};
-std::mutex& engine_mu() {
-  static std::mutex m;
-  return m;
-}
+
+// Per-Net: the engine and JIT options programs load with (net->core's bpf_jit_* and
+// pktpath's engine switch).
+// Read without the mutex (loaders read them under their own writer locks, which the
+// reloads also take: the engine is stored before the reloads run, so a program loaded
+// meanwhile either sees the new engine or is reloaded).
+struct BpfNet final : PernetState {
+  std::mutex mu;  // serialises engine changes and the reloads they start
+  std::atomic<int> engine{0};
+  std::atomic<uint32_t> harden{0};  // net.core.bpf_jit_harden as set (0, 1 or 2)
+};
+
+const PernetRegistrar bpf_pernet{{"bpf", [](Net&) -> std::unique_ptr<PernetState> {
+                                    auto s = std::make_unique<BpfNet>();
+                                    s->engine.store(static_cast<int>(bpf::default_engine()));
+                                    return s;
+                                  }}};
+
+BpfNet& bpf_net(Net& net) { return net.generic<BpfNet>(bpf_pernet.id); }
+
+// Written during static initialisation only.
 std::vector<BpfEngineReloadFn>& users() {
   static std::vector<BpfEngineReloadFn> v;
   return v;
 }
 
-const SettingRegistrar bpf_engine_setting{
-    {"bpf_engine", "switch|threaded|jit", [](const std::string& v) -> std::optional<std::string> {
+const SysctlRegistrar engine_sysctl{
+    {"net.pktpath.bpf_engine", "bpf_engine", "switch|threaded|jit",
+     [](Net& n) { return std::string(bpf::engine_name(net_bpf_engine(n))); },
+     [](Net& n, const std::string& v) -> std::optional<std::string> {
        auto e = bpf::parse_engine(v);
-       if (!e) return "bpf_engine: expected switch, threaded or jit, not '" + v + "'";
+       if (!e) return "net.pktpath.bpf_engine: expected switch, threaded or jit, not '" + v + "'";
        std::string err;
-       if (!net_set_bpf_engine(*e, &err)) return "bpf_engine: " + err;
+       if (!net_set_bpf_engine(n, *e, &err)) return "net.pktpath.bpf_engine: " + err;
        return std::nullopt;
      }}};
+
+// 1: programs load on the JIT; 0: on the threaded interpreter (Linux runs its
+// interpreter). The same switch as net.pktpath.bpf_engine, seen as the kernel names it.
+const SysctlRegistrar jit_enable_sysctl{
+    {"net.core.bpf_jit_enable", nullptr, "0|1",
+     [](Net& n) { return std::string(net_bpf_engine(n) == bpf::Engine::Jit ? "1" : "0"); },
+     [](Net& n, const std::string& v) -> std::optional<std::string> {
+       uint32_t on = 0;
+       if (auto e = sysctl_parse_uint("net.core.bpf_jit_enable", v, 0, 1, &on)) return e;
+       const bpf::Engine cur = net_bpf_engine(n);
+       const bpf::Engine want = on ? bpf::Engine::Jit : (cur == bpf::Engine::Jit ? bpf::Engine::Threaded : cur);
+       std::string err;
+       if (want != cur && !net_set_bpf_engine(n, want, &err)) return "net.core.bpf_jit_enable: " + err;
+       return std::nullopt;
+     }}};
+
+// Constant blinding for programs loaded from now on. Linux blinds unprivileged
+// programs at 1 and all at 2; every loader here is privileged alike, so 1 and 2 blind
+// every program.
+const SysctlRegistrar jit_harden_sysctl{
+    {"net.core.bpf_jit_harden", nullptr, "0|1|2",
+     [](Net& n) { return std::to_string(bpf_net(n).harden.load()); },
+     [](Net& n, const std::string& v) -> std::optional<std::string> {
+       uint32_t h = 0;
+       if (auto e = sysctl_parse_uint("net.core.bpf_jit_harden", v, 0, 2, &h)) return e;
+       bpf_net(n).harden.store(h);
+       return std::nullopt;
+     }}};
+
 }  // namespace
 
-bpf::Engine net_bpf_engine() {
-  const int e = g_engine.load();
-  return e < 0 ? bpf::default_engine() : static_cast<bpf::Engine>(e);
+BpfLoadConfig net_bpf_config(Net& net) {
+  BpfNet& s = bpf_net(net);
+  BpfLoadConfig c;
+  c.engine = static_cast<bpf::Engine>(s.engine.load());
+  c.jit.blind = s.harden.load() != 0;
+  return c;
 }
 
-bool net_set_bpf_engine(bpf::Engine e, std::string* err) {
-  std::lock_guard g(engine_mu());
-  g_engine.store(static_cast<int>(e));
+bpf::Engine net_bpf_engine(Net& net) { return net_bpf_config(net).engine; }
+
+std::optional<bpf::Program> net_bpf_load(Net& net, std::span<const bpf::Insn> insns, std::string* err) {
+  const BpfLoadConfig c = net_bpf_config(net);
+  return bpf::Program::load(insns, c.engine, c.jit, err);
+}
+
+bool net_set_bpf_engine(Net& net, bpf::Engine e, std::string* err) {
+  BpfNet& s = bpf_net(net);
+  std::lock_guard g(s.mu);
+  s.engine.store(static_cast<int>(e));
+  const BpfLoadConfig c = net_bpf_config(net);
   for (BpfEngineReloadFn fn : users())
-    if (!fn(e, err)) return false;
+    if (!fn(net, c, err)) return false;
   return true;
 }
 
-BpfEngineUser::BpfEngineUser(BpfEngineReloadFn reload) {
-  std::lock_guard g(engine_mu());
-  users().push_back(reload);
-}
+BpfEngineUser::BpfEngineUser(BpfEngineReloadFn reload) { users().push_back(reload); }
 
 }  // namespace pktpath

@@ -5,7 +5,7 @@
 
 namespace pktpath {
 
-DeviceTable::DeviceTable(Cpu& control) : control_(control) {}
+DeviceTable::DeviceTable(Cpu& control, Net& net) : control_(control), net_(net) {}
 
 DeviceTable::~DeviceTable() {
   std::vector<std::string> names;
@@ -44,6 +44,7 @@ NetDevice* DeviceTable::add(const NetDevice::Config& cfg, std::string_view kind,
   auto dev = std::make_unique<NetDevice>(cfg, lk->ops, lk->flags);
   const int idx = next_ifindex_++;
   dev->set_ifindex(idx);
+  dev->set_net(&net_);
   if (!cfg.mac_set) {
     // Deterministic locally administered address (the kernel picks a random one).
     dev->set_mac(
@@ -71,6 +72,37 @@ bool DeviceTable::del(std::string_view name, std::string& err) {
   by_index_.erase(idx);
   reap();
   return true;
+}
+
+std::unique_ptr<NetDevice> DeviceTable::unlink(NetDevice& dev, std::string* kind) {
+  auto it = by_index_.find(dev.ifindex());
+  if (it == by_index_.end() || it->second.dev.get() != &dev) return nullptr;
+  std::unique_ptr<NetDevice> owned = std::move(it->second.dev);
+  if (kind) *kind = std::move(it->second.kind);
+  by_name_.erase(owned->name());
+  by_index_.erase(it);
+  reap();
+  return owned;
+}
+
+NetDevice* DeviceTable::adopt(std::unique_ptr<NetDevice> dev, std::string kind, std::string& err) {
+  if (by_name_.count(dev->name())) {
+    err = "device \"" + dev->name() + "\" already exists in the target namespace";
+    return nullptr;
+  }
+  // The ifindex travels with the device unless taken (dev_change_net_namespace).
+  int idx = dev->ifindex();
+  if (by_index_.count(idx)) {
+    while (by_index_.count(next_ifindex_)) ++next_ifindex_;
+    idx = next_ifindex_++;
+  }
+  if (idx >= next_ifindex_) next_ifindex_ = idx + 1;
+  dev->set_ifindex(idx);
+  dev->set_net(&net_);
+  NetDevice* raw = dev.get();
+  by_index_[idx] = Entry{std::move(dev), std::move(kind), 0x8001};
+  by_name_[raw->name()] = idx;
+  return raw;
 }
 
 NetDevice* DeviceTable::find(std::string_view name) const {

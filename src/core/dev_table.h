@@ -18,10 +18,13 @@
 
 namespace pktpath {
 
+class Net;
+
 class DeviceTable {
  public:
   // `control`: the Cpu of the thread that configures; drops from resets count on it.
-  explicit DeviceTable(Cpu& control);
+  // `net`: the namespace the devices belong to (Net owns its table).
+  DeviceTable(Cpu& control, Net& net);
   ~DeviceTable();
   DeviceTable(const DeviceTable&) = delete;
   DeviceTable& operator=(const DeviceTable&) = delete;
@@ -46,6 +49,13 @@ class DeviceTable {
   size_t retired_count() const { return graveyard_.size(); }
 
   Cpu& control_cpu() { return control_; }
+  Net& net() { return net_; }
+
+  // dev_change_net_namespace's two halves: take a device (already down, its qdiscs and
+  // hooks flushed) out of this table, and put it into another one, keeping its ifindex
+  // when that is free there (else the next free one).
+  std::unique_ptr<NetDevice> unlink(NetDevice& dev, std::string* kind);
+  NetDevice* adopt(std::unique_ptr<NetDevice> dev, std::string kind, std::string& err);
   // Next automatic qdisc handle for a device ("8001:", "8002:", ...).
   uint32_t alloc_handle(NetDevice& dev);
 
@@ -56,6 +66,7 @@ class DeviceTable {
     uint32_t next_handle = 0x8001;
   };
   Cpu& control_;
+  Net& net_;
   int next_ifindex_ = 1;
   std::map<int, Entry> by_index_;
   std::map<std::string, int, std::less<>> by_name_;

@@ -3,7 +3,7 @@
 // (bypass when empty, else enqueue and run). The qdisc run loop is in sch_generic.cc.
 #include "core/dev_xmit.h"
 
-#include "core/settings.h"
+#include "core/net.h"
 
 #include "sched/clsact_inline.h"
 #include "sched/sch_generic.h"
@@ -29,7 +29,7 @@ PP_NOINLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& de
   PacketList to_free;
   int rc;
   if ((q.flags() & TCQ_F_CAN_BYPASS) && q.nolock_is_empty() &&
-      PP_LIKELY(xmit_config().bypass.load(std::memory_order_relaxed)) && q.run_begin()) {
+      PP_LIKELY(dev.net().xmit_config().bypass.load(std::memory_order_relaxed)) && q.run_begin()) {
     // Look again under the seqlock: a requeue may have raced with the first test.
     if (PP_UNLIKELY(!q.nolock_is_empty())) {
       rc = q.enqueue(cpu, p, to_free);
@@ -61,7 +61,7 @@ PP_NOINLINE int dev_xmit_skb_locked(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& de
     cpu.free_reason(p, dev.is_up() ? DropReason::QDISC_DROP : DropReason::DEV_READY);
     rc = NET_XMIT_DROP;
   } else if ((q.flags() & TCQ_F_CAN_BYPASS) && q.qlen_locked() == 0 &&
-             xmit_config().bypass.load(std::memory_order_relaxed) && q.run_begin()) {
+             dev.net().xmit_config().bypass.load(std::memory_order_relaxed) && q.run_begin()) {
     // Empty work-conserving qdisc: skip the enqueue/dequeue pair.
     q.stats_sent_direct(cpu, p);
     if (sch_direct_xmit(cpu, p, q, dev, txq, &root_lock)) qdisc_run_inner(cpu, q);
@@ -132,21 +132,6 @@ PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQue
   return dev_xmit_noqueue_slow(cpu, p, dev, txq);
 }
 
-}  // namespace
-
-XmitConfig& xmit_config() {
-  static XmitConfig c;
-  return c;
-}
-
-namespace {
-// `--ab bypass=on|off` (document 001).
-const SettingRegistrar bypass_setting{{"bypass", "on|off", [](const std::string& v) -> std::optional<std::string> {
-                                         bool on = false;
-                                         if (auto e = setting_parse_on_off("bypass", v, &on)) return e;
-                                         xmit_config().bypass.store(on);
-                                         return std::nullopt;
-                                       }}};
 }  // namespace
 
 void netdev_xmit_skip_txqueue(bool skip) { tls_skip_txqueue = skip; }

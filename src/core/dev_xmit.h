@@ -10,13 +10,6 @@
 
 namespace pktpath {
 
-// The bypass switch for the A/B of document 001: off makes every packet take
-// enqueue + qdisc_run even when the qdisc is empty.
-struct XmitConfig {
-  std::atomic<bool> bypass{true};
-};
-XmitConfig& xmit_config();
-
 // __dev_queue_xmit: p->dev must be set. Takes ownership of p in every case.
 // Returns NET_XMIT_SUCCESS (0), NET_XMIT_DROP (1) or NET_XMIT_CN (2).
 int dev_queue_xmit(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));

@@ -24,7 +24,9 @@ NetDevice::NetDevice(const Config& cfg, const NetDeviceOps* ops, uint32_t flags)
   pcpu_ = std::make_unique<DevCpuStats[]>(kMaxCpus);
 }
 
-NetDevice::~NetDevice() { tap_device_gone(*this); }
+NetDevice::~NetDevice() {
+  if (net_) tap_device_gone(*this);
+}
 
 bool NetDevice::set_real_num_tx_queues(uint16_t n) {
   if (n == 0 || n > num_tx_queues_) return false;

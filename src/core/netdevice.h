@@ -32,6 +32,7 @@ struct Miniq;  // sched/clsact.h: the published filter list of one clsact direct
 
 class Qdisc;
 class NetDevice;
+class Net;  // core/net.h: the namespace the device belongs to
 struct TapList;  // core/tap.h: the published taps of a device (dev->ptype_all)
 
 // What start_xmit returns (netdev_tx_t).
@@ -136,6 +137,9 @@ class NetDevice {
   bool is_up() const { return flags_ & IFF_UP; }
   bool lltx() const { return flags_ & NETIF_F_LLTX; }
   const NetDeviceOps& ops() const { return *ops_; }
+  // dev_net: the namespace the device is in (set by its DeviceTable).
+  Net& net() const { return *net_; }
+  void set_net(Net* n) { net_ = n; }
 
   // --- transmit queues.
   uint16_t num_tx_queues() const { return num_tx_queues_; }
@@ -211,6 +215,7 @@ class NetDevice {
   uint32_t mtu_;
   uint32_t tx_queue_len_;
   int ifindex_ = 0;
+  Net* net_ = nullptr;
   std::array<uint8_t, 6> mac_{};
   bool root_is_default_ = true;
   std::string name_;

@@ -12,6 +12,7 @@
 
 #include "core/bpf_engine.h"
 #include "core/bpf_view.h"
+#include "core/net.h"
 #include "core/rcu.h"
 
 namespace pktpath {
@@ -28,23 +29,24 @@ namespace {
 
 constexpr uint8_t kPacketOutgoing = 4;  // PACKET_OUTGOING (if_packet.h)
 
-std::mutex& tap_mu() {
-  static std::mutex m;
-  return m;
-}
+// Per-Net writer side: the lock and the attached taps per device, in attach order.
+struct TapNet final : PernetState {
+  std::mutex mu;
+  std::map<NetDevice*, std::vector<std::shared_ptr<Tap>>> attached;
+};
 
-// Attached taps per device, in attach order (writer side).
-std::map<NetDevice*, std::vector<std::shared_ptr<Tap>>>& attached() {
-  static std::map<NetDevice*, std::vector<std::shared_ptr<Tap>>> m;
-  return m;
-}
+const PernetRegistrar tap_pernet{{"taps", [](Net&) -> std::unique_ptr<PernetState> {
+                                    return std::make_unique<TapNet>();
+                                  }}};
+
+TapNet& tap_net(Net& net) { return net.generic<TapNet>(tap_pernet.id); }
 
 // Publish the device's current tap set, wait for readers, free the old set.
-// Called with tap_mu held.
-void publish(NetDevice& dev) {
+// Called with the Net's tap mutex held.
+void publish(TapNet& tn, NetDevice& dev) {
   std::unique_ptr<const TapList> fresh;
-  auto it = attached().find(&dev);
-  if (it != attached().end() && !it->second.empty()) {
+  auto it = tn.attached.find(&dev);
+  if (it != tn.attached.end() && !it->second.empty()) {
     auto l = std::make_unique<TapList>();
     for (const auto& t : it->second) l->taps.push_back(t.get());
     fresh = std::move(l);
@@ -52,8 +54,9 @@ void publish(NetDevice& dev) {
   rcu_replace(dev.taps_head(), std::move(fresh));
 }
 
-std::unique_ptr<const bpf::Program> load_program(const bpf::Insns& insns, bpf::Engine e, std::string* err) {
-  auto prog = bpf::Program::load(insns, e, err);
+std::unique_ptr<const bpf::Program> load_program(const bpf::Insns& insns, const BpfLoadConfig& c,
+                                                 std::string* err) {
+  auto prog = bpf::Program::load(insns, c.engine, c.jit, err);
   if (!prog) return nullptr;
   return std::make_unique<const bpf::Program>(std::move(*prog));
 }
@@ -191,9 +194,10 @@ std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) 
   Tap& m = TapAccess::mut(t);
   m.stats_ = std::make_unique<TapCpuStats[]>(kMaxCpus);
   RcuWriterScope rcu_scope;
-  std::lock_guard g(tap_mu());
+  TapNet& tn = tap_net(dev.net());
+  std::lock_guard g(tn.mu);
   if (spec.has_filter) {
-    m.owned_ = load_program(spec.insns, net_bpf_engine(), err);
+    m.owned_ = load_program(spec.insns, net_bpf_config(dev.net()), err);
     if (!m.owned_) return nullptr;
     m.prog_.store(m.owned_.get(), std::memory_order_release);
   }
@@ -219,8 +223,8 @@ std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) 
   }
   m.spec_ = std::move(spec);
   m.dev_ = &dev;
-  attached()[&dev].push_back(t);
-  publish(dev);
+  tn.attached[&dev].push_back(t);
+  publish(tn, dev);
   return t;
 }
 
@@ -228,13 +232,16 @@ TapCounts tap_detach(const std::shared_ptr<Tap>& tap) {
   if (!tap) return {};
   {
     RcuWriterScope rcu_scope;
-    std::lock_guard g(tap_mu());
     Tap& m = TapAccess::mut(tap);
+    // m.dev_ changes only under its Net's tap mutex; the caller does not race a detach of
+    // the same tap with the device's removal (control thread).
     if (NetDevice* dev = m.dev_) {
-      auto& v = attached()[dev];
+      TapNet& tn = tap_net(dev->net());
+      std::lock_guard g(tn.mu);
+      auto& v = tn.attached[dev];
       v.erase(std::remove(v.begin(), v.end(), tap), v.end());
-      if (v.empty()) attached().erase(dev);
-      publish(*dev);  // waits: no reader holds the tap any more
+      if (v.empty()) tn.attached.erase(dev);
+      publish(tn, *dev);  // waits: no reader holds the tap any more
       m.dev_ = nullptr;
     }
     if (m.dumper_) {
@@ -247,32 +254,35 @@ TapCounts tap_detach(const std::shared_ptr<Tap>& tap) {
 }
 
 std::vector<std::shared_ptr<Tap>> tap_list(NetDevice& dev) {
-  std::lock_guard g(tap_mu());
-  auto it = attached().find(&dev);
-  return it == attached().end() ? std::vector<std::shared_ptr<Tap>>{} : it->second;
+  TapNet& tn = tap_net(dev.net());
+  std::lock_guard g(tn.mu);
+  auto it = tn.attached.find(&dev);
+  return it == tn.attached.end() ? std::vector<std::shared_ptr<Tap>>{} : it->second;
 }
 
 void tap_device_gone(NetDevice& dev) {
-  std::lock_guard g(tap_mu());
-  auto it = attached().find(&dev);
-  if (it != attached().end()) {
+  TapNet& tn = tap_net(dev.net());
+  std::lock_guard g(tn.mu);
+  auto it = tn.attached.find(&dev);
+  if (it != tn.attached.end()) {
     for (const auto& t : it->second) TapAccess::mut(t).dev_ = nullptr;
-    attached().erase(it);
+    tn.attached.erase(it);
   }
   // No reader runs on a device being destroyed (NetDevice contract): free at once.
   rcu_publish(dev.taps_head(), std::unique_ptr<const TapList>());
 }
 
-bool tap_set_bpf_engine(bpf::Engine e, std::string* err) {
+bool tap_set_bpf_engine(Net& net, const BpfLoadConfig& cfg, std::string* err) {
   RcuWriterScope rcu_scope;
-  std::lock_guard g(tap_mu());
+  TapNet& tn = tap_net(net);
+  std::lock_guard g(tn.mu);
   std::vector<std::unique_ptr<const bpf::Program>> old;
   bool ok = true;
-  for (auto& [dev, taps] : attached())
+  for (auto& [dev, taps] : tn.attached)
     for (const auto& t : taps) {
       Tap& m = TapAccess::mut(t);
       if (!m.owned_) continue;
-      auto fresh = load_program(m.spec_.insns, e, err);
+      auto fresh = load_program(m.spec_.insns, cfg, err);
       if (!fresh) {
         ok = false;
         continue;

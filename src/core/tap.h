@@ -13,7 +13,8 @@
 // the same liburcu QSBR domain as tc and netfilter). No lock and no allocation per packet,
 // except the tap's file lock when it writes a pcap file (the kernel takes the socket's
 // receive-queue lock at the same point).
-// Write side: tap_attach / tap_detach / tap_set_bpf_engine take one mutex, publish a new
+// Write side: tap_attach / tap_detach / tap_set_bpf_engine take the device's Net's tap
+// mutex (taps are per Net), publish a new
 // TapList and wait for a grace period before freeing what they replaced.
 #pragma once
 
@@ -25,6 +26,7 @@
 
 #include "bpf/insn.h"
 #include "bpf/program.h"
+#include "core/bpf_engine.h"
 #include "core/counter.h"
 #include "core/cpu.h"
 #include "core/netdevice.h"
@@ -82,7 +84,7 @@ class Tap {
   friend std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err);
   friend TapCounts tap_detach(const std::shared_ptr<Tap>& tap);
   friend void tap_device_gone(NetDevice& dev);
-  friend bool tap_set_bpf_engine(bpf::Engine e, std::string* err);
+  friend bool tap_set_bpf_engine(Net& net, const BpfLoadConfig& cfg, std::string* err);
   Tap() = default;
   bool write_pcap(const Packet& p, uint32_t snap) const;
   bool flush_locked() const;  // write_lock_ held
@@ -117,7 +119,7 @@ struct TapList {
 void dev_taps_deliver(Cpu& cpu, const Packet& p, const TapList& list, bool outgoing);
 
 // Attach a tap: compiles nothing (spec.insns is already compiled), loads the filter on
-// net_bpf_engine(), opens the pcap file. nullptr with *err on failure (nothing attached).
+// the device's Net's engine (net_bpf_config), opens the pcap file. nullptr with *err on failure (nothing attached).
 std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err);
 // Detach (idempotent): unpublish, wait for the readers, flush and close the file.
 // Returns the final counts.
@@ -126,7 +128,8 @@ TapCounts tap_detach(const std::shared_ptr<Tap>& tap);
 std::vector<std::shared_ptr<Tap>> tap_list(NetDevice& dev);
 // The device is being destroyed (no reader can run on it): unpublish its taps.
 void tap_device_gone(NetDevice& dev);
-// Reload every tap's filter on engine e (registered with core/bpf_engine.h's switch).
-bool tap_set_bpf_engine(bpf::Engine e, std::string* err);
+// Reload the filter of every tap attached in `net` (registered with core/bpf_engine.h's
+// switch).
+bool tap_set_bpf_engine(Net& net, const BpfLoadConfig& cfg, std::string* err);
 
 }  // namespace pktpath

@@ -3,13 +3,15 @@
 
 #include <arpa/inet.h>
 
+#include "bpf/jit.h"
 #include "bpf/packet_view.h"
 #include "core/netdevice.h"
 
 namespace pktpath::tc {
 
-std::unique_ptr<BpfFilter> BpfFilter::create(BpfFilterSpec spec, bpf::Engine engine, std::string* err) {
-  auto prog = bpf::Program::load(spec.insns, engine, err);
+std::unique_ptr<BpfFilter> BpfFilter::create(BpfFilterSpec spec, bpf::Engine engine, const bpf::JitOptions& jit,
+                                             std::string* err) {
+  auto prog = bpf::Program::load(spec.insns, engine, jit, err);
   if (!prog) return nullptr;
   std::unique_ptr<BpfFilter> f(new BpfFilter(std::move(spec)));
   f->owned_ = std::make_unique<const bpf::Program>(std::move(*prog));
@@ -19,8 +21,9 @@ std::unique_ptr<BpfFilter> BpfFilter::create(BpfFilterSpec spec, bpf::Engine eng
 
 BpfFilter::~BpfFilter() = default;
 
-std::unique_ptr<const bpf::Program> BpfFilter::reload(bpf::Engine engine, std::string* err) {
-  auto prog = bpf::Program::load(spec_.insns, engine, err);
+std::unique_ptr<const bpf::Program> BpfFilter::reload(bpf::Engine engine, const bpf::JitOptions& jit,
+                                                     std::string* err) {
+  auto prog = bpf::Program::load(spec_.insns, engine, jit, err);
   if (!prog) return nullptr;
   auto fresh = std::make_unique<const bpf::Program>(std::move(*prog));
   prog_.store(fresh.get(), std::memory_order_release);

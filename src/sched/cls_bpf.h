@@ -37,9 +37,10 @@ struct BpfFilterSpec {
 
 class BpfFilter {
  public:
-  // Loads the program on `engine` (Program::load runs the kernel checker); nullptr with
-  // *err on a rejected program.
-  static std::unique_ptr<BpfFilter> create(BpfFilterSpec spec, bpf::Engine engine, std::string* err);
+  // Loads the program on `engine` with the JIT options of the filter's Net
+  // (Program::load runs the kernel checker); nullptr with *err on a rejected program.
+  static std::unique_ptr<BpfFilter> create(BpfFilterSpec spec, bpf::Engine engine, const bpf::JitOptions& jit,
+                                           std::string* err);
   ~BpfFilter();
 
   // mirrors cls_bpf_classify for one program: TC_ACT_UNSPEC to go on with the next
@@ -49,7 +50,7 @@ class BpfFilter {
 
   // Writer side: load the program again on another engine and publish it. Returns the
   // program it replaced, for the caller to free after a grace period.
-  std::unique_ptr<const bpf::Program> reload(bpf::Engine engine, std::string* err);
+  std::unique_ptr<const bpf::Program> reload(bpf::Engine engine, const bpf::JitOptions& jit, std::string* err);
 
   const BpfFilterSpec& spec() const { return spec_; }
   uint32_t pref() const { return spec_.pref; }

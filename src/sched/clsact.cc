@@ -14,20 +14,46 @@
 #include "core/dev_xmit.h"
 #include "core/rcu.h"
 #include "core/bpf_engine.h"
-#include "core/settings.h"
+#include "core/net.h"
+#include "core/sysctl.h"
 #include "sched/qdisc.h"
 
 namespace pktpath::tc {
 
 namespace {
 
+// Per-Net tc state (pernet): the writer lock (the rtnl lock's role), the devices that
+// have hook state, deferred frees, and the egress switches.
+struct TcDevState;
+
+struct TcNet final : PernetState {
+  std::mutex mu;
+  // Devices that have hook state, for the engine switch and the egress_hooks A/B.
+  std::set<TcDevState*> registry;
+  // Deferred frees (call_rcu): what writers unpublished, freed in batches after a grace
+  // period. Guarded by mu.
+  RcuRetireList retired;
+  std::atomic<bool> egress_hooks_on{true};
+  // Forces the netfilter egress check into every device's egress hook, as if netfilter
+  // egress were enabled everywhere with no chain (document 000's "with netfilter hook").
+  std::atomic<int> nf_hook_point{0};  // NfHookPoint
+};
+
+const PernetRegistrar tc_pernet{{"tc", [](Net&) -> std::unique_ptr<PernetState> {
+                                   return std::make_unique<TcNet>();
+                                 }}};
+
+TcNet& tc_net(Net& net) { return net.generic<TcNet>(tc_pernet.id); }
+
 // Writer-side state of one device: the clsact's filters in run order and its counters,
-// plus whether netfilter egress is in use. Lives in NetDevice::hooks_state().
+// plus whether netfilter egress is in use. Lives in NetDevice::hooks_state(); made and
+// destroyed while the device is in one Net.
 struct TcDevState final : DevHooksState {
-  explicit TcDevState(NetDevice& d) : dev(d) {}
+  explicit TcDevState(NetDevice& d) : dev(d), net(tc_net(d.net())) {}
   ~TcDevState() override;
 
   NetDevice& dev;
+  TcNet& net;
   bool clsact = false;
   bool ingress_only = false;  // the `ingress` kind: no egress list
   bool nf_egress = false;
@@ -39,39 +65,18 @@ struct TcDevState final : DevHooksState {
   }
 };
 
-std::mutex& tc_mu() {
-  static std::mutex m;
-  return m;
-}
-
-// Devices that have hook state, for the engine switch and the egress_hooks A/B.
-std::set<TcDevState*>& registry() {
-  static std::set<TcDevState*> r;
-  return r;
-}
-
-// Deferred frees (call_rcu): what writers unpublished, freed in batches after a grace
-// period. Guarded by tc_mu().
-RcuRetireList& retired() {
-  static RcuRetireList r;
-  return r;
-}
 template <typename T>
-void retire(std::unique_ptr<T> obj) {
-  retired().retire(std::move(obj));
+void retire(TcNet& tn, std::unique_ptr<T> obj) {
+  tn.retired.retire(std::move(obj));
 }
-std::atomic<bool> g_egress_hooks_on{true};
-// Forces the netfilter egress check into every device's egress hook, as if netfilter
-// egress were enabled everywhere with no chain (document 000's "with netfilter hook").
-std::atomic<int> g_nf_hook_point{0};  // NfHookPoint
 
 TcDevState::~TcDevState() {
   // The device is going away: no reader can run on it any more (NetDevice contract).
-  std::lock_guard g(tc_mu());
-  registry().erase(this);
+  std::lock_guard g(net.mu);
+  net.registry.erase(this);
   for (Dir d : {Dir::Egress, Dir::Ingress}) rcu_publish(head(d), std::unique_ptr<const Miniq>());
   dev.set_egress_hook(nullptr, nullptr);
-  retired().barrier();
+  net.retired.barrier();
 }
 
 TcDevState& state_of(NetDevice& dev) {
@@ -80,7 +85,7 @@ TcDevState& state_of(NetDevice& dev) {
     auto fresh = std::make_unique<TcDevState>(dev);
     s = fresh.get();
     dev.set_hooks_state(std::move(fresh));
-    registry().insert(s);
+    s->net.registry.insert(s);
   }
   return *s;
 }
@@ -88,9 +93,9 @@ TcDevState& state_of(NetDevice& dev) {
 // Install or remove the egress hook pointer: present while tc egress filters or
 // netfilter egress are in use (and the A/B switch allows it).
 void update_egress_hook(TcDevState& s) {
-  const bool want = g_egress_hooks_on.load(std::memory_order_relaxed) &&
+  const bool want = s.net.egress_hooks_on.load(std::memory_order_relaxed) &&
                     (s.nf_egress || (s.clsact && !s.filters[0].empty()));
-  const auto point = static_cast<NfHookPoint>(g_nf_hook_point.load(std::memory_order_relaxed));
+  const auto point = static_cast<NfHookPoint>(s.net.nf_hook_point.load(std::memory_order_relaxed));
   EgressHookFn fn = dev_egress_tc_only;
   if (point == NfHookPoint::BeforeFix)
     fn = dev_egress_hooks_outline;
@@ -113,42 +118,50 @@ void publish(TcDevState& s, Dir d) {
   }
   std::unique_ptr<const Miniq> old = rcu_publish(s.head(d), std::move(fresh));
   if (d == Dir::Egress) update_egress_hook(s);
-  retire(std::move(old));
+  retire(s.net, std::move(old));
 }
 
 bool run_order(const std::unique_ptr<BpfFilter>& a, const std::unique_ptr<BpfFilter>& b) {
   return a->pref() != b->pref() ? a->pref() < b->pref() : a->handle() < b->handle();
 }
 
-// Reload every attached filter's program on engine e (the shared engine switch).
-bool reload_filters(bpf::Engine e, std::string* err) {
+// Reload every filter attached in `net` (the Net's engine switch).
+bool reload_filters(Net& net, const BpfLoadConfig& cfg, std::string* err) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
-  for (TcDevState* s : registry())
+  TcNet& tn = tc_net(net);
+  std::lock_guard g(tn.mu);
+  for (TcDevState* s : tn.registry)
     for (auto& list : s->filters)
       for (auto& f : list) {
-        auto o = f->reload(e, err);
+        auto o = f->reload(cfg.engine, cfg.jit, err);
         if (!o) return false;
-        retire(std::move(o));
+        retire(tn, std::move(o));
       }
   return true;
 }
 const BpfEngineUser tc_engine_user{reload_filters};
 
-const SettingRegistrar egress_hooks_setting{
-    {"egress_hooks", "on|off", [](const std::string& v) -> std::optional<std::string> {
+const SysctlRegistrar egress_hooks_sysctl{
+    {"net.pktpath.egress_hooks", "egress_hooks", "on|off",
+     [](Net& n) { return std::string(tc_net(n).egress_hooks_on.load() ? "on" : "off"); },
+     [](Net& n, const std::string& v) -> std::optional<std::string> {
        bool on = false;
-       if (auto e = setting_parse_on_off("egress_hooks", v, &on)) return e;
-       tc_egress_hooks_enable(on);
+       if (auto e = sysctl_parse_on_off("net.pktpath.egress_hooks", v, &on)) return e;
+       tc_egress_hooks_enable(n, on);
        return std::nullopt;
      }}};
-const SettingRegistrar nf_hook_point_setting{
-    {"nf_hook_point", "on|off|before_fix", [](const std::string& v) -> std::optional<std::string> {
+const SysctlRegistrar nf_hook_point_sysctl{
+    {"net.pktpath.nf_hook_point", "nf_hook_point", "on|off|before_fix",
+     [](Net& n) {
+       const int p = tc_net(n).nf_hook_point.load();
+       return std::string(p == 1 ? "on" : p == 2 ? "before_fix" : "off");
+     },
+     [](Net& n, const std::string& v) -> std::optional<std::string> {
        if (v != "on" && v != "off" && v != "before_fix")
-         return "nf_hook_point: expected on, off or before_fix, not '" + v + "'";
-       tc_nf_hook_point_force(v == "on"    ? NfHookPoint::On
-                              : v == "off" ? NfHookPoint::Off
-                                           : NfHookPoint::BeforeFix);
+         return "net.pktpath.nf_hook_point: expected on, off or before_fix, not '" + v + "'";
+       tc_nf_hook_point_force(n, v == "on"    ? NfHookPoint::On
+                                 : v == "off" ? NfHookPoint::Off
+                                              : NfHookPoint::BeforeFix);
        return std::nullopt;
      }}};
 
@@ -203,7 +216,7 @@ Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
 
 bool clsact_add(NetDevice& dev, std::string* err, bool ingress_only) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   TcDevState& s = state_of(dev);
   if (s.clsact) {
     if (err) *err = "Exclusivity flag on, cannot modify (clsact already present on " + dev.name() + ")";
@@ -215,7 +228,7 @@ bool clsact_add(NetDevice& dev, std::string* err, bool ingress_only) {
 }
 
 const char* ingress_qdisc_kind(NetDevice& dev) {
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) return nullptr;
   return s->ingress_only ? "ingress" : "clsact";
@@ -223,7 +236,7 @@ const char* ingress_qdisc_kind(NetDevice& dev) {
 
 bool clsact_del(NetDevice& dev, std::string* err) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) {
     if (err) *err = "Cannot find specified qdisc on specified device (no clsact on " + dev.name() + ")";
@@ -234,19 +247,40 @@ bool clsact_del(NetDevice& dev, std::string* err) {
   publish(*s, Dir::Egress);
   publish(*s, Dir::Ingress);
   for (auto& l : s->filters)
-    for (auto& f : l) retire(std::move(f));
+    for (auto& f : l) retire(s->net, std::move(f));
   for (auto& l : s->filters) l.clear();
   return true;
 }
 
-void tc_rcu_barrier() {
+void tc_rcu_barrier(Net& net) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
-  retired().barrier();
+  TcNet& tn = tc_net(net);
+  std::lock_guard g(tn.mu);
+  tn.retired.barrier();
+}
+
+// The device leaves its Net (dev_change_net_namespace's dev_shutdown and
+// tcf_block teardown): filters, clsact and hook state go; the device starts bare.
+void tc_dev_unregister(NetDevice& dev) {
+  {
+    RcuWriterScope writer;
+    TcNet& tn = tc_net(dev.net());
+    std::lock_guard g(tn.mu);
+    auto* s = static_cast<TcDevState*>(dev.hooks_state());
+    if (!s) return;
+    s->clsact = false;
+    publish(*s, Dir::Egress);
+    publish(*s, Dir::Ingress);
+    for (auto& l : s->filters)
+      for (auto& f : l) retire(tn, std::move(f));
+    for (auto& l : s->filters) l.clear();
+    tn.retired.barrier();
+  }
+  dev.set_hooks_state(nullptr);  // ~TcDevState takes the lock itself
 }
 
 bool clsact_present(NetDevice& dev) {
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   return s && s->clsact;
 }
@@ -254,7 +288,7 @@ bool clsact_present(NetDevice& dev) {
 bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::string* err, uint32_t* pref_out,
                 uint32_t* handle_out) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) {
     if (err) *err = "no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)";
@@ -289,7 +323,8 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
     return false;
   }
   const uint32_t pref = spec.pref, handle = spec.handle;
-  auto f = BpfFilter::create(std::move(spec), net_bpf_engine(), err);
+  const BpfLoadConfig lc = net_bpf_config(dev.net());
+  auto f = BpfFilter::create(std::move(spec), lc.engine, lc.jit, err);
   if (!f) return false;
   std::unique_ptr<BpfFilter> old;
   if (it != list.end()) {
@@ -300,7 +335,7 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
     std::stable_sort(list.begin(), list.end(), run_order);
   }
   publish(*s, dir);
-  retire(std::move(old));
+  retire(s->net, std::move(old));
   if (pref_out) *pref_out = pref;
   if (handle_out) *handle_out = handle;
   return true;
@@ -308,7 +343,7 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
 
 bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) {
     if (err) *err = "no clsact qdisc on " + dev.name();
@@ -329,48 +364,46 @@ bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::st
     return false;
   }
   publish(*s, dir);
-  for (auto& f : removed) retire(std::move(f));
+  for (auto& f : removed) retire(s->net, std::move(f));
   return true;
 }
 
 void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilter&)>& fn) {
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) return;
   for (const auto& f : s->filters[static_cast<int>(dir)]) fn(*f);
 }
 
 TcStats::Sum clsact_stats(NetDevice& dev, Dir dir) {
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) return {};
   return s->qstats[static_cast<int>(dir)].sum();
 }
 
-bpf::Engine tc_bpf_engine() { return net_bpf_engine(); }
-
-bool tc_set_bpf_engine(bpf::Engine e, std::string* err) { return net_set_bpf_engine(e, err); }
-
 void netdev_nf_egress_enable(NetDevice& dev) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
+  std::lock_guard g(tc_net(dev.net()).mu);
   TcDevState& s = state_of(dev);
   s.nf_egress = true;
   update_egress_hook(s);
 }
 
-void tc_egress_hooks_enable(bool on) {
+void tc_egress_hooks_enable(Net& net, bool on) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
-  g_egress_hooks_on.store(on);
-  for (TcDevState* s : registry()) update_egress_hook(*s);
+  TcNet& tn = tc_net(net);
+  std::lock_guard g(tn.mu);
+  tn.egress_hooks_on.store(on);
+  for (TcDevState* s : tn.registry) update_egress_hook(*s);
 }
 
-void tc_nf_hook_point_force(NfHookPoint mode) {
+void tc_nf_hook_point_force(Net& net, NfHookPoint mode) {
   RcuWriterScope writer;
-  std::lock_guard g(tc_mu());
-  g_nf_hook_point.store(static_cast<int>(mode));
-  for (TcDevState* s : registry()) update_egress_hook(*s);
+  TcNet& tn = tc_net(net);
+  std::lock_guard g(tn.mu);
+  tn.nf_hook_point.store(static_cast<int>(mode));
+  for (TcDevState* s : tn.registry) update_egress_hook(*s);
 }
 
 }  // namespace pktpath::tc

@@ -9,8 +9,8 @@
 // once published) and uses it, its filters and their actions until its thread's next RCU
 // quiescent state (core/rcu.h: the same liburcu QSBR domain as netfilter). No
 // lock.
-// Write side: every function below that changes configuration takes one global mutex
-// (the rtnl lock's role), builds a new Miniq and publishes it; what it replaced is freed
+// Write side: every function below that changes configuration takes its Net's tc mutex
+// (the rtnl lock's role; tc state is per Net, reached through dev.net()), builds a new Miniq and publishes it; what it replaced is freed
 // after a grace period (call_rcu style: retired objects are freed in batches of 64 after
 // one rcu_synchronize, and all at once by tc_rcu_barrier or when a device with hooks
 // is destroyed). The caller must not hold an RCU read-side reference (a registered
@@ -77,8 +77,10 @@ bool clsact_del(NetDevice& dev, std::string* err);  // detaches and frees every 
 bool clsact_present(NetDevice& dev);
 // "clsact" or "ingress" when one is attached, else nullptr.
 const char* ingress_qdisc_kind(NetDevice& dev);
-// rcu_barrier: wait for a grace period and free everything retired so far.
-void tc_rcu_barrier();
+// rcu_barrier: wait for a grace period and free everything `net`'s tc retired so far.
+void tc_rcu_barrier(Net& net);
+// The device leaves its Net (netns move): its filters, clsact and hook state are freed.
+void tc_dev_unregister(NetDevice& dev);
 
 // `tc filter add` (replace=false) or `tc filter replace` (replace=true: the filter at
 // (pref, handle) is swapped in one publication; readers see the old or the new one).
@@ -94,26 +96,23 @@ void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilt
 // The clsact's per-direction counters (what passed through, drops); zero when absent.
 TcStats::Sum clsact_stats(NetDevice& dev, Dir dir);
 
-// The engine newly attached programs load on (default: bpf::default_engine(), the JIT
-// unless PKTPATH_BPF_ENGINE / set_default_engine force an interpreter; the JIT falls back
-// to threaded code for a program it cannot compile). Setting it reloads every attached
-// program on every device with the new engine.
-bpf::Engine tc_bpf_engine();
-bool tc_set_bpf_engine(bpf::Engine e, std::string* err);
+// Programs load as the device's Net says (core/bpf_engine.h: net.pktpath.bpf_engine,
+// net.core.bpf_jit_*); changing its engine reloads the filters attached in that Net.
 
 // The netfilter egress hook of this device is in use (an nft chain was attached): make
 // sure the device's egress hook pointer is installed (the kernel's egress_needed_key).
 void netdev_nf_egress_enable(NetDevice& dev);
 
-// `--ab egress_hooks=on|off`: off removes every device's egress hook pointer (so
+// net.pktpath.egress_hooks (`--ab egress_hooks=on|off`): off removes every device's
+// egress hook pointer in `net` (so
 // dev_queue_xmit takes the nothing-attached branch), on puts back those that have tc
 // egress filters or netfilter egress in use.
-void tc_egress_hooks_enable(bool on);
-// `--ab nf_hook_point=on|off|before_fix` (document 000): on puts the netfilter egress
+void tc_egress_hooks_enable(Net& net, bool on);
+// net.pktpath.nf_hook_point (`--ab nf_hook_point=on|off|before_fix`, document 000): on puts the netfilter egress
 // check in every egress hook even where no netfilter egress is enabled (an empty check:
 // always correct); off (the default) leaves it out until netfilter egress is enabled on
 // the device; before_fix is on through the outlined hook (dev_egress_hooks_outline).
 enum class NfHookPoint : int { Off = 0, On = 1, BeforeFix = 2 };
-void tc_nf_hook_point_force(NfHookPoint mode);
+void tc_nf_hook_point_force(Net& net, NfHookPoint mode);
 
 }  // namespace pktpath::tc

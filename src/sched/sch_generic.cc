@@ -1,5 +1,7 @@
 #include "sched/sch_generic.h"
 
+#include "core/net.h"
+
 #include "core/dev_xmit.h"
 
 namespace pktpath {
@@ -103,7 +105,9 @@ class NoopQdisc final : public Qdisc {
 
 // mirrors __qdisc_run
 void qdisc_run_inner(Cpu& cpu, Qdisc& q) {
-  int quota = kDevTxWeight;
+  // dev_tx_weight = net.core.dev_weight (dev_weight_tx_bias 1).
+  int quota = q.dev() ? static_cast<int>(q.dev()->net().core().dev_weight.load(std::memory_order_relaxed))
+                      : kDevTxWeight;
   int packets = 0;
   while (qdisc_restart(cpu, q, packets, quota)) {
     quota -= packets;
@@ -170,9 +174,11 @@ void qdisc_reset_all(Cpu& cpu, Qdisc& q) {
   q.state().fetch_and(~QDISC_STATE_NON_EMPTY, std::memory_order_seq_cst);
 }
 
-// mirrors attach_default_qdiscs
+// mirrors attach_default_qdiscs: noqueue for IFF_NO_QUEUE devices, mq (with the default
+// per queue) for several queues, else net.core.default_qdisc.
 void attach_default_qdiscs(NetDevice& dev) {
-  const char* kind = "pfifo_fast";
+  const std::string def = dev.net().default_qdisc();
+  const char* kind = def.c_str();
   if (dev.flags() & IFF_NO_QUEUE)
     kind = "noqueue";
   else if (dev.real_num_tx_queues() > 1)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/netdevice.h"
+#include "core/net.h"
 #include "sched/qdisc.h"
 
 namespace pktpath {
@@ -40,7 +41,7 @@ class MqQdisc final : public Qdisc {
     }
     children_.clear();
     for (uint16_t i = 0; i < dev.num_tx_queues(); ++i) {
-      auto c = qdisc_create(dev, "pfifo_fast", QdiscOptions{});
+      auto c = qdisc_create(dev, dev.net().default_qdisc(), QdiscOptions{});  // get_default_qdisc_ops
       if (!c) {
         err = c.error().msg;
         return false;

@@ -9,6 +9,7 @@
 
 #include "core/dev_rx.h"
 #include "core/dev_xmit.h"
+#include "core/net.h"
 #include "core/rcu.h"
 #include "tools/pktgen_packet.h"
 #include "tools/pktgen_template.h"
@@ -109,6 +110,8 @@ PktgenResult Pktgen::run() {
 PktgenThreadResult Pktgen::run_thread(unsigned index) {
   Cpu::Options co;
   co.defer_free = opts_.defer_free;
+  co.defer_max = dev_.net().core().skb_defer_max.load();            // net.core.skb_defer_max
+  co.max_backlog = dev_.net().core().netdev_max_backlog.load();     // net.core.netdev_max_backlog
   if (opts_.pin) co.core = opts_.first_core + static_cast<int>(index);
   Cpu cpu(pool_, co);
   cpu.bind();

@@ -11,21 +11,12 @@
 #include <thread>
 
 #include "core/dev_xmit.h"
-#include "core/settings.h"
+#include "core/net.h"
+#include "core/sysctl.h"
 
 namespace pktpath {
 
 namespace {
-
-// pktgen's own switch; every other name is a core setting (core/settings.h).
-AbSetting defer_free_setting() {
-  return {"defer_free", "on|off", [](const std::string& val, PktgenKnobs& k) -> std::optional<std::string> {
-            bool on = false;
-            if (auto e = setting_parse_on_off("defer_free", val, &on)) return e;
-            k.defer_free = on;
-            return std::nullopt;
-          }};
-}
 
 std::atomic<Pktgen*> g_running{nullptr};
 extern "C" void on_sigint(int) {
@@ -69,9 +60,9 @@ void print_result_text(std::FILE* out, const PktgenResult& r, const std::string&
 }
 
 // One run with progress on a terminal and Ctrl-C support.
-PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, const PktgenKnobs& knobs) {
+PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool) {
   PktgenRunOptions ro{.threads = cmd.threads, .pin = cmd.pin, .first_core = cmd.first_core,
-                      .defer_free = knobs.defer_free, .rps = cmd.rps};
+                      .defer_free = dev.net().core().defer_free.load(), .rps = cmd.rps};
   Pktgen g(dev, pool, cmd.cfg, ro);
   g_running.store(&g);
   auto old = std::signal(SIGINT, on_sigint);
@@ -105,18 +96,6 @@ PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool
 
 }  // namespace
 
-std::optional<AbSetting> find_ab_setting(const std::string& name) {
-  if (name == "defer_free") return defer_free_setting();
-  std::optional<Setting> s = setting_find(name);
-  if (!s) return std::nullopt;
-  return AbSetting{s->name, s->values, [set = s->set](const std::string& v, PktgenKnobs&) { return set(v); }};
-}
-
-std::string ab_setting_names() {
-  const std::string core = setting_names();
-  return core.empty() ? "defer_free" : core + ", defer_free";
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -131,11 +110,10 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
   const std::string& devname = dev.name();
 
   if (!cmd.ab) {
-    PktgenKnobs knobs;
     std::vector<double> pps;
     nlohmann::json runs = nlohmann::json::array();
     for (unsigned i = 0; i < cmd.repeat; ++i) {
-      PktgenResult r = run_once(cmd, dev, pool, knobs);
+      PktgenResult r = run_once(cmd, dev, pool);
       if (!r.error.empty()) {
         if (err) *err = r.error;
         return 1;
@@ -169,14 +147,18 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
   }
 
   // --ab: alternate A and B (ABAB...), `repeat` runs each; A's value stays applied after.
-  const std::optional<AbSetting> s = find_ab_setting(cmd.ab->setting);
+  Net& net = dev.net();
+  const Sysctl* s = sysctl_find(cmd.ab->setting);
   if (!s) {
-    if (err) *err = "--ab: unknown setting '" + cmd.ab->setting + "' (known: " + ab_setting_names() + ")";
+    if (err)
+      *err = "--ab: unknown sysctl '" + cmd.ab->setting + "' (a net.* name or one of: " + sysctl_alias_names() + ")";
     return 1;
   }
-  PktgenKnobs probe;
-  for (const std::string* v : {&cmd.ab->a, &cmd.ab->b}) {
-    if (auto e = s->apply(*v, probe)) {
+  // Both values must be good before anything runs; the Net's value is put back after.
+  const std::string before = s->get(net);
+  for (const std::string* v : {&cmd.ab->b, &cmd.ab->a}) {
+    if (auto e = s->set(net, *v)) {
+      s->set(net, before);
       if (err) *err = "--ab: " + *e;
       return 1;
     }
@@ -184,10 +166,9 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
   std::vector<double> pa, pb;
   for (unsigned i = 0; i < cmd.repeat; ++i) {
     for (int side = 0; side < 2; ++side) {
-      PktgenKnobs knobs;
       const std::string& val = side == 0 ? cmd.ab->a : cmd.ab->b;
-      s->apply(val, knobs);
-      PktgenResult r = run_once(cmd, dev, pool, knobs);
+      s->set(net, val);
+      PktgenResult r = run_once(cmd, dev, pool);
       if (!r.error.empty()) {
         if (err) *err = r.error;
         return 1;
@@ -196,23 +177,22 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
       std::string label = side == 0 ? "A" : "B";
       if (!cmd.json)
         std::fprintf(out, "run %u %s (%s=%s): %.0fpps %.0fMb/sec errors: %llu\n", i + 1, label.c_str(),
-                     s->name.c_str(), val.c_str(), r.pps(), r.mbps(), static_cast<unsigned long long>(r.errors()));
+                     cmd.ab->setting.c_str(), val.c_str(), r.pps(), r.mbps(), static_cast<unsigned long long>(r.errors()));
       res.run_labels.push_back(label);
       res.runs.push_back(std::move(r));
     }
   }
-  PktgenKnobs restore;
-  s->apply(cmd.ab->a, restore);
+  s->set(net, cmd.ab->a);  // A's value stays applied, as before
   double ma = median(pa), mb = median(pb);
   double ratio = mb > 0 ? ma / mb : 0;
   if (cmd.json) {
-    nlohmann::json j = {{"setting", s->name},
+    nlohmann::json j = {{"setting", cmd.ab->setting},
                         {"a", {{"value", cmd.ab->a}, {"median_pps", ma}, {"runs", pa}}},
                         {"b", {{"value", cmd.ab->b}, {"median_pps", mb}, {"runs", pb}}},
                         {"ratio_a_over_b", ratio}};
     std::fprintf(out, "%s\n", j.dump().c_str());
   } else {
-    std::fprintf(out, "A/B %s: A=%s median %.0fpps, B=%s median %.0fpps, ratio A/B %.3f\n", s->name.c_str(),
+    std::fprintf(out, "A/B %s: A=%s median %.0fpps, B=%s median %.0fpps, ratio A/B %.3f\n", cmd.ab->setting.c_str(),
                  cmd.ab->a.c_str(), ma, cmd.ab->b.c_str(), mb, ratio);
   }
   return 0;

@@ -15,22 +15,9 @@
 
 namespace pktpath {
 
-// What an A/B setting may change for one run besides global switches.
-struct PktgenKnobs {
-  bool defer_free = true;
-};
-
-// A named switch `--ab NAME=A|B` can flip between runs: pktgen's own defer_free, or any
-// setting a subsystem registered in core (core/settings.h: bypass, bpf_engine,
-// egress_hooks, nf_hook_point). apply() returns an error for a value it does not know.
-struct AbSetting {
-  std::string name;
-  std::string values;  // for messages, e.g. "on|off"
-  std::function<std::optional<std::string>(const std::string& value, PktgenKnobs& knobs)> apply;
-};
-std::optional<AbSetting> find_ab_setting(const std::string& name);
-std::string ab_setting_names();
-
+// `--ab NAME=A|B` names a sysctl (core/sysctl.h: net.pktpath.qdisc_bypass, ..., or a
+// short alias: bypass, defer_free, egress_hooks, nf_hook_point, bpf_engine) and flips it
+// in the Net of the pktgen device between runs.
 struct PktgenSessionResult {
   std::vector<PktgenResult> runs;      // in the order they ran
   std::vector<std::string> run_labels;  // "A"/"B" with --ab, else empty

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "capture_fixture.h"
+#include "core/net.h"
 #include "cli/command.h"
 #include "cli/script.h"
 
@@ -163,8 +164,6 @@ TEST(CaptureScript, AbEngineSwitchReloadsTheTap) {
   // --ab leaves A applied: the tap's program is on the switch engine now.
   EXPECT_EQ(docs[1]["engine"], "switch");
   EXPECT_EQ(docs[1]["captured"], 512);  // two runs of 1024, a quarter each
-  std::string err;
-  ASSERT_TRUE(tc::tc_set_bpf_engine(bpf::default_engine(), &err)) << err;
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <thread>
 
+#include "core/bpf_engine.h"
 #include "capture_fixture.h"
+#include "core/net.h"
 #include "core/rcu.h"
 #include "sanitizer_scale.h"
 
@@ -61,7 +63,7 @@ TEST_F(TapStress, AttachDetachWhileTwoThreadsReceive) {
     auto a = attach(d, tap_spec("net 192.168.2.0/24", kTapDefaultSnaplen, r % 3 == 0 ? 5 : 0));
     auto b = attach(d, tap_spec(r % 2 ? "" : "ip"));
     if (r % 100 == 50) {
-      ASSERT_TRUE(tc::tc_set_bpf_engine(r % 200 == 50 ? bpf::Engine::Threaded : bpf::Engine::Switch, &err)) << err;
+      ASSERT_TRUE(net_set_bpf_engine(net, r % 200 == 50 ? bpf::Engine::Threaded : bpf::Engine::Switch, &err)) << err;
     }
     TapCounts ca = tap_detach(a);
     TapCounts cb = tap_detach(b);
@@ -86,7 +88,7 @@ TEST_F(TapStress, AttachDetachWhileTwoThreadsReceive) {
   EXPECT_EQ(other_drops[0] + other_drops[1], 0u);
   EXPECT_EQ(rx(d), received[0] + received[1]);
   EXPECT_EQ(d->taps(), nullptr);
-  ASSERT_TRUE(tc::tc_set_bpf_engine(bpf::default_engine(), &err)) << err;
+  ASSERT_TRUE(net_set_bpf_engine(net, bpf::default_engine(), &err)) << err;
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 
+#include "core/bpf_engine.h"
 #include "capture_fixture.h"
+#include "core/net.h"
 #include "tools/pktgen.h"
 
 namespace pktpath::testing {
@@ -216,12 +218,12 @@ TEST_F(TapTest, TxTapFilterSeesPacketOutgoing) {
 
 TEST_F(TapTest, EngineSwitchReloadsTapPrograms) {
   NetDevice* d = make("foo", "dummy");
-  const bpf::Engine before = tc::tc_bpf_engine();
+  const bpf::Engine before = net_bpf_engine(net);
   auto t = attach(d, tap_spec("net 192.168.2.0/24"));
   std::string err;
   uint64_t expect = 0;
   for (bpf::Engine e : {bpf::Engine::Switch, bpf::Engine::Threaded, bpf::Engine::Jit}) {
-    ASSERT_TRUE(tc::tc_set_bpf_engine(e, &err)) << err;
+    ASSERT_TRUE(net_set_bpf_engine(net, e, &err)) << err;
     ASSERT_NE(t->program(), nullptr);
     EXPECT_EQ(t->program()->requested_engine(), e);
     if (e != bpf::Engine::Jit) {
@@ -232,12 +234,12 @@ TEST_F(TapTest, EngineSwitchReloadsTapPrograms) {
     EXPECT_EQ(t->counts().captured, expect) << bpf::engine_name(e);
   }
   // A tap attached now loads on the current engine.
-  ASSERT_TRUE(tc::tc_set_bpf_engine(bpf::Engine::Switch, &err)) << err;
+  ASSERT_TRUE(net_set_bpf_engine(net, bpf::Engine::Switch, &err)) << err;
   auto t2 = attach(d, tap_spec("udp"));
   EXPECT_EQ(t2->program()->engine(), bpf::Engine::Switch);
   tap_detach(t2);
   tap_detach(t);
-  ASSERT_TRUE(tc::tc_set_bpf_engine(before, &err)) << err;
+  ASSERT_TRUE(net_set_bpf_engine(net, before, &err)) << err;
 }
 
 TEST_F(TapTest, DeviceDeletedUnderATap) {

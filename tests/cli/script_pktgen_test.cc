@@ -77,7 +77,7 @@ TEST(ScriptPktgen, ErrorsNameLineAndWord) {
       {"pktgen set count", "usage: pktgen set KEY VALUE"},
       {"pktgen start now", "takes no arguments"},
       {"pktgen start", "no device (-i DEV)"},
-      {"pktgen -i foo -n 10 --ab nosuch=a|b", "--ab: unknown setting 'nosuch'"},
+      {"pktgen -i foo -n 10 --ab nosuch=a|b", "--ab: unknown sysctl 'nosuch'"},
   };
   for (const auto& c : cases) {
     Out o = run(std::string(kSetup) + c.line + "\n");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/cpu.h"
+#include "core/net.h"
 #include "core/dev_table.h"
 #include "core/dev_xmit.h"
 #include "core/packet_pool.h"
@@ -24,7 +25,6 @@ class XmitFixture : public ::testing::Test {
  protected:
   XmitFixture() { cpu.bind(); }
   ~XmitFixture() override {
-    xmit_config().bypass.store(true);
     drain();
   }
 
@@ -87,7 +87,8 @@ class XmitFixture : public ::testing::Test {
 
   PacketPool pool{PacketPool::Options{.capacity = 8192, .buf_size = 2048, .headroom = 128}};
   Cpu cpu{pool};
-  DeviceTable table{cpu};
+  Net net{cpu};
+  DeviceTable& table = net.devices();
   uint64_t sent = 0;
 };
 

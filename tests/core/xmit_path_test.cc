@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "xmit_fixture.h"
+#include "core/net.h"
 
 namespace pktpath::testing {
 namespace {
@@ -100,7 +101,7 @@ TEST_P(BypassTest, TakenOnlyWhenEmptyAndAllowed) {
   EXPECT_EQ(q->stats().bypassed, 12u);
 
   // Bypass switched off: every packet goes through enqueue + run.
-  xmit_config().bypass.store(false);
+  net.xmit_config().bypass.store(false);
   for (uint32_t i = 21; i < 31; ++i) send(d, i);
   drain();
   EXPECT_EQ(q->stats().bypassed, 12u);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "xmit_fixture.h"
+#include "core/net.h"
 #include "sanitizer_scale.h"
 
 namespace pktpath::testing {
@@ -40,7 +41,8 @@ TEST_P(XmitStress, EveryPacketTransmittedOrDroppedOnce) {
   for (auto& cp : cpus)
     for (unsigned r = 0; r < kDropReasonCount; ++r) drop_base[r] += cp->stats().drops[r].get();
   {
-    DeviceTable table(control);
+    Net net(control);
+    DeviceTable& table = net.devices();
     NetDevice::Config cfg;
     cfg.name = "s0";
     cfg.num_tx_queues = c.queues;
@@ -57,7 +59,7 @@ TEST_P(XmitStress, EveryPacketTransmittedOrDroppedOnce) {
       ASSERT_TRUE(st) << st.error().msg;
     }
     if (std::string(c.link) == "testdrv") testdrv_state(*dev).busy_every = c.busy_every;
-    xmit_config().bypass.store(c.bypass);
+    net.xmit_config().bypass.store(c.bypass);
 
     std::atomic<bool> go{false};
     std::vector<uint64_t> sent(c.threads, 0);
@@ -110,7 +112,6 @@ TEST_P(XmitStress, EveryPacketTransmittedOrDroppedOnce) {
                 (unsigned long long)dropped);
     for (uint16_t q = 0; q < dev->num_tx_queues(); ++q)
       EXPECT_EQ(dev->txq(q).qdisc->requeued.load(), 0u);
-    xmit_config().bypass.store(true);
   }
   // No packet freed twice and none lost: the pool has every slot back.
   for (auto& cp : cpus) {

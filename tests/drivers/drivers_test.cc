@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/cpu.h"
+#include "core/net.h"
 #include "core/dev_table.h"
 #include "core/link_kind.h"
 #include "core/packet_pool.h"
@@ -30,7 +31,8 @@ class DriverTest : public ::testing::Test {
   }
   PacketPool pool{PacketPool::Options{.capacity = 256, .buf_size = 512, .headroom = 64}};
   Cpu cpu{pool};
-  DeviceTable table{cpu};
+  Net net{cpu};
+  DeviceTable& table = net.devices();
 };
 
 TEST_F(DriverTest, LinkKinds) {

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/net.h"
+
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -35,7 +37,7 @@ class LifecycleHarness {
   static constexpr int kSenders = 2;
 
   LifecycleHarness() { control.bind(); }
-  ~LifecycleHarness() { table.reset(); }
+  ~LifecycleHarness() { net.reset(); }
 
   // `ip link add` + `ip link set up`: a testdrv with two tx queues (so mq has children).
   NetDevice* add_device(const std::string& name, uint32_t txqlen = 64) {
@@ -187,7 +189,8 @@ class LifecycleHarness {
   PacketPool pool{PacketPool::Options{.capacity = 4096, .buf_size = 256, .headroom = 64}};
   Cpu control{pool};
   std::unique_ptr<Cpu> senders[kSenders] = {std::make_unique<Cpu>(pool), std::make_unique<Cpu>(pool)};
-  std::unique_ptr<DeviceTable> table = std::make_unique<DeviceTable>(control);
+  std::unique_ptr<Net> net = std::make_unique<Net>(control);
+  DeviceTable* table = &net->devices();
   uint64_t made[kSenders] = {0, 0};
   uint64_t gone_tx = 0, gone_rx = 0;
   uint64_t ops = 0;  // lifecycle operations (device, link, qdisc, filter, nft changes)

@@ -207,7 +207,7 @@ TEST(LifecycleStress, ClsactAndNftChangedUnderTrafficDeviceBetweenBursts) {
       h.table->reap();
       ASSERT_FALSE(::testing::Test::HasFailure()) << "round " << round;
     }
-    tc::tc_rcu_barrier();
+    tc::tc_rcu_barrier(*h.net);
     h.expect_accounted("clsact+nft");
     std::printf("  %s\n", h.account("clsact+nft").c_str());
     EXPECT_GT(h.transmitted(), 0u);
@@ -215,7 +215,7 @@ TEST(LifecycleStress, ClsactAndNftChangedUnderTrafficDeviceBetweenBursts) {
     EXPECT_GT(h.drops(DropReason::TC_EGRESS), 0u);
     cn.del_device(d);
   }
-  tc::tc_rcu_barrier();
+  tc::tc_rcu_barrier(*h.net);
   h.teardown_and_check_pool();
   h.expect_accounted("clsact+nft");
   std::printf("  clsact+nft: packets %llu, lifecycle operations %llu\n",

@@ -2,7 +2,9 @@
 // tc_index, rejected programs, engine reloads.
 #include <gtest/gtest.h>
 
+#include "core/bpf_engine.h"
 #include "tc_fixture.h"
+#include "core/net.h"
 
 namespace pktpath::testing {
 namespace {
@@ -116,13 +118,13 @@ TEST_F(TcTest, EngineSwitchReloadsAttachedPrograms) {
   clsact(d);
   filter(d, Dir::Egress, spec(ret_prog(2), true));
   std::string err;
-  ASSERT_TRUE(tc::tc_set_bpf_engine(bpf::Engine::Switch, &err)) << err;
+  ASSERT_TRUE(net_set_bpf_engine(net, bpf::Engine::Switch, &err)) << err;
   tc::filter_walk(*d, Dir::Egress, [](const tc::BpfFilter& f) { EXPECT_EQ(f.engine(), bpf::Engine::Switch); });
   send(d, 0);
-  ASSERT_TRUE(tc::tc_set_bpf_engine(bpf::Engine::Threaded, &err)) << err;
+  ASSERT_TRUE(net_set_bpf_engine(net, bpf::Engine::Threaded, &err)) << err;
   tc::filter_walk(*d, Dir::Egress, [](const tc::BpfFilter& f) { EXPECT_EQ(f.engine(), bpf::Engine::Threaded); });
   send(d, 0);
-  ASSERT_TRUE(tc::tc_set_bpf_engine(bpf::Engine::Jit, &err)) << err;
+  ASSERT_TRUE(net_set_bpf_engine(net, bpf::Engine::Jit, &err)) << err;
   send(d, 0);
   EXPECT_EQ(drops(DropReason::TC_EGRESS), 3u);
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "netfilter/nft_command.h"
+#include "netfilter/nft_net.h"
 #include "sched/nf_dev_resolver.h"
 #include "tc_fixture.h"
 
@@ -99,11 +100,11 @@ TEST_F(TcTest, EgressHooksAbSwitch) {
   NetDevice* d = make("foo", "dummy");
   clsact(d);
   filter(d, Dir::Egress, spec(ret_prog(2), true));
-  tc::tc_egress_hooks_enable(false);
+  tc::tc_egress_hooks_enable(net, false);
   EXPECT_EQ(d->egress_hook(), nullptr);
   send(d, 0);
   EXPECT_EQ(tx(d), 1u);
-  tc::tc_egress_hooks_enable(true);
+  tc::tc_egress_hooks_enable(net, true);
   EXPECT_NE(d->egress_hook(), nullptr);
   send(d, 0);
   EXPECT_EQ(tx(d), 1u);
@@ -117,11 +118,11 @@ TEST_F(TcTest, NetfilterHookPointOnlyWhereAskedFor) {
   clsact(d);
   filter(d, Dir::Egress, spec(ret_prog(0), true));
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_tc_only);
-  tc::tc_nf_hook_point_force(tc::NfHookPoint::On);
+  tc::tc_nf_hook_point_force(net, tc::NfHookPoint::On);
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
   send(d, 0);
   EXPECT_EQ(tx(d), 1u);
-  tc::tc_nf_hook_point_force(tc::NfHookPoint::Off);
+  tc::tc_nf_hook_point_force(net, tc::NfHookPoint::Off);
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_tc_only);
   send(d, 0);
   EXPECT_EQ(tx(d), 2u);
@@ -137,10 +138,8 @@ class NftTcTest : public TcFixture {
     return rc;
   }
   tc::DevTableNftResolver resolver{table};
-
-  nf::NftRuleset ruleset;
+  nf::NftRuleset& ruleset = nf::nft_ruleset(net);
   std::string last_out;
-  ~NftTcTest() override { ruleset.flush(); }
 };
 
 // nf_hook_point=before_fix: the same hooks through the hook pointer (document 000's
@@ -149,7 +148,7 @@ TEST_F(NftTcTest, BeforeFixHookPointRunsNetfilterThenTcOutOfLine) {
   NetDevice* d = make("foo", "dummy");
   clsact(d);
   filter(d, Dir::Egress, spec(ret_prog(0), true));
-  tc::tc_nf_hook_point_force(tc::NfHookPoint::BeforeFix);
+  tc::tc_nf_hook_point_force(net, tc::NfHookPoint::BeforeFix);
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks_outline);
   nft({"add", "table", "netdev", "t"});
   nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device foo priority 0; }"});
@@ -159,7 +158,7 @@ TEST_F(NftTcTest, BeforeFixHookPointRunsNetfilterThenTcOutOfLine) {
   EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 1u);
   EXPECT_EQ(send(d, 0), 0);
   EXPECT_EQ(tx(d), 1u);
-  tc::tc_nf_hook_point_force(tc::NfHookPoint::Off);
+  tc::tc_nf_hook_point_force(net, tc::NfHookPoint::Off);
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
   EXPECT_EQ(send(d, 7), 1);  // inline now: the chain still drops
   EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 2u);
@@ -176,7 +175,7 @@ TEST_F(NftTcTest, ChainAddedAfterTcFilterRuns) {
   nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device foo priority 0; }"});
   nft({"add", "rule", "netdev", "t", "c", "meta", "mark", "7", "counter", "drop"});
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
-  tc::tc_nf_hook_point_force(tc::NfHookPoint::Off);  // the switch never takes netfilter away
+  tc::tc_nf_hook_point_force(net, tc::NfHookPoint::Off);  // the switch never takes netfilter away
   EXPECT_EQ(d->egress_hook(), &tc::dev_egress_hooks);
   EXPECT_EQ(send(d, 7), 1);
   EXPECT_EQ(drops(DropReason::NETFILTER_DROP), 1u);

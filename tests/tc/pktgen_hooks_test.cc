@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tc_fixture.h"
+#include "core/net.h"
 #include "tools/pktgen.h"
 
 namespace pktpath::testing {
@@ -80,7 +81,7 @@ TEST_F(TcStressPktgen, PktgenThreadsWhileFiltersChange) {
     s.handle = 1;
     ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, std::move(s), true, &err)) << err;
   }
-  tc::tc_rcu_barrier();  // waits for a grace period: the pktgen threads must be quiescing
+  tc::tc_rcu_barrier(net);  // waits for a grace period: the pktgen threads must be quiescing
   t.join();
   ASSERT_EQ(r.threads.size(), 2u);
   // Accepted packets went out; refused ones were dropped by the filter.

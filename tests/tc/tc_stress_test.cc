@@ -7,7 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/bpf_engine.h"
 #include "core/rcu.h"
+#include "core/net.h"
 #include "tc_fixture.h"
 #include "sanitizer_scale.h"
 
@@ -77,13 +79,13 @@ TEST_F(TcStress, ReplaceEgressFilterWhileTwoThreadsSend) {
       filter(d, tc::Dir::Egress, spec(ret_prog(0), true, 1));
     }
     if (i % 1000 == 500) {
-      ASSERT_TRUE(tc::tc_set_bpf_engine(i % 2000 == 500 ? bpf::Engine::Threaded : bpf::Engine::Jit, &err)) << err;
+      ASSERT_TRUE(net_set_bpf_engine(net, i % 2000 == 500 ? bpf::Engine::Threaded : bpf::Engine::Jit, &err)) << err;
     }
   }
   stop.store(true);
   t0.join();
   t1.join();
-  ASSERT_TRUE(tc::tc_set_bpf_engine(bpf::Engine::Jit, &err)) << err;
+  ASSERT_TRUE(net_set_bpf_engine(net, bpf::Engine::Jit, &err)) << err;
 
   uint64_t sent = 0, ok = 0, dropped_rc = 0, tc_drops = 0, other = 0;
   for (const auto& r : res) {

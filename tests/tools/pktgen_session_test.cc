@@ -1,4 +1,5 @@
 #include "tools/pktgen_session.h"
+#include "core/net.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,8 @@ class PktgenSessionTest : public ::testing::Test {
  protected:
   PacketPool pool{PacketPool::Options{.capacity = 16384}};
   Cpu control{pool};
-  DeviceTable devs{control};
+  Net net{control};
+  DeviceTable& devs = net.devices();
   NetDevice* dev = nullptr;
 
   void SetUp() override {
@@ -97,8 +99,7 @@ TEST_F(PktgenSessionTest, AbBypassLeavesAApplied) {
   std::string err;
   run(cmd({"-i", "foo", "-n", "100", "--ab", "bypass=off|on"}), &rc, &err);
   ASSERT_EQ(rc, 0) << err;
-  EXPECT_FALSE(xmit_config().bypass.load());
-  xmit_config().bypass.store(true);
+  EXPECT_FALSE(net.xmit_config().bypass.load());
 }
 
 TEST_F(PktgenSessionTest, AbUnknownSettingOrValueIsAnError) {
@@ -106,7 +107,7 @@ TEST_F(PktgenSessionTest, AbUnknownSettingOrValueIsAnError) {
   std::string err;
   run(cmd({"-i", "foo", "-n", "10", "--ab", "warp=on|off"}), &rc, &err);
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(err.find("--ab: unknown setting 'warp'"), std::string::npos) << err;
+  EXPECT_NE(err.find("--ab: unknown sysctl 'warp'"), std::string::npos) << err;
   run(cmd({"-i", "foo", "-n", "10", "--ab", "bypass=on|maybe"}), &rc, &err);
   EXPECT_EQ(rc, 1);
   EXPECT_NE(err.find("bypass: expected on or off, not 'maybe'"), std::string::npos) << err;

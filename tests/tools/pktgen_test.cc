@@ -1,4 +1,5 @@
 #include "tools/pktgen.h"
+#include "core/net.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,8 @@ class PktgenTest : public ::testing::Test {
  protected:
   PacketPool pool{PacketPool::Options{.capacity = 16384}};
   Cpu control{pool};
-  DeviceTable devs{control};
+  Net net{control};
+  DeviceTable& devs = net.devices();
 
   NetDevice* make(const char* kind, uint16_t queues = 1) {
     std::string err;

@@ -1,0 +1,69 @@
+#include "core/sysctl.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+
+namespace pktpath {
+
+namespace {
+// Filled during static initialisation, read-only afterwards. A deque keeps the
+// entries' addresses fixed while later registrations append.
+std::deque<Sysctl>& table() {
+  static std::deque<Sysctl> t;
+  return t;
+}
+}  // namespace
+
+void sysctl_register(const Sysctl& s) { table().push_back(s); }
+
+const Sysctl* sysctl_find(std::string_view name) {
+  for (const Sysctl& s : table())
+    if (name == s.name || (s.alias && name == s.alias)) return &s;
+  return nullptr;
+}
+
+std::vector<const Sysctl*> sysctl_all() {
+  std::vector<const Sysctl*> v;
+  for (const Sysctl& s : table()) v.push_back(&s);
+  std::sort(v.begin(), v.end(), [](const Sysctl* a, const Sysctl* b) { return std::string_view(a->name) < b->name; });
+  return v;
+}
+
+std::string sysctl_alias_names() {
+  std::vector<std::string> names;
+  for (const Sysctl& s : table())
+    if (s.alias) names.emplace_back(s.alias);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::optional<std::string> sysctl_parse_on_off(const char* name, const std::string& value, bool* out) {
+  if (value != "on" && value != "off")
+    return std::string(name) + ": expected on or off, not '" + value + "'";
+  *out = value == "on";
+  return std::nullopt;
+}
+
+// proc_dointvec_minmax's range check, on an unsigned decimal.
+std::optional<std::string> sysctl_parse_uint(const char* name, const std::string& value, uint32_t lo, uint32_t hi,
+                                             uint32_t* out) {
+  const auto bad = [&] {
+    return std::string(name) + ": expected a number " + std::to_string(lo) + ".." + std::to_string(hi) +
+           ", not '" + value + "'";
+  };
+  if (value.empty() || value.size() > 10 || !std::all_of(value.begin(), value.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      }))
+    return bad();
+  const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
+  if (v < lo || v > hi) return bad();
+  *out = static_cast<uint32_t>(v);
+  return std::nullopt;
+}
+
+}  // namespace pktpath
