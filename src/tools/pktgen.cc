@@ -150,7 +150,7 @@ class RpsPartner {
 // at compile time: queue_xmit of a template frame, a fresh packet per send, no delay,
 // no RPS partner (document 000's path).
 struct XmitParams {
-  uint64_t count;
+  uint64_t limit;  // count, or no limit (count 0): one compare per round
   uint64_t clone_skb;
   uint64_t delay_ns;
   PktgenMode mode;
@@ -247,7 +247,7 @@ template <bool kFast>
 void Pktgen::Worker::xmit_loop(const XmitParams& params) {
   // The fast case's parameters are constants: the compiler drops the clone, delay and
   // other modes' branches from this instantiation.
-  const XmitParams p = kFast ? XmitParams{params.count, 0, 0, PktgenMode::kQueueXmit, true,
+  const XmitParams p = kFast ? XmitParams{params.limit, 0, 0, PktgenMode::kQueueXmit, true,
                                           params.timestamps, nullptr}
                              : params;
   // Softirq-style work (tx work of a rescheduled qdisc, deferred frees): after every
@@ -257,7 +257,7 @@ void Pktgen::Worker::xmit_loop(const XmitParams& params) {
   XmitState x;
   x.next_tx = start;
   uint32_t check = 0;
-  while (p.count == 0 || x.sofar < p.count) {
+  while (x.sofar < p.limit) {
     if (PP_UNLIKELY((++check & kPendingMask) == 0)) {
       if ((check & 255) == 0 && should_stop(x.sofar)) break;
       if (cpu.has_pending()) cpu.run_pending();
@@ -398,7 +398,7 @@ void Pktgen::Worker::run() {
   pktgen_mod_cur_headers(cfg, st, index, dev.real_num_tx_queues());
   use_template = tmpl.build(cfg, st, g.pool_, &dev);
 
-  XmitParams p{cfg.count, cfg.clone_skb, cfg.delay_ns, cfg.mode,
+  XmitParams p{cfg.count ? cfg.count : UINT64_MAX, cfg.clone_skb, cfg.delay_ns, cfg.mode,
                use_template, !(cfg.flags & F_NO_TIMESTAMP), rps.get()};
   if (p.mode == PktgenMode::kQueueXmit && p.use_template && p.clone_skb == 0 && p.delay_ns == 0 &&
       !p.rps) {
