@@ -101,269 +101,355 @@ PktgenResult Pktgen::run() {
   res.threads.resize(opts_.threads);
   std::vector<std::thread> ts;
   for (unsigned i = 0; i < opts_.threads; ++i)
-    ts.emplace_back([this, i, &res] { res.threads[i] = run_thread(i); });
+    ts.emplace_back([this, i, &res] { res.threads[i] = pktgen_thread_worker(i); });
   for (auto& t : ts) t.join();
   return res;
 }
 
-// mirrors pktgen_thread_worker + pktgen_xmit for one device on one thread.
-PktgenThreadResult Pktgen::run_thread(unsigned index) {
+namespace {
+
+// The receive side of --rps: a thread with its own Cpu draining one generator's packets
+// from its input queue (process_backlog on the CPU enqueue_to_backlog steered them to).
+class RpsPartner {
+ public:
+  RpsPartner(PacketPool& pool, const Cpu::Options& opts) : cpu_(pool, opts) {
+    cpu_.set_rx_handler([](Cpu& c, Packet* p) { netif_receive_skb(c, p); });
+    thread_ = std::thread([this] { run(); });
+  }
+  ~RpsPartner() { stop(); }
+  RpsPartner(const RpsPartner&) = delete;
+  RpsPartner& operator=(const RpsPartner&) = delete;
+
+  Cpu& cpu() { return cpu_; }
+  // Drains what is queued, then ends the thread.
+  void stop() {
+    if (!thread_.joinable()) return;
+    stop_.store(true, std::memory_order_release);
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    cpu_.bind();
+    RcuReader reader;
+    uint32_t n = 0;
+    while (!stop_.load(std::memory_order_acquire) || cpu_.backlog_len() != 0) {
+      if (cpu_.has_pending()) cpu_.run_pending();
+      else cpu_relax();
+      if ((++n & 255) == 0) rcu_quiescent();
+    }
+    for (int i = 0; i < 1000 && cpu_.has_pending(); ++i) cpu_.run_pending();
+  }
+
+  Cpu cpu_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// What the transmit loop reads every round, copied out of the config so calls into the
+// datapath cannot make the compiler load them again. The fast case (kFast) fixes them
+// at compile time: queue_xmit of a template frame, a fresh packet per send, no delay,
+// no RPS partner (document 000's path).
+struct XmitParams {
+  uint64_t limit;  // count, or no limit (count 0): one compare per round
+  uint64_t clone_skb;
+  uint64_t delay_ns;
+  PktgenMode mode;
+  bool use_template;
+  bool timestamps;
+  RpsPartner* rps;
+};
+
+// The loop's running state: locals of the loop, so the counters stay in registers.
+struct XmitState {
+  uint64_t sofar = 0;
+  uint64_t errors = 0;
+  uint64_t tx_bytes = 0;
+  Packet* skb = nullptr;  // the packet being sent (again, with clone_skb)
+  uint64_t clone_count = 0;
+  uint64_t next_tx = 0;
+  uint32_t last_pkt_size = 0;
+  bool last_ok = true;  // the last attempt went through (else: retry, no new packet)
+};
+
+}  // namespace
+
+// One generator thread's device state (pktgen_dev's per-thread part): header state, the
+// frame template, end conditions and results.
+struct Pktgen::Worker {
+  Worker(Pktgen& g, unsigned index, const Cpu::Options& opts)
+      : g(g), dev(g.dev_), cfg(g.cfg_), index(index), cpu(g.pool_, opts), clock(cpu.clock()) {}
+
+  // The run: the thread's loop with the end conditions, then the partner's figures.
+  void run();
+  // The transmit loop: one pktgen_xmit per round, the end conditions every 256 rounds.
+  // Instantiated twice: the general loop, and the fast case with its parameters fixed.
+  template <bool kFast>
+  void xmit_loop(const XmitParams& params);
+  // mirrors pktgen_xmit: one send attempt in the configured mode; false ends the run.
+  template <bool kFast>
+  PP_ALWAYS_INLINE bool pktgen_xmit(const XmitParams& p, XmitState& x);
+
+  // The modes' send steps (pktgen_xmit's switch on xmit_mode).
+  template <bool kFast>
+  PP_ALWAYS_INLINE bool xmit_queue(const XmitParams& p, XmitState& x);
+  bool xmit_rps(RpsPartner& rps, XmitState& x);
+  bool xmit_netif_receive(XmitState& x);
+  bool xmit_start(XmitState& x);
+
+  // A packet counted toward `count`.
+  template <bool kFast>
+  PP_ALWAYS_INLINE void sent(XmitState& x) {
+    ++x.sofar;
+    ++st.seq_num;
+    if constexpr (!kFast) x.tx_bytes += x.last_pkt_size;
+  }
+  // Every 256 rounds: report progress, pass an RCU quiescent state, and say whether to
+  // stop (the flag, the clock past the deadline, or the device no longer running:
+  // pktgen_xmit stops a device that is not running).
+  bool should_stop(uint64_t sofar);
+  // After a failed attempt: a device that went down ends the run at once.
+  PP_ALWAYS_INLINE bool down() {
+    if (PP_LIKELY(dev.is_up())) return false;
+    r.end = PktgenEnd::kDeviceDown;
+    return true;
+  }
+
+  Pktgen& g;
+  NetDevice& dev;
+  // The config and the Cpu held here, not referred to: the loop reaches them at a fixed
+  // offset from the worker instead of loading a pointer after every send.
+  const PktgenConfig cfg;
+  const unsigned index;
+  Cpu cpu;
+  const Clock& clock;
+  PktgenState st;
+  PktgenTemplate tmpl;  // headers that never change: a prebuilt frame
+  bool use_template = false;
+  bool headers_ready = true;  // the first packet takes the values set up at start
+  uint64_t start = 0;
+  uint64_t deadline = UINT64_MAX;
+  std::unique_ptr<RpsPartner> rps;
+  PktgenThreadResult r;
+  uint64_t reported = 0;  // packets already added to the generator's live count
+  Packet* held = nullptr;  // the packet the loop ended with (clone_skb), freed at the end
+};
+
+bool Pktgen::Worker::should_stop(uint64_t sofar) {
+  g.live_.fetch_add(sofar - reported, std::memory_order_relaxed);
+  reported = sofar;
+  rcu_quiescent();
+  if (g.stop_.load(std::memory_order_relaxed)) r.end = PktgenEnd::kStopped;
+  else if (clock.now_ns() >= deadline) r.end = PktgenEnd::kDuration;
+  else if (!dev.is_up()) r.end = PktgenEnd::kDeviceDown;
+  else return false;
+  return true;
+}
+
+template <bool kFast>
+void Pktgen::Worker::xmit_loop(const XmitParams& params) {
+  // The fast case's parameters are constants: the compiler drops the clone, delay and
+  // other modes' branches from this instantiation.
+  const XmitParams p = kFast ? XmitParams{params.limit, 0, 0, PktgenMode::kQueueXmit, true,
+                                          params.timestamps, nullptr}
+                             : params;
+  // Softirq-style work (tx work of a rescheduled qdisc, deferred frees): after every
+  // round, or every 16 in the fast case — that only moves when such work runs, never
+  // whether it does.
+  constexpr uint32_t kPendingMask = kFast ? 15 : 0;
+  XmitState x;
+  x.next_tx = start;
+  uint32_t check = 0;
+  while (x.sofar < p.limit) {
+    if (PP_UNLIKELY((++check & kPendingMask) == 0)) {
+      if ((check & 255) == 0 && should_stop(x.sofar)) break;
+      if (cpu.has_pending()) cpu.run_pending();
+    }
+    if (PP_UNLIKELY(!pktgen_xmit<kFast>(p, x))) break;
+  }
+  if constexpr (kFast) x.tx_bytes = x.sofar * pktgen_frame_len(st);
+  r.sofar = x.sofar;
+  r.errors = x.errors;
+  r.tx_bytes = x.tx_bytes;
+  held = x.skb;
+}
+
+template <bool kFast>
+bool Pktgen::Worker::pktgen_xmit(const XmitParams& p, XmitState& x) {
+  // A new packet when there is none or the clone budget is spent (clone_skb).
+  if (!x.skb || (x.last_ok && ++x.clone_count >= p.clone_skb)) {
+    if (x.skb) cpu.free(x.skb);
+    const uint64_t now = p.timestamps ? realtime_ns() : 0;
+    if (p.use_template) {
+      x.skb = tmpl.fill(cpu, cfg, st, now);  // the template sets dev
+    } else {
+      if (!headers_ready) pktgen_mod_cur_headers(cfg, st, index, dev.real_num_tx_queues());
+      headers_ready = false;
+      x.skb = pktgen_fill_packet_ipv4(cpu, cfg, st, now);
+      if (x.skb) x.skb->dev = &dev;
+    }
+    if (PP_UNLIKELY(!x.skb)) {
+      ++r.alloc_fail;
+      cpu.run_pending();  // let deferred frees come home before retrying
+      std::this_thread::yield();
+      return true;
+    }
+    x.last_pkt_size = x.skb->len;
+    x.clone_count = 0;
+  }
+  if (p.delay_ns && x.last_ok) {
+    wait_until(clock, x.next_tx);
+    x.next_tx += p.delay_ns;
+  }
+  switch (p.mode) {
+    case PktgenMode::kQueueXmit: return xmit_queue<kFast>(p, x);
+    case PktgenMode::kNetifReceive: return p.rps ? xmit_rps(*p.rps, x) : xmit_netif_receive(x);
+    case PktgenMode::kStartXmit: break;
+  }
+  return xmit_start(x);
+}
+
+template <bool kFast>
+bool Pktgen::Worker::xmit_queue(const XmitParams& p, XmitState& x) {
+  // pktgen takes a user so it can send the packet again (clone_skb). Without clones the
+  // packet is never sent twice: hand it over instead and save the two atomic operations
+  // of taking and dropping that user.
+  Packet* out = x.skb;
+  if (p.clone_skb) x.skb->get();
+  else x.skb = nullptr;
+  if (PP_LIKELY(dev_queue_xmit(cpu, out) == 0)) {
+    sent<kFast>(x);
+    return true;
+  }
+  ++x.errors;
+  return !down();
+}
+
+bool Pktgen::Worker::xmit_rps(RpsPartner& partner, XmitState& x) {
+  // RPS: enqueue_to_backlog on the partner Cpu; it runs netif_receive_skb and frees.
+  // Every hand-off counts toward the count; a full backlog is an error too.
+  Cpu& rx = partner.cpu();
+  x.skb->get();
+  sent<false>(x);
+  if (PP_LIKELY(rx.backlog_enqueue(x.skb))) return true;
+  cpu.free_reason(x.skb, DropReason::CPU_BACKLOG);
+  ++x.errors;
+  if (down()) return false;
+  // Like a BUSY driver: back off until the partner has drained half its queue (flushing
+  // our defer list meanwhile) instead of counting a flood of drops.
+  const uint32_t half = rx.max_backlog() / 2;
+  while (rx.backlog_queued() > half && !g.stop_.load(std::memory_order_relaxed) &&
+         clock.now_ns() < deadline) {
+    if (cpu.has_pending()) cpu.run_pending();
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+bool Pktgen::Worker::xmit_netif_receive(XmitState& x) {
+  // pktgen's netif_receive mode: the same packet handed to the receive path, a user
+  // taken for each hand-off. As pktgen_xmit: every call counts toward the count (sofar),
+  // and a drop also counts as an error.
+  uint32_t burst = cfg.burst;
+  bool dropped = false;
+  do {
+    x.skb->get();
+    if (PP_UNLIKELY(netif_receive_skb(cpu, x.skb) != NET_RX_SUCCESS)) {
+      ++x.errors;
+      dropped = true;
+    }
+    sent<false>(x);
+  } while (--burst > 0 && (cfg.count == 0 || x.sofar < cfg.count));
+  return !(PP_UNLIKELY(dropped) && down());
+}
+
+bool Pktgen::Worker::xmit_start(XmitState& x) {
+  // start_xmit: straight to the driver on the packet's queue, under the tx lock unless
+  // the driver is lockless, with xmit_more for bursts.
+  Packet* skb = x.skb;
+  TxQueue& txq = dev.txq(skb->queue_mapping < dev.real_num_tx_queues() ? skb->queue_mapping : 0);
+  const bool lock = !dev.lltx();
+  if (lock) txq.xmit_lock.lock();
+  if (PP_UNLIKELY(txq.stopped())) {
+    x.last_ok = false;
+    if (lock) txq.xmit_lock.unlock();
+    return true;
+  }
+  uint32_t burst = cfg.burst;
+  skb->users.fetch_add(burst, std::memory_order_relaxed);
+  for (;;) {
+    skb->xmit_more = --burst > 0;
+    NetdevTx rc = dev.ops().start_xmit(cpu, skb, dev, txq);
+    if (PP_UNLIKELY(rc != NetdevTx::OK)) {
+      skb->users.fetch_sub(1, std::memory_order_relaxed);  // BUSY: retry next time
+      x.last_ok = false;
+      break;
+    }
+    x.last_ok = true;
+    sent<false>(x);
+    if (burst == 0 || txq.stopped() || (cfg.count && x.sofar >= cfg.count)) break;
+  }
+  if (burst) skb->users.fetch_sub(burst, std::memory_order_relaxed);
+  if (lock) txq.xmit_lock.unlock();
+  return true;
+}
+
+void Pktgen::Worker::run() {
+  start = clock.now_ns();
+  if (cfg.duration_s > 0) deadline = start + static_cast<uint64_t>(cfg.duration_s * 1e9);
+  // Headers that never change: advance them once, then copy a prebuilt frame per packet.
+  pktgen_mod_cur_headers(cfg, st, index, dev.real_num_tx_queues());
+  use_template = tmpl.build(cfg, st, g.pool_, &dev);
+
+  XmitParams p{cfg.count ? cfg.count : UINT64_MAX, cfg.clone_skb, cfg.delay_ns, cfg.mode,
+               use_template, !(cfg.flags & F_NO_TIMESTAMP), rps.get()};
+  if (p.mode == PktgenMode::kQueueXmit && p.use_template && p.clone_skb == 0 && p.delay_ns == 0 &&
+      !p.rps) {
+    xmit_loop<true>(p);  // document 000's path
+  } else {
+    xmit_loop<false>(p);
+  }
+  r.elapsed_ns = clock.now_ns() - start;
+  if (rps) {
+    // The partner drains what is queued; its frees beyond defer_max come straight back.
+    rps->stop();
+    cpu.run_pending();
+    const CpuStats& rs = rps->cpu().stats();
+    r.rx_processed = rs.backlog_processed.get();
+    r.defer_queued = rs.defer_queued.get();
+    r.defer_nodefer = rs.defer_nodefer.get();
+    r.defer_flushes = cpu.stats().defer_flushes.get();
+  }
+  g.live_.fetch_add(r.sofar - reported, std::memory_order_relaxed);
+  if (held) cpu.free(held);
+  r.pkt_size = st.cur_pkt_size;
+}
+
+// mirrors pktgen_thread_worker: the thread binds its Cpu, registers as an RCU reader,
+// runs its device until an end condition, and lets its Cpu's work finish.
+PktgenThreadResult Pktgen::pktgen_thread_worker(unsigned index) {
   Cpu::Options co;
   co.defer_free = opts_.defer_free;
   co.defer_max = dev_.net().core().skb_defer_max.load();            // net.core.skb_defer_max
   co.max_backlog = dev_.net().core().netdev_max_backlog.load();     // net.core.netdev_max_backlog
   if (opts_.pin) co.core = opts_.first_core + static_cast<int>(index);
-  Cpu cpu(pool_, co);
+  Worker w(*this, index, co);
+  Cpu& cpu = w.cpu;
   cpu.bind();
   // This thread reads hook configuration (tc filters, nft chains) without a lock while
   // the control thread may change it: an RCU reader, quiescent between packets.
   RcuReader rcu_reader;
-  const PktgenConfig& cfg = cfg_;
-  PktgenState st;
-  st.init(cfg, dev_.mac().data(), index + 1);
-  const Clock& clock = cpu.clock();
-  const uint64_t start = clock.now_ns();
-  const uint64_t deadline = cfg.duration_s > 0 ? start + static_cast<uint64_t>(cfg.duration_s * 1e9) : UINT64_MAX;
-  const bool timestamps = !(cfg.flags & F_NO_TIMESTAMP);
-
+  w.st.init(cfg_, dev_.mac().data(), index + 1);
   // RPS partner: a receive thread with its own Cpu draining this generator's packets.
-  std::unique_ptr<Cpu> rx_cpu;
-  std::atomic<bool> rx_stop{false};
-  std::thread rx_thread;
-  if (opts_.rps && cfg.mode == PktgenMode::kNetifReceive) {
+  if (opts_.rps && cfg_.mode == PktgenMode::kNetifReceive) {
     Cpu::Options ro = co;
     if (opts_.pin) ro.core = co.core + static_cast<int>(opts_.threads);
-    rx_cpu = std::make_unique<Cpu>(pool_, ro);
-    rx_cpu->set_rx_handler([](Cpu& c, Packet* p) { netif_receive_skb(c, p); });
-    rx_thread = std::thread([&] {
-      Cpu& rc = *rx_cpu;
-      rc.bind();
-      RcuReader reader;
-      uint32_t n = 0;
-      while (!rx_stop.load(std::memory_order_acquire) || rc.backlog_len() != 0) {
-        if (rc.has_pending()) rc.run_pending();
-        else cpu_relax();
-        if ((++n & 255) == 0) rcu_quiescent();
-      }
-      for (int i = 0; i < 1000 && rc.has_pending(); ++i) rc.run_pending();
-    });
+    w.rps = std::make_unique<RpsPartner>(pool_, ro);
   }
-
-  // Headers that never change: advance them once, then copy a prebuilt frame per packet.
-  PktgenTemplate tmpl;
-  pktgen_mod_cur_headers(cfg, st, index, dev_.real_num_tx_queues());
-  const bool use_template = tmpl.build(cfg, st, pool_, &dev_);
-  bool headers_ready = true;  // the first packet takes the values just set up
-
-  PktgenThreadResult r;
-  Packet* skb = nullptr;
-  uint64_t clone_count = 0;
-  bool last_ok = true;
-  uint64_t next_tx = start;
-  uint32_t last_pkt_size = 0;
-  uint32_t check = 0;
-  uint64_t reported = 0;
-
-  // The loop reads these every packet: locals, so calls into the datapath cannot make the
-  // compiler load them again.
-  const uint64_t count = cfg.count;
-  const uint64_t clone_skb = cfg.clone_skb;
-  const uint64_t delay_ns = cfg.delay_ns;
-  const bool queue_xmit = cfg.mode == PktgenMode::kQueueXmit;
-
-  // Every 256 rounds: report progress, pass an RCU quiescent state, and say whether to
-  // stop (the flag, or the clock past the deadline).
-  // Also checks the device: pktgen_xmit stops a device that is not running.
-  auto should_stop = [&](uint64_t sofar) {
-    live_.fetch_add(sofar - reported, std::memory_order_relaxed);
-    reported = sofar;
-    rcu_quiescent();
-    if (stop_.load(std::memory_order_relaxed)) r.end = PktgenEnd::kStopped;
-    else if (clock.now_ns() >= deadline) r.end = PktgenEnd::kDuration;
-    else if (!dev_.is_up()) r.end = PktgenEnd::kDeviceDown;
-    else return false;
-    return true;
-  };
-  // After a failed attempt: a device that went down ends the run at once.
-  auto down = [&] {
-    if (PP_LIKELY(dev_.is_up())) return false;
-    r.end = PktgenEnd::kDeviceDown;
-    return true;
-  };
-
-  const bool lean_loop = queue_xmit && use_template && clone_skb == 0 && delay_ns == 0 && !rx_cpu;
-  if (lean_loop) {
-    // Document 000's loop on its own: a fresh packet per send, straight into
-    // dev_queue_xmit, with its counters in registers. The same steps as the general loop
-    // below for this configuration.
-    uint64_t sofar = 0, errors = 0;
-    const uint32_t len = pktgen_frame_len(st);
-    while (count == 0 || sofar < count) {
-      // Softirq-style work (a rescheduled qdisc, deferred frees) every 16 packets rather
-      // than after each: it only moves when such work runs, never whether it does.
-      if (PP_UNLIKELY((++check & 15) == 0)) {
-        if ((check & 255) == 0 && should_stop(sofar)) break;
-        if (cpu.has_pending()) cpu.run_pending();
-      }
-      Packet* p = tmpl.fill(cpu, cfg, st, timestamps ? realtime_ns() : 0);
-      if (PP_UNLIKELY(!p)) {
-        ++r.alloc_fail;
-        cpu.run_pending();
-        std::this_thread::yield();
-        continue;
-      }
-      if (PP_LIKELY(dev_queue_xmit(cpu, p) == 0)) {
-        ++sofar;
-        ++st.seq_num;
-      } else {
-        ++errors;
-        if (down()) break;
-      }
-    }
-    r.sofar = sofar;
-    r.errors = errors;
-    r.tx_bytes = sofar * len;
-  }
-
-  while (!lean_loop && (count == 0 || r.sofar < count)) {
-    // Every 256 rounds: the stop flag and the clock (cheap enough to keep the loop tight).
-    if (PP_UNLIKELY((++check & 255) == 0) && should_stop(r.sofar)) break;
-    if (PP_UNLIKELY(cpu.has_pending())) cpu.run_pending();
-
-    // A new packet when there is none or the clone budget is spent (clone_skb).
-    if (!skb || (last_ok && ++clone_count >= clone_skb)) {
-      if (skb) cpu.free(skb);
-      const uint64_t now = timestamps ? realtime_ns() : 0;
-      if (use_template) {
-        skb = tmpl.fill(cpu, cfg, st, now);
-      } else {
-        if (!headers_ready) pktgen_mod_cur_headers(cfg, st, index, dev_.real_num_tx_queues());
-        headers_ready = false;
-        skb = pktgen_fill_packet_ipv4(cpu, cfg, st, now);
-      }
-      if (PP_UNLIKELY(!skb)) {
-        ++r.alloc_fail;
-        cpu.run_pending();  // let deferred frees come home before retrying
-        std::this_thread::yield();
-        continue;
-      }
-      skb->dev = &dev_;
-      last_pkt_size = skb->len;
-      clone_count = 0;
-    }
-    if (delay_ns && last_ok) {
-      wait_until(clock, next_tx);
-      next_tx += delay_ns;
-    }
-
-    if (queue_xmit) {
-      // pktgen takes a user so it can send the packet again (clone_skb). Without
-      // clones the packet is never sent twice: hand it over instead and save the two
-      // atomic operations of taking and dropping that user.
-      Packet* out = skb;
-      if (clone_skb) skb->get();
-      else skb = nullptr;
-      int rc = dev_queue_xmit(cpu, out);
-      if (PP_LIKELY(rc == 0)) {
-        ++r.sofar;
-        ++st.seq_num;
-        r.tx_bytes += last_pkt_size;
-      } else {
-        ++r.errors;
-        if (down()) break;
-      }
-      continue;
-    }
-
-    if (rx_cpu) {
-      // RPS: enqueue_to_backlog on the partner Cpu; it runs netif_receive_skb and frees.
-      // Every hand-off counts toward the count; a full backlog is an error too.
-      skb->get();
-      ++r.sofar;
-      ++st.seq_num;
-      r.tx_bytes += last_pkt_size;
-      if (PP_UNLIKELY(!rx_cpu->backlog_enqueue(skb))) {
-        cpu.free_reason(skb, DropReason::CPU_BACKLOG);
-        ++r.errors;
-        if (down()) break;
-        // Like a BUSY driver: back off until the partner has drained half its queue
-        // (flushing our defer list meanwhile) instead of counting a flood of drops.
-        const uint32_t half = rx_cpu->max_backlog() / 2;
-        while (rx_cpu->backlog_queued() > half && !stop_.load(std::memory_order_relaxed) &&
-               clock.now_ns() < deadline) {
-          if (cpu.has_pending()) cpu.run_pending();
-          std::this_thread::yield();
-        }
-      }
-      continue;
-    }
-
-    if (cfg.mode == PktgenMode::kNetifReceive) {
-      // pktgen's netif_receive mode: the same packet handed to the receive path, a user
-      // taken for each hand-off. As pktgen_xmit: every call counts toward the count
-      // (sofar), and a drop also counts as an error.
-      uint32_t burst = cfg.burst;
-      bool dropped = false;
-      do {
-        skb->get();
-        if (PP_UNLIKELY(netif_receive_skb(cpu, skb) != NET_RX_SUCCESS)) {
-          ++r.errors;
-          dropped = true;
-        }
-        ++r.sofar;
-        ++st.seq_num;
-        r.tx_bytes += last_pkt_size;
-      } while (--burst > 0 && (cfg.count == 0 || r.sofar < cfg.count));
-      if (PP_UNLIKELY(dropped) && down()) break;
-      continue;
-    }
-
-    // start_xmit: straight to the driver on the packet's queue, under the tx lock
-    // unless the driver is lockless, with xmit_more for bursts.
-    TxQueue& txq = dev_.txq(skb->queue_mapping < dev_.real_num_tx_queues() ? skb->queue_mapping : 0);
-    const bool lock = !dev_.lltx();
-    if (lock) txq.xmit_lock.lock();
-    if (PP_UNLIKELY(txq.stopped())) {
-      last_ok = false;
-      if (lock) txq.xmit_lock.unlock();
-      continue;
-    }
-    uint32_t burst = cfg.burst;
-    skb->users.fetch_add(burst, std::memory_order_relaxed);
-    for (;;) {
-      skb->xmit_more = --burst > 0;
-      NetdevTx rc = dev_.ops().start_xmit(cpu, skb, dev_, txq);
-      if (PP_UNLIKELY(rc != NetdevTx::OK)) {
-        skb->users.fetch_sub(1, std::memory_order_relaxed);  // BUSY: retry next time
-        last_ok = false;
-        break;
-      }
-      last_ok = true;
-      ++r.sofar;
-      ++st.seq_num;
-      r.tx_bytes += last_pkt_size;
-      if (burst == 0 || txq.stopped() || (cfg.count && r.sofar >= cfg.count)) break;
-    }
-    if (burst) skb->users.fetch_sub(burst, std::memory_order_relaxed);
-    if (lock) txq.xmit_lock.unlock();
-  }
-  r.elapsed_ns = clock.now_ns() - start;
-  if (rx_thread.joinable()) {
-    // The partner drains what is queued; its frees beyond defer_max go straight back.
-    rx_stop.store(true, std::memory_order_release);
-    rx_thread.join();
-    cpu.run_pending();
-    r.rx_processed = rx_cpu->stats().backlog_processed.get();
-    r.defer_queued = rx_cpu->stats().defer_queued.get();
-    r.defer_nodefer = rx_cpu->stats().defer_nodefer.get();
-    r.defer_flushes = cpu.stats().defer_flushes.get();
-  }
-  live_.fetch_add(r.sofar - reported, std::memory_order_relaxed);
-  if (skb) cpu.free(skb);
+  w.run();
   // Let this Cpu's tx work (qdiscs it scheduled) and deferred frees finish.
   for (int i = 0; i < 1000 && cpu.has_pending(); ++i) cpu.run_pending();
-  r.pkt_size = st.cur_pkt_size;
-  return r;
+  return w.r;
 }
 
 std::string pktgen_result_text(const PktgenThreadResult& r) {

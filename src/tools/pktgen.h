@@ -1,7 +1,9 @@
 // pktgen: the kernel's packet generator (net/core/pktgen.c) over pktpath's devices.
 // One thread per kpktgend_N, each with its own Cpu, sending on one device with the
 // configured parameters until `count` packets were accepted, the duration ran out, or
-// stop() was called, or the device stopped running.
+// stop() was called, or the device stopped running. Split as the kernel splits it:
+// the thread (pktgen_thread_worker), one send attempt per mode (pktgen_xmit), the frame
+// (fill_packet: pktgen_packet.h, pktgen_template.h).
 #pragma once
 
 #include <atomic>
@@ -72,7 +74,8 @@ class Pktgen {
   uint64_t live_packets() const { return live_.load(std::memory_order_relaxed); }
 
  private:
-  PktgenThreadResult run_thread(unsigned index);
+  struct Worker;  // one thread's device state and transmit loop (pktgen.cc)
+  PktgenThreadResult pktgen_thread_worker(unsigned index);
 
   NetDevice& dev_;
   PacketPool& pool_;
