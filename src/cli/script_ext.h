@@ -41,6 +41,5 @@ std::optional<bool> parse_tc_ext(const std::vector<std::string>& words, ExtComma
 std::optional<bool> parse_nft_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 std::optional<bool> parse_capture_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 bool parse_fault_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
-std::optional<bool> parse_link_del_ext(const std::vector<std::string>& words, ExtCommand& out);
 
 }  // namespace pktpath::cli

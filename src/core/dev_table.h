@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "core/netdev_notifier.h"
 #include "core/netdevice.h"
 
 namespace pktpath {
@@ -28,7 +29,8 @@ class DeviceTable {
 
   // `ip link add`: nullptr with err if the name is taken or invalid, or the kind unknown.
   NetDevice* add(const NetDevice::Config& cfg, std::string_view kind, std::string& err);
-  // `ip link del`: down, qdiscs retired, device destroyed.
+  // `ip link del` (mirrors unregister_netdevice_many): down (NETDEV_DOWN), qdiscs
+  // retired, NETDEV_UNREGISTER to the subscribers, a grace period, device destroyed.
   bool del(std::string_view name, std::string& err);
   NetDevice* find(std::string_view name) const;
   NetDevice* find(int ifindex) const;
@@ -36,7 +38,8 @@ class DeviceTable {
   std::string_view kind_of(const NetDevice& dev) const;
 
   // dev_open / dev_close: up attaches the default qdisc if none is set and activates the
-  // tx queues; down deactivates them (queued packets dropped, QDISC_DROP).
+  // tx queues (then NETDEV_UP); down deactivates them (queued packets dropped,
+  // QDISC_DROP; then NETDEV_DOWN).
   bool set_up(NetDevice& dev, bool up, std::string& err);
 
   // Take a qdisc out of service: deactivate, drop what it holds, keep the object until
@@ -46,6 +49,8 @@ class DeviceTable {
   size_t retired_count() const { return graveyard_.size(); }
 
   Cpu& control_cpu() { return control_; }
+  // The device events of this table's devices (core/netdev_notifier.h).
+  NetdevNotifierChain& notifier() { return notifier_; }
   // Next automatic qdisc handle for a device ("8001:", "8002:", ...).
   uint32_t alloc_handle(NetDevice& dev);
 
@@ -56,6 +61,7 @@ class DeviceTable {
     uint32_t next_handle = 0x8001;
   };
   Cpu& control_;
+  NetdevNotifierChain notifier_;  // outlives the devices: ~DeviceTable deletes them first
   int next_ifindex_ = 1;
   std::map<int, Entry> by_index_;
   std::map<std::string, int, std::less<>> by_name_;
