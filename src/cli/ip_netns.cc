@@ -80,7 +80,7 @@ struct LinkSetNetns final : ExtLine {
     r.drain_pending();
     std::string msg;
     from.devices().set_up(*d, false, msg);  // dev_close
-    nf::nft_ruleset(from).detach_device(&d->nf_hooks());  // NETDEV_UNREGISTER
+    from.devices().notifier().call(NetdevEvent::UNREGISTER, *d);  // nft chains, mirred targets
     tc::tc_dev_unregister(*d);
     tap_device_gone(*d);
     if (std::unique_ptr<Qdisc> old = d->graft_root(nullptr)) from.devices().retire(std::move(old));  // dev_shutdown

@@ -1,5 +1,4 @@
-// Dispatch of the lines that parse into ExtCommands: tc (cli/tc/), nft, capture, and
-// `ip link del` (which first detaches what refers to the device).
+// Dispatch of the lines that parse into ExtCommands: tc (cli/tc/), nft, capture.
 #include "cli/script.h"
 #include "cli/tc/tc.h"
 #include "sched/clsact.h"
@@ -23,7 +22,6 @@ std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtComm
   if (w[0] == "tc") return parse_tc_ext(w, out, err);
   if (w[0] == "nft") return parse_nft_ext(w, out, err);
   if (w[0] == "capture") return parse_capture_ext(w, out, err);
-  if (w[0] == "ip") return parse_link_del_ext(w, out);
   return std::nullopt;
 }
 

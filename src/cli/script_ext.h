@@ -36,7 +36,6 @@ std::optional<bool> parse_tc_ext(const std::vector<std::string>& words, ExtComma
 std::optional<bool> parse_nft_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 std::optional<bool> parse_capture_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 bool parse_fault_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
-std::optional<bool> parse_link_del_ext(const std::vector<std::string>& words, ExtCommand& out);
 // `sysctl ...` (cli/sysctl.cc).
 std::optional<bool> parse_sysctl_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `ip netns ...`, `ip -n NAME ...`, `tc -n NAME ...`, `ip link set dev D netns NAME`

@@ -1,6 +1,7 @@
 #include "core/dev_table.h"
 
 #include "core/link_kind.h"
+#include "core/rcu.h"
 #include "sched/sch_generic.h"
 
 namespace pktpath {
@@ -68,6 +69,10 @@ bool DeviceTable::del(std::string_view name, std::string& err) {
   NetDevice& dev = *by_index_[idx].dev;
   set_up(dev, false, err);
   if (std::unique_ptr<Qdisc> old = dev.graft_root(nullptr)) retire(std::move(old));
+  notifier_.call(NetdevEvent::UNREGISTER, dev);
+  // synchronize_net: a reader that loaded a pointer a subscriber just dropped (a mirred
+  // target) is past it before the device is freed.
+  rcu_synchronize();
   by_name_.erase(it);
   by_index_.erase(idx);
   reap();
@@ -141,12 +146,14 @@ bool DeviceTable::set_up(NetDevice& dev, bool up, std::string& err) {
     }
     dev.set_flag(IFF_UP, true);
     dev_activate(dev);
+    notifier_.call(NetdevEvent::UP, dev);
     return true;
   }
   dev_deactivate(control_, dev);
   if (dev.ops().stop) dev.ops().stop(dev);
   dev.set_flag(IFF_UP, false);
   reap();
+  notifier_.call(NetdevEvent::DOWN, dev);
   return true;
 }
 

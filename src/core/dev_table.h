@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "core/netdev_notifier.h"
 #include "core/netdevice.h"
 
 namespace pktpath {
@@ -31,7 +32,8 @@ class DeviceTable {
 
   // `ip link add`: nullptr with err if the name is taken or invalid, or the kind unknown.
   NetDevice* add(const NetDevice::Config& cfg, std::string_view kind, std::string& err);
-  // `ip link del`: down, qdiscs retired, device destroyed.
+  // `ip link del` (mirrors unregister_netdevice_many): down (NETDEV_DOWN), qdiscs
+  // retired, NETDEV_UNREGISTER to the subscribers, a grace period, device destroyed.
   bool del(std::string_view name, std::string& err);
   NetDevice* find(std::string_view name) const;
   NetDevice* find(int ifindex) const;
@@ -39,7 +41,8 @@ class DeviceTable {
   std::string_view kind_of(const NetDevice& dev) const;
 
   // dev_open / dev_close: up attaches the default qdisc if none is set and activates the
-  // tx queues; down deactivates them (queued packets dropped, QDISC_DROP).
+  // tx queues (then NETDEV_UP); down deactivates them (queued packets dropped,
+  // QDISC_DROP; then NETDEV_DOWN).
   bool set_up(NetDevice& dev, bool up, std::string& err);
 
   // Take a qdisc out of service: deactivate, drop what it holds, keep the object until
@@ -56,6 +59,8 @@ class DeviceTable {
   // when that is free there (else the next free one).
   std::unique_ptr<NetDevice> unlink(NetDevice& dev, std::string* kind);
   NetDevice* adopt(std::unique_ptr<NetDevice> dev, std::string kind, std::string& err);
+  // The device events of this table's devices (core/netdev_notifier.h).
+  NetdevNotifierChain& notifier() { return notifier_; }
   // Next automatic qdisc handle for a device ("8001:", "8002:", ...).
   uint32_t alloc_handle(NetDevice& dev);
 
@@ -67,6 +72,7 @@ class DeviceTable {
   };
   Cpu& control_;
   Net& net_;
+  NetdevNotifierChain notifier_;  // outlives the devices: ~DeviceTable deletes them first
   int next_ifindex_ = 1;
   std::map<int, Entry> by_index_;
   std::map<std::string, int, std::less<>> by_name_;

@@ -1,5 +1,7 @@
 #include "netfilter/nft_net.h"
 
+#include "core/dev_table.h"
+
 namespace pktpath::nf {
 
 namespace {
@@ -11,8 +13,11 @@ struct NftNet final : PernetState {
   void pre_exit(Net&) override { ruleset.flush(); }
 };
 
-const PernetRegistrar nft_pernet{{"nftables", [](Net&) -> std::unique_ptr<PernetState> {
-                                    return std::make_unique<NftNet>();
+// A chain whose device goes away is released (nft_netdev_event).
+const PernetRegistrar nft_pernet{{"nftables", [](Net& net) -> std::unique_ptr<PernetState> {
+                                    auto s = std::make_unique<NftNet>();
+                                    s->ruleset.watch_devices(net.devices().notifier());
+                                    return s;
                                   }}};
 
 }  // namespace

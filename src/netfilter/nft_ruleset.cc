@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/netdevice.h"
 #include "core/rcu.h"
 
 namespace pktpath::nf {
@@ -121,7 +122,10 @@ nlohmann::json match_json(const NftMatch& m) {
 
 }  // namespace
 
-NftRuleset::~NftRuleset() { flush(); }
+NftRuleset::~NftRuleset() {
+  events_.reset();
+  flush();
+}
 
 NftTable* NftRuleset::find_table(const std::string& name) {
   for (auto& t : tables_)
@@ -293,15 +297,25 @@ void NftRuleset::flush() {
   tables_.clear();
 }
 
-void NftRuleset::detach_device(NfDeviceHooks* dev) {
+// mirrors nf_tables_netdev_event / nft_netdev_event: a pktpath base chain hooks exactly
+// one device, so the unregistered device is always its only one: __nft_release_basechain.
+void NftRuleset::netdev_unregister(NfDeviceHooks* dev) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
-  for (auto& t : tables_)
-    for (auto& c : t->chains)
-      if (c->dev == dev) {
-        nf_unregister_hook(*dev, &c->ops);
-        c->dev = nullptr;
-      }
+  for (auto& t : tables_) {
+    auto gone = std::stable_partition(t->chains.begin(), t->chains.end(),
+                                      [&](const auto& c) { return c->dev != dev; });
+    for (auto it = gone; it != t->chains.end(); ++it) destroy_chain(std::move(*it));
+    t->chains.erase(gone, t->chains.end());
+  }
+}
+
+void NftRuleset::watch_devices(NetdevNotifierChain& chain) {
+  events_.subscribe(chain, &NftRuleset::netdev_event, this);
+}
+
+void NftRuleset::netdev_event(void* self, NetdevEvent ev, NetDevice& dev) {
+  if (ev == NetdevEvent::UNREGISTER) static_cast<NftRuleset*>(self)->netdev_unregister(&dev.nf_hooks());
 }
 
 std::string NftRuleset::list() const {

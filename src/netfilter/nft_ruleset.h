@@ -10,8 +10,10 @@
 // snapshots since they belong to the rule.
 //
 // Devices: chains name a device; the NftDeviceResolver given to the mutating calls turns
-// that name into the device's NfDeviceHooks. A device that goes away must first call
-// detach_device() so no chain keeps a pointer to it.
+// that name into the device's NfDeviceHooks. The ruleset subscribes to the device table's
+// events (watch_devices): when a device goes away, every base chain hooked on it is
+// released with its rules, as Linux 6.1 does for a netdev chain whose only device is
+// unregistered. Without a subscription the owner calls netdev_unregister() itself.
 #pragma once
 
 #include <atomic>
@@ -23,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/netdev_notifier.h"
 #include "core/rcu.h"
 #include "netfilter/nf_hooks.h"
 #include "netfilter/nft_parse.h"
@@ -93,8 +96,11 @@ class NftRuleset {
   NftStatus delete_chain(const std::string& table, const std::string& chain);
   NftStatus delete_rule(const std::string& table, const std::string& chain, uint64_t handle);
   void flush();
-  // Unregister every chain attached to dev (device teardown); the chains stay, detached.
-  void detach_device(NfDeviceHooks* dev);
+  // mirrors nft_netdev_event on NETDEV_UNREGISTER: every base chain hooked on dev is
+  // released (__nft_release_basechain: hook unregistered, rules and chain deleted).
+  void netdev_unregister(NfDeviceHooks* dev);
+  // Call netdev_unregister for every device that `chain` unregisters, from now on.
+  void watch_devices(NetdevNotifierChain& chain);
 
   // `nft -a list ruleset` text (nft's layout, counters and handles).
   std::string list() const;
@@ -109,9 +115,12 @@ class NftRuleset {
   void destroy_chain(std::unique_ptr<NftChain> c);  // unregister, wait, free
   void publish_rules(NftChain& c);                  // new snapshot, wait, free the old
 
+  static void netdev_event(void* self, NetdevEvent ev, NetDevice& dev);
+
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<NftTable>> tables_;
   uint64_t next_table_handle_ = 1;
+  NetdevSubscription events_;  // last: unsubscribes before the rest goes away
 };
 
 }  // namespace pktpath::nf

@@ -8,12 +8,23 @@
 
 namespace pktpath::tc {
 
-MirredAction::MirredAction(Dir dir, Kind kind, NetDevice* target, std::string target_name)
+MirredAction::MirredAction(Dir dir, Kind kind, NetDevice* target, std::string target_name,
+                           NetdevNotifierChain& events)
     : dir_(dir),
       kind_(kind),
       retval_(kind == Kind::Redirect ? TC_ACT_STOLEN : TC_ACT_PIPE),
       target_(target),
-      target_name_(std::move(target_name)) {}
+      target_name_(std::move(target_name)),
+      events_(events, &MirredAction::netdev_event, this) {}
+
+// mirrors mirred_device_event: the target is going away; the device table frees it only
+// after a grace period, so a packet that loaded it before this store is done with it.
+void MirredAction::netdev_event(void* self, NetdevEvent ev, NetDevice& dev) {
+  auto* m = static_cast<MirredAction*>(self);
+  if (ev != NetdevEvent::UNREGISTER) return;
+  NetDevice* expected = &dev;
+  m->target_.compare_exchange_strong(expected, nullptr, std::memory_order_release);
+}
 
 namespace {
 
@@ -57,7 +68,9 @@ int MirredAction::act(const TcContext& ctx, Packet* p, TcResult&) {
     cpu.free_reason(p, DropReason::XMIT_RECURSION);
     return TC_ACT_CONSUMED;
   }
-  if (PP_UNLIKELY(!target_->is_up())) {
+  // "target device is gone" / "device is down": tcf_mirred_act's out path.
+  NetDevice* target = target_.load(std::memory_order_acquire);
+  if (PP_UNLIKELY(!target || !target->is_up())) {
     s.overlimits.add();
     return redirect ? TC_ACT_SHOT : retval_;
   }
@@ -70,7 +83,7 @@ int MirredAction::act(const TcContext& ctx, Packet* p, TcResult&) {
     }
   }
   out->skb_iif = p->dev ? p->dev->ifindex() : 0;
-  out->dev = target_;
+  out->dev = target;
   ++cpu.xmit_recursion;
   if (dir_ == Dir::Egress)
     dev_queue_xmit(cpu, out);
@@ -84,7 +97,7 @@ ActionOptions MirredAction::dump() const {
   MirredOptions o;
   o.dir = dir_;
   o.kind = kind_;
-  o.dev = target_name_;
+  o.dev = target() ? target_name_ : "*";
   o.verdict = retval_;
   return o;
 }
@@ -97,7 +110,7 @@ Result<std::shared_ptr<TcAction>> mirred_init(const ActionOptions& opts, DeviceT
   if (!o) return unexpected("mirred: bad options");
   NetDevice* t = table.find(o->dev);
   if (!t) return unexpected("mirred: cannot find device \"" + o->dev + "\"", o->dev);
-  return std::shared_ptr<TcAction>(std::make_shared<MirredAction>(o->dir, o->kind, t, o->dev));
+  return std::shared_ptr<TcAction>(std::make_shared<MirredAction>(o->dir, o->kind, t, o->dev, table.notifier()));
 }
 
 const ActionRegistrar kMirred{{"mirred", mirred_init}};  // act_mirred_ops

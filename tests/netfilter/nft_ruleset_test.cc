@@ -130,7 +130,7 @@ TEST_F(NftRulesetTest, AddIsIdempotentAndUpdatesPolicy) {
   EXPECT_EQ(foo.egress.load()->size(), 1u);  // not registered twice
 }
 
-TEST_F(NftRulesetTest, DeleteChainTableFlushDetach) {
+TEST_F(NftRulesetTest, DeleteChainTableFlush) {
   build();
   ok({"nft", "delete", "rule", "netdev", "filt", "out", "handle", "2"});
   EXPECT_EQ(run({"nft", "list", "ruleset"}).out.find("handle 2\n"), std::string::npos);
@@ -144,12 +144,29 @@ TEST_F(NftRulesetTest, DeleteChainTableFlushDetach) {
   ok({"nft", "flush", "ruleset"});
   EXPECT_EQ(foo.egress.load(), nullptr);
   EXPECT_EQ(run({"nft", "list", "ruleset"}).out, "");
-  // A device going away: its chains stay, detached.
+}
+
+// NETDEV_UNREGISTER of a chain's only device releases the chain with its rules (Linux
+// 6.1's __nft_release_basechain); chains on other devices and regular chains stay.
+TEST_F(NftRulesetTest, DeviceUnregisterReleasesItsBaseChains) {
+  NfDeviceHooks& bar = devs.add("bar");
   build();
-  rs.detach_device(&foo);
+  ok({"nft", "add", "chain", "netdev", "filt", "other", "{ type filter hook egress device bar priority 0; }"});
+  ok({"nft", "add", "chain", "netdev", "filt", "plain"});
+  rs.netdev_unregister(&foo);
   EXPECT_EQ(foo.egress.load(), nullptr);
   EXPECT_EQ(foo.ingress.load(), nullptr);
-  EXPECT_NE(run({"nft", "list", "ruleset"}).out.find("chain out"), std::string::npos);
+  ASSERT_NE(bar.egress.load(), nullptr);
+  EXPECT_EQ(bar.egress.load()->size(), 1u);
+  const std::string out = run({"nft", "list", "ruleset"}).out;
+  EXPECT_EQ(out.find("chain out"), std::string::npos) << out;
+  EXPECT_EQ(out.find("chain in"), std::string::npos) << out;
+  EXPECT_EQ(out.find("device \"foo\""), std::string::npos) << out;
+  EXPECT_NE(out.find("chain other"), std::string::npos) << out;
+  EXPECT_NE(out.find("chain plain"), std::string::npos) << out;
+  // The released chain's name is free again.
+  ok({"nft", "add", "chain", "netdev", "filt", "out", "{ type filter hook egress device foo priority 0; }"});
+  EXPECT_EQ(foo.egress.load()->size(), 1u);
 }
 
 TEST_F(NftRulesetTest, RegularChainIsListedWithoutHook) {

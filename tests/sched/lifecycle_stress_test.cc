@@ -132,9 +132,9 @@ class ClsactNft {
     nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device " + d->name() + " priority 0; }"});
     nft({"add", "rule", "netdev", "t", "c", "meta", "mark", "7", "counter", "drop"});
   }
-  // What a script's `ip link del` does: chains let go of the device, then it goes.
+  // NETDEV_UNREGISTER for this private ruleset (nft_netdev_event), then the device goes.
   void del_device(NetDevice* d) {
-    ruleset_.detach_device(&d->nf_hooks());
+    ruleset_.netdev_unregister(&d->nf_hooks());
     nft({"delete", "table", "netdev", "t"});
     h_.del_device(d);
   }

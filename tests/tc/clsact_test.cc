@@ -218,7 +218,7 @@ TEST_F(NftTcTest, NetfilterBeforeTcAndRedirectSkipsNetfilter) {
   EXPECT_EQ(drops(DropReason::TC_EGRESS), 1u);
   // Now tc redirects foo -> bar; bar's netfilter chain (policy drop) is skipped.
   auto redirect = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
-                                                     tc::MirredAction::Kind::Redirect, bar, "bar");
+                                                     tc::MirredAction::Kind::Redirect, bar, "bar", table.notifier());
   filter(foo, Dir::Egress, spec(ret_prog(-1), false, 49152, {redirect}), true);
   send(foo, 1);
   EXPECT_EQ(tx(bar), 1u);
@@ -237,7 +237,7 @@ TEST_F(TcTest, AccountingInvariantAcrossMixedFilters) {
   filter(foo, Dir::Egress, spec("2,32 0 0 4294963220,22 0 0 0,", true, 10));
   // (ld #mark; jeq #9 -> ret -1 (match) else ret 0)
   auto redirect = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
-                                                     tc::MirredAction::Kind::Redirect, bar, "bar");
+                                                     tc::MirredAction::Kind::Redirect, bar, "bar", table.notifier());
   filter(foo, Dir::Egress, spec("4,32 0 0 4294963220,21 0 1 9,6 0 0 4294967295,6 0 0 0,", false, 1, {redirect}));
   uint64_t stolen = 0;
   for (uint32_t i = 0; i < 1000; ++i) {

@@ -1,5 +1,5 @@
 // tc actions (src/sched/tc_act.cc): gact verdicts, skbedit, mirred redirect and mirror,
-// the redirect nesting limit.
+// the redirect nesting limit, a mirred target deleted under the action.
 #include <gtest/gtest.h>
 
 #include "tc_fixture.h"
@@ -86,7 +86,7 @@ TEST_F(TcTest, MirredRedirectAndMirror) {
   clsact(foo);
   clsact(baz);
   auto redirect = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
-                                                     tc::MirredAction::Kind::Redirect, bar, "bar");
+                                                     tc::MirredAction::Kind::Redirect, bar, "bar", table.notifier());
   filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {redirect}));
   EXPECT_EQ(send(foo, 0), 0);
   EXPECT_EQ(tx(foo), 0u);
@@ -94,7 +94,7 @@ TEST_F(TcTest, MirredRedirectAndMirror) {
   EXPECT_EQ(redirect->stats.sum().packets, 1u);
 
   auto mirror = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
-                                                   tc::MirredAction::Kind::Mirror, bar, "bar");
+                                                   tc::MirredAction::Kind::Mirror, bar, "bar", table.notifier());
   filter(baz, Dir::Egress, spec(ret_prog(-1), false, 1, {mirror}));
   EXPECT_EQ(send(baz, 0), 0);
   EXPECT_EQ(tx(baz), 1u);  // mirror pipes on: the original goes out too
@@ -107,7 +107,7 @@ TEST_F(TcTest, MirredIngressRedirectReachesReceivePath) {
   NetDevice* bar = make("bar", "dummy");
   clsact(foo);
   auto a = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Ingress,
-                                              tc::MirredAction::Kind::Redirect, bar, "bar");
+                                              tc::MirredAction::Kind::Redirect, bar, "bar", table.notifier());
   filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {a}));
   send(foo, 0);
   EXPECT_EQ(tx(foo), 0u);
@@ -122,9 +122,9 @@ TEST_F(TcTest, RedirectLoopIsStoppedAndCounted) {
   clsact(foo);
   clsact(bar);
   auto to_bar = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
-                                                   tc::MirredAction::Kind::Redirect, bar, "bar");
+                                                   tc::MirredAction::Kind::Redirect, bar, "bar", table.notifier());
   auto to_foo = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
-                                                   tc::MirredAction::Kind::Redirect, foo, "foo");
+                                                   tc::MirredAction::Kind::Redirect, foo, "foo", table.notifier());
   filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {to_bar}));
   filter(bar, Dir::Egress, spec(ret_prog(-1), false, 1, {to_foo}));
   EXPECT_EQ(send(foo, 0), 0);
@@ -134,6 +134,50 @@ TEST_F(TcTest, RedirectLoopIsStoppedAndCounted) {
   EXPECT_EQ(to_bar->stats.sum().packets + to_foo->stats.sum().packets, 1u + kXmitRecursionLimit);
   EXPECT_EQ(cpu.xmit_recursion, 0);
   EXPECT_EQ(outstanding(), 0u);
+}
+
+// NETDEV_UNREGISTER of the target (mirred_device_event): the action forgets it; a
+// redirect is then dropped under TC_EGRESS and a mirror makes no copy, both counted as
+// overlimits. A new device of the same name is not the target (Linux keeps none either).
+TEST_F(TcTest, MirredTargetDeletedDropsAndCounts) {
+  NetDevice* foo = make("foo", "dummy");
+  NetDevice* bar = make("bar", "dummy");
+  clsact(foo);
+  auto mirror = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress, tc::MirredAction::Kind::Mirror,
+                                                   bar, "bar", table.notifier());
+  auto redirect = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
+                                                     tc::MirredAction::Kind::Redirect, bar, "bar", table.notifier());
+  filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {mirror, redirect}));
+  send(foo, 0);
+  EXPECT_EQ(tx(bar), 2u);  // the copy and the packet
+  const uint64_t subscribers = table.notifier().size();
+  EXPECT_GE(subscribers, 2u);
+
+  std::string err;
+  ASSERT_TRUE(table.del("bar", err)) << err;
+  EXPECT_EQ(mirror->target(), nullptr);
+  EXPECT_EQ(redirect->target(), nullptr);
+  EXPECT_EQ(redirect->dump().get<tc::MirredOptions>()->dev, "*");
+  for (int i = 0; i < 3; ++i) send(foo, 0);
+  EXPECT_EQ(drops(DropReason::TC_EGRESS), 3u);
+  EXPECT_EQ(tx(foo), 0u);
+  EXPECT_EQ(redirect->stats.sum().overlimits, 3u);
+  EXPECT_EQ(mirror->stats.sum().overlimits, 3u);
+  EXPECT_EQ(redirect->stats.sum().packets, 4u);
+
+  NetDevice* again = make("bar", "dummy");
+  send(foo, 0);
+  EXPECT_EQ(tx(again), 0u);
+  EXPECT_EQ(drops(DropReason::TC_EGRESS), 4u);
+  EXPECT_EQ(outstanding(), 0u);
+
+  // The actions unsubscribe when they go away.
+  std::string e2;
+  tc::clsact_del(*foo, &e2);
+  mirror.reset();
+  redirect.reset();
+  ASSERT_TRUE(table.del("foo", e2)) << e2;
+  EXPECT_EQ(table.notifier().size(), subscribers - 2);
 }
 
 }  // namespace
