@@ -25,7 +25,8 @@ TEST_F(QdiscUnit, Prio2BandMatchesLinux) {
     for (uint32_t prio = 0; prio < 20; ++prio)
       if (kLinuxPrio2Band[prio & 15] == band) want.push_back(prio);
   EXPECT_EQ(got, want);
-  const auto* po = q->dump().get<PrioOptions>();
+  const QdiscOptions dumped = q->dump();  // get<> points into it: keep it alive
+  const auto* po = dumped.get<PrioOptions>();
   ASSERT_NE(po, nullptr);
   EXPECT_EQ(po->bands, 3u);
   for (unsigned i = 0; i < 16; ++i) EXPECT_EQ(po->priomap[i], kLinuxPrio2Band[i]);

@@ -52,7 +52,8 @@ TEST_F(QdiscUnit, TbfOptionsAndLatencyDerivedLimit) {
   o.latency_set = true;
   auto q = qdisc_create(*dev_, "tbf", o);
   ASSERT_TRUE(q) << q.error().msg;
-  const auto* t = (*q)->dump().get<TbfOptions>();
+  const QdiscOptions dumped = (*q)->dump();  // get<> points into it: keep it alive
+  const auto* t = dumped.get<TbfOptions>();
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->rate_bytes_ps, 125000u);
   EXPECT_EQ(t->burst, 1500u);
