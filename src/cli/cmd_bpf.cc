@@ -2,7 +2,8 @@
 // line (the contract in docs/cli.md):
 //   SRC := --bytecode 'N,c jt jf k,...' | --bytecode-file F | --expr 'pcap filter'
 //   check SRC [--mode M]      exit 0 valid, 1 rejected (reason on stderr)
-//   dump  SRC                 -ddd listing, then a tcpdump -d style disassembly
+//   dump  SRC [-d|-dd|-ddd]   one listing as `tcpdump -d|-dd|-ddd` prints it; without
+//                             one: the -ddd listing, the -d disassembly and the engine
 //   run   SRC --pcap FILE [--engine switch|threaded|jit]   (default: default_engine(), the JIT)
 //                             one decimal result per packet, one per line
 //   bench SRC (--pcap FILE | --synthetic N) [--engine E|all] [--json] [--runs R] [--packets P]
@@ -41,8 +42,9 @@ constexpr const char* kUsage =
     "  SRC := --bytecode 'N,code jt jf k,...' | --bytecode-file FILE | --expr 'pcap filter'\n"
     "  check SRC [--mode M]           validate (exit 1 + reason if rejected); M: kernel (default)\n"
     "                                 or userland (libpcap's rules: backward jumps allowed)\n"
-    "  dump SRC [--ddd|--disasm] [--engine E]\n"
-    "                                 -ddd listing, disassembly and the engine that runs it\n"
+    "  dump SRC [-d|-dd|-ddd|--ddd|--disasm] [--engine E]\n"
+    "                                 -ddd listing, disassembly and the engine that runs it;\n"
+    "                                 -d, -dd, -ddd: that listing alone, as tcpdump prints it\n"
     "  run SRC --pcap FILE [--engine switch|threaded|jit]\n"
     "                                 one decimal return value per packet, one per line\n"
     "  bench SRC (--pcap FILE | --synthetic N) [--engine switch|threaded|jit|libpcap|all]\n"
@@ -67,7 +69,8 @@ struct Args {
 const char* const kValueOptions[] = {"--bytecode", "--bytecode-file", "--expr", "--pcap", "--engine",
                                      "--linktype", "--snaplen", "--synthetic", "--runs", "--packets",
                                      "--mode"};
-const char* const kFlagOptions[] = {"--json", "--no-optimize", "--ddd", "--disasm", "--jit-harden"};
+const char* const kFlagOptions[] = {"--json", "--no-optimize", "--ddd", "--disasm", "--jit-harden",
+                                    "-d", "-dd", "-ddd"};
 
 // Returns an empty string, or the usage error.
 std::string parse_args(const std::vector<std::string>& in, Args* a) {
@@ -215,8 +218,16 @@ int do_check(const Args& a, const Insns& prog) {
 }
 
 int do_dump(const Args& a, const Insns& prog) {
-  bool ddd = a.flag("--ddd") || !a.flag("--disasm");
-  bool dis = a.flag("--disasm") || !a.flag("--ddd");
+  // -d, -dd, -ddd: exactly what `tcpdump -d|-dd|-ddd` prints (bpf_dump), nothing else on
+  // stdout. --ddd is -ddd and --disasm is -d; with neither, both and the engine line.
+  int listings = 0;
+  for (const char* f : {"-d", "-dd", "-ddd"}) listings += a.flag(f);
+  if (listings > 1 || (listings == 1 && (a.flag("--ddd") || a.flag("--disasm"))))
+    return usage_error("bpf dump: give one of -d, -dd, -ddd (or --ddd, --disasm)");
+  const bool only = listings == 1;
+  bool ddd = a.flag("-ddd") || a.flag("--ddd") || (!only && !a.flag("--disasm"));
+  bool dis = a.flag("-d") || a.flag("--disasm") || (!only && !a.flag("--ddd"));
+  if (a.flag("-dd")) std::fputs(format_dd(prog).c_str(), stdout);
   if (ddd) std::fputs(format_ddd(prog).c_str(), stdout);
   if (ddd && dis) std::fputs("\n", stdout);
   if (dis) std::fputs(disassemble(prog).c_str(), stdout);
@@ -233,8 +244,9 @@ int do_dump(const Args& a, const Insns& prog) {
   std::string ename, err;
   auto engine = engine_arg(a, &ename);
   if (!engine) return usage_error("bpf dump: unknown --engine '" + ename + "'");
+  if (!(ddd && dis)) return 0;
   auto p = Program::load(prog, *engine, *mode, jit_options(a), &err);
-  if (ddd && dis && p) std::printf("\n%s\n", engine_line(*p).c_str());
+  if (p) std::printf("\n%s\n", engine_line(*p).c_str());
   return 0;
 }
 
