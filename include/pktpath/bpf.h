@@ -80,8 +80,13 @@ enum pktpath_bpf_mode {
    * a RET at the end, scratch memory written before it is read, the kernel's opcodes
    * and ancillary loads (SKF_AD_*). */
   PKTPATH_BPF_KERNEL = 0,
-  /* libpcap's rules (bpf_validate): backward jumps allowed; execution is bounded, so a
-   * program that loops ends. What libpcap accepts for offline files and bpf_filter. */
+  /* libpcap's rules (pcap_validate_filter, what libpcap applies to offline files and
+   * bpf_filter runs): an unconditional jump may go backward (the loops of libpcap's
+   * `protochain`), scratch memory may be read before it is written (it reads 0).
+   * Such programs run bounded: a run that takes too many backward jumps ends returning
+   * 0. They run on the switch or threaded engine; the JIT hands them to the threaded
+   * engine (pktpath_bpf_engine and pktpath_bpf_jit_fallback_reason say so). Programs
+   * that also pass the kernel's rules run as in PKTPATH_BPF_KERNEL. */
   PKTPATH_BPF_USERLAND = 1
 };
 
@@ -91,7 +96,7 @@ enum pktpath_bpf_engine {
                                      in the environment names (read once per process) */
   PKTPATH_BPF_ENGINE_SWITCH = 1,  /* the reference interpreter */
   PKTPATH_BPF_ENGINE_THREADED = 2, /* computed-goto interpreter over a decoded form */
-  PKTPATH_BPF_ENGINE_JIT = 3      /* x86-64 code; a program it cannot compile runs on the
+  PKTPATH_BPF_ENGINE_JIT = 3      /* x86-64 code; a program it does not take runs on the
                                      threaded engine (pktpath_bpf_engine says which) */
 };
 
@@ -154,9 +159,9 @@ PKTPATH_BPF_API uint32_t pktpath_bpf_run(const pktpath_bpf *prog, const unsigned
                                          unsigned int buflen, const struct pktpath_bpf_meta *meta);
 
 /* The engine that runs the program (enum pktpath_bpf_engine, never _DEFAULT):
- * PKTPATH_BPF_ENGINE_THREADED when the JIT was asked for and could not compile it. */
+ * PKTPATH_BPF_ENGINE_THREADED when the JIT was asked for and did not take the program. */
 PKTPATH_BPF_API int pktpath_bpf_engine(const pktpath_bpf *prog);
-/* Why the JIT could not compile the program; "" when it did or was not asked for. */
+/* Why the JIT did not take the program; "" when it did or was not asked for. */
 PKTPATH_BPF_API const char *pktpath_bpf_jit_fallback_reason(const pktpath_bpf *prog);
 /* "switch", "threaded" or "jit"; "?" for a value that is none of the engines. */
 PKTPATH_BPF_API const char *pktpath_bpf_engine_name(int engine);
@@ -171,9 +176,9 @@ PKTPATH_BPF_API void pktpath_bpf_free(pktpath_bpf *prog);
 /* libpcap's bpf_filter, with the same arguments and meaning: runs pc on the buflen bytes
  * at p of a packet wirelen bytes long and returns the return value; pc NULL accepts
  * everything (returns 0xffffffff). As bpf_filter, it is given no program length and
- * checks nothing: pc must be a program libpcap's bpf_validate accepts (what pcap_compile
- * produces). It interprets the instructions directly under libpcap's rules, with
- * execution bounded. A libpcap user switches by renaming the call. */
+ * checks nothing: pc must be a program libpcap accepts (what pcap_compile produces;
+ * jump targets are trusted). It interprets the instructions directly under the userland
+ * rules, backward jumps bounded. A libpcap user switches by renaming the call. */
 PKTPATH_BPF_API unsigned int pktpath_bpf_filter(const struct pktpath_bpf_insn *pc, const unsigned char *p,
                                                 unsigned int wirelen, unsigned int buflen);
 

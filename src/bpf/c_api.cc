@@ -29,6 +29,7 @@ static_assert(sizeof(pktpath_bpf_insn) == sizeof(pktpath::bpf::Insn) &&
               "pktpath_bpf_insn must match Insn (struct sock_filter)");
 static_assert(PKTPATH_BPF_NETMASK_UNKNOWN == PCAP_NETMASK_UNKNOWN);
 
+using pktpath::bpf::Acceptance;
 using pktpath::bpf::Engine;
 using pktpath::bpf::Insn;
 using pktpath::bpf::Insns;
@@ -37,20 +38,13 @@ using pktpath::bpf::Program;
 
 struct pktpath_bpf {
   Program prog;
-  int mode;
 };
 
 namespace {
 
-// The mode-dependent calls, all here. The acceptance modes are not in the bpf layer
-// yet: both modes check with the kernel's checker and bpf_filter runs the switch
-// interpreter, until check.h's Acceptance and run_userland replace this helper.
-enum class Acceptance { Kernel, Userland };
-std::optional<Program> load_in_mode(std::span<const Insn> insns, Engine engine, Acceptance /*mode*/,
-                                    std::string* err) {
-  return Program::load(insns, engine, err);
+Acceptance acceptance_of(int mode) {
+  return mode == PKTPATH_BPF_KERNEL ? Acceptance::Kernel : Acceptance::Userland;
 }
-uint32_t run_unchecked(const Insn* prog, const PacketView& v) { return pktpath::bpf::run_switch(prog, v); }
 
 void set_error(char* errbuf, size_t size, const std::string& msg) {
   if (errbuf == nullptr || size == 0) return;
@@ -89,13 +83,12 @@ pktpath_bpf* load(std::span<const Insn> insns, int mode, int engine, char* errbu
     return nullptr;
   }
   std::string err;
-  std::optional<Program> p =
-      load_in_mode(insns, *e, mode == PKTPATH_BPF_KERNEL ? Acceptance::Kernel : Acceptance::Userland, &err);
+  std::optional<Program> p = Program::load(insns, *e, acceptance_of(mode), &err);
   if (!p) {
     set_error(errbuf, errbuf_size, err);
     return nullptr;
   }
-  auto* h = new (std::nothrow) pktpath_bpf{std::move(*p), mode};
+  auto* h = new (std::nothrow) pktpath_bpf{std::move(*p)};
   if (h == nullptr) set_error(errbuf, errbuf_size, "out of memory");
   return h;
 }
@@ -187,7 +180,9 @@ const char* pktpath_bpf_engine_name(int engine) {
   return "?";
 }
 
-int pktpath_bpf_mode(const pktpath_bpf* prog) { return prog->mode; }
+int pktpath_bpf_mode(const pktpath_bpf* prog) {
+  return prog->prog.acceptance() == Acceptance::Kernel ? PKTPATH_BPF_KERNEL : PKTPATH_BPF_USERLAND;
+}
 
 const pktpath_bpf_insn* pktpath_bpf_insns(const pktpath_bpf* prog, size_t* n) {
   const Insns& insns = prog->prog.insns();
@@ -202,7 +197,7 @@ unsigned int pktpath_bpf_filter(const pktpath_bpf_insn* pc, const unsigned char*
   if (pc == nullptr) return 0xffffffffu;  // no program: accept everything, as bpf_filter
   PacketView v;
   fill_view(&v, p, wirelen, buflen, nullptr);
-  return run_unchecked(reinterpret_cast<const Insn*>(pc), v);
+  return pktpath::bpf::run_userland(reinterpret_cast<const Insn*>(pc), v);
 }
 
 }  // extern "C"

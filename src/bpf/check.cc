@@ -95,7 +95,15 @@ CheckResult check_scratch(std::span<const Insn> prog) {
 
 bool opcode_allowed(uint16_t code) { return code < kAllowed.size() && kAllowed[code]; }
 
-CheckResult check_program(std::span<const Insn> prog) {
+const char* acceptance_name(Acceptance a) { return a == Acceptance::Kernel ? "kernel" : "userland"; }
+
+bool has_backward_jump(std::span<const Insn> prog) {
+  for (const Insn& in : prog)
+    if (in.code == (BPF_JMP | BPF_JA) && static_cast<int32_t>(in.k) < 0) return true;
+  return false;
+}
+
+CheckResult check_program(std::span<const Insn> prog, Acceptance mode) {
   const size_t n = prog.size();
   if (n == 0) return reject(-1, "empty program (needs 1..4096 instructions)");
   if (n > kMaxInsns)
@@ -121,8 +129,19 @@ CheckResult check_program(std::span<const Insn> prog) {
           return reject(i, fmt::format("scratch index {} out of range (M[0..15])", in.k));
         break;
       case BPF_JMP | BPF_JA:
-        if (in.k >= n - pc - 1)
-          return reject(i, fmt::format("jump offset {} leaves the program", in.k));
+        if (mode == Acceptance::Userland) {
+          // pcap_validate_filter: the target, in 32-bit unsigned arithmetic, lies inside
+          // the program (either direction); `ja -1` (a jump to itself) is refused.
+          const uint32_t target = static_cast<uint32_t>(pc + 1) + in.k;
+          if (target >= n)
+            return reject(i, fmt::format("jump offset {} leaves the program", static_cast<int32_t>(in.k)));
+          if (in.k == 0xffffffffu) return reject(i, "jump to itself");
+        } else if (in.k >= n - pc - 1) {
+          return reject(i, fmt::format("jump offset {} leaves the program{}", in.k,
+                                       static_cast<int32_t>(in.k) < 0
+                                           ? " (a backward jump: only userland mode runs it)"
+                                           : ""));
+        }
         break;
       case BPF_LD | BPF_W | BPF_ABS:
       case BPF_LD | BPF_H | BPF_ABS:
@@ -140,6 +159,7 @@ CheckResult check_program(std::span<const Insn> prog) {
   uint16_t last = prog[n - 1].code;
   if (last != (BPF_RET | BPF_K) && last != (BPF_RET | BPF_A))
     return reject(static_cast<int>(n - 1), "last instruction is not a RET");
+  if (mode == Acceptance::Userland) return {};
   return check_scratch(prog);
 }
 

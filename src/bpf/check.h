@@ -1,6 +1,11 @@
-// The kernel's load-time checker for classic BPF: bpf_check_classic followed by
-// check_load_and_stores. A program that passes can run on any engine without further
-// bounds checks on jumps or scratch memory.
+// Load-time checkers for classic BPF, in two acceptance modes:
+//   Kernel    the kernel's rules (bpf_check_classic followed by check_load_and_stores):
+//             sockets, cls_bpf, taps. Jumps go forward, scratch cells are written before
+//             they are read, so a program runs on any engine without further checks.
+//   Userland  libpcap's rules (pcap_validate_filter, what bpf_filter runs): an
+//             unconditional jump may go backward (libpcap's `protochain` loops), scratch
+//             cells may be read before they are written (they read 0 here). Such programs
+//             run with a bound on executed work (kUserlandBound).
 #pragma once
 
 #include <cstdint>
@@ -17,10 +22,25 @@ struct CheckResult {
   std::string reason;  // empty when ok; "insn 3: ..." otherwise
 };
 
-// True for the opcodes the kernel accepts in a socket filter (chk_code_allowed).
+enum class Acceptance : uint8_t { Kernel, Userland };
+const char* acceptance_name(Acceptance a);  // "kernel", "userland"
+
+// True for the opcodes the kernel accepts in a socket filter (chk_code_allowed); libpcap's
+// bpf_validate accepts the same set.
 bool opcode_allowed(uint16_t code);
 
-// Mirrors bpf_check_classic (+ check_load_and_stores).
-CheckResult check_program(std::span<const Insn> prog);
+// Kernel: mirrors bpf_check_classic (+ check_load_and_stores). Userland: mirrors
+// pcap_validate_filter, plus the rule both modes share that an ancillary offset
+// (SKF_AD_OFF + n) must name a known field.
+CheckResult check_program(std::span<const Insn> prog, Acceptance mode = Acceptance::Kernel);
+
+// True when the program has an unconditional jump backward (only Userland accepts it).
+bool has_backward_jump(std::span<const Insn> prog);
+
+// Userland programs that the kernel would refuse run bounded: every backward jump taken
+// charges the program's length, and a run whose charges pass this bound ends returning 0
+// (the packet is not accepted). At most kUserlandBound + 4096 instructions run; every
+// engine stops at the same jump, so results agree even at the bound.
+inline constexpr int64_t kUserlandBound = int64_t{1} << 24;
 
 }  // namespace pktpath::bpf

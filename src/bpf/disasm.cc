@@ -4,9 +4,17 @@
 
 namespace pktpath::bpf {
 
+// Mirrors bpf_dump(option 3): "%d\n" then "%u %u %u %u\n".
 std::string format_ddd(const Insns& prog) {
   std::string s = fmt::format("{}\n", prog.size());
   for (const Insn& in : prog) s += fmt::format("{} {} {} {}\n", in.code, in.jt, in.jf, in.k);
+  return s;
+}
+
+// Mirrors bpf_dump(option 2): "{ 0x%x, %d, %d, 0x%08x },\n".
+std::string format_dd(const Insns& prog) {
+  std::string s;
+  for (const Insn& in : prog) s += fmt::format("{{ {:#x}, {}, {}, 0x{:08x} }},\n", in.code, in.jt, in.jf, in.k);
   return s;
 }
 
@@ -18,130 +26,119 @@ std::string format_tc(const Insns& prog) {
 
 namespace {
 
+// bpf_image prints k with %d: the 32 bits as a signed int.
+int32_t sk(uint32_t k) { return static_cast<int32_t>(k); }
+
+// libpcap's `offsets[]` (bpf_image.c, Linux builds): the ancillary loads it names.
 const char* ancillary_name(uint32_t ad) {
   switch (ad) {
-    case SKF_AD_PROTOCOL: return "#proto";
-    case SKF_AD_PKTTYPE: return "#type";
-    case SKF_AD_IFINDEX: return "#ifidx";
-    case SKF_AD_NLATTR: return "#nla";
-    case SKF_AD_NLATTR_NEST: return "#nlan";
-    case SKF_AD_MARK: return "#mark";
-    case SKF_AD_QUEUE: return "#queue";
-    case SKF_AD_HATYPE: return "#hatype";
-    case SKF_AD_RXHASH: return "#rxhash";
-    case SKF_AD_CPU: return "#cpu";
-    case SKF_AD_ALU_XOR_X: return "#xor_x";
-    case SKF_AD_VLAN_TAG: return "#vlan_tci";
-    case SKF_AD_VLAN_TAG_PRESENT: return "#vlan_avail";
-    case SKF_AD_PAY_OFFSET: return "#poff";
-    case SKF_AD_RANDOM: return "#rand";
-    case SKF_AD_VLAN_TPID: return "#vlan_tpid";
-    default: return "#?";
+    case SKF_AD_PROTOCOL: return "proto";
+    case SKF_AD_PKTTYPE: return "type";
+    case SKF_AD_IFINDEX: return "ifidx";
+    case SKF_AD_NLATTR: return "nla";
+    case SKF_AD_NLATTR_NEST: return "nlan";
+    case SKF_AD_MARK: return "mark";
+    case SKF_AD_QUEUE: return "queue";
+    case SKF_AD_HATYPE: return "hatype";
+    case SKF_AD_RXHASH: return "rxhash";
+    case SKF_AD_CPU: return "cpu";
+    case SKF_AD_ALU_XOR_X: return "xor_x";
+    case SKF_AD_VLAN_TAG: return "vlan_tci";
+    case SKF_AD_VLAN_TAG_PRESENT: return "vlanp";
+    case SKF_AD_PAY_OFFSET: return "poff";
+    case SKF_AD_RANDOM: return "random";
+    case SKF_AD_VLAN_TPID: return "vlan_tpid";
+    default: return nullptr;
   }
 }
 
-const char* size_suffix(uint16_t code) {
-  switch (bpf_size(code)) {
-    case BPF_H: return "h";
-    case BPF_B: return "b";
-    default: return "";
-  }
-}
-
-// An absolute offset: decimal when >= 0, symbolic for the negative SKF windows.
+// Mirrors bpf_print_abs_load_operand: "[name]" for a named ancillary offset, else "[%d]"
+// (so SKF_NET_OFF + 14 prints as [-1048562]).
 std::string abs_operand(uint32_t k) {
-  int32_t s = static_cast<int32_t>(k);
-  if (s >= 0) return fmt::format("[{}]", k);
-  if (s >= SKF_AD_OFF) return ancillary_name(k - static_cast<uint32_t>(SKF_AD_OFF));
-  if (s >= SKF_NET_OFF) return fmt::format("[net+{}]", s - SKF_NET_OFF);
-  if (s >= SKF_LL_OFF) return fmt::format("[ll+{}]", s - SKF_LL_OFF);
-  return fmt::format("[{}]", s);
+  if (in_ancillary_window(k))
+    if (const char* n = ancillary_name(k - static_cast<uint32_t>(SKF_AD_OFF))) return fmt::format("[{}]", n);
+  return fmt::format("[{}]", sk(k));
 }
 
-const char* alu_name(uint16_t op) {
-  switch (op) {
-    case BPF_ADD: return "add";
-    case BPF_SUB: return "sub";
-    case BPF_MUL: return "mul";
-    case BPF_DIV: return "div";
-    case BPF_MOD: return "mod";
-    case BPF_AND: return "and";
-    case BPF_OR: return "or";
-    case BPF_XOR: return "xor";
-    case BPF_LSH: return "lsh";
-    case BPF_RSH: return "rsh";
-    case BPF_NEG: return "neg";
-    default: return nullptr;
-  }
-}
+struct Image {
+  const char* op;
+  std::string operand;
+};
 
-const char* jmp_name(uint16_t op) {
-  switch (op) {
-    case BPF_JA: return "ja";
-    case BPF_JEQ: return "jeq";
-    case BPF_JGT: return "jgt";
-    case BPF_JGE: return "jge";
-    case BPF_JSET: return "jset";
-    default: return nullptr;
+// bpf_image's switch on the whole code: a code with any other bits set is "unimp".
+Image image_of(const Insn& in, size_t pc) {
+  const uint32_t k = in.k;
+  const std::string dec = fmt::format("#{}", sk(k));
+  const std::string hex = fmt::format("#0x{:x}", k);
+  switch (in.code) {
+    case BPF_RET | BPF_K: return {"ret", dec};
+    case BPF_RET | BPF_A: return {"ret", ""};
+    case BPF_LD | BPF_W | BPF_ABS: return {"ld", abs_operand(k)};
+    case BPF_LD | BPF_H | BPF_ABS: return {"ldh", abs_operand(k)};
+    case BPF_LD | BPF_B | BPF_ABS: return {"ldb", abs_operand(k)};
+    case BPF_LD | BPF_W | BPF_LEN: return {"ld", "#pktlen"};
+    case BPF_LD | BPF_W | BPF_IND: return {"ld", fmt::format("[x + {}]", sk(k))};
+    case BPF_LD | BPF_H | BPF_IND: return {"ldh", fmt::format("[x + {}]", sk(k))};
+    case BPF_LD | BPF_B | BPF_IND: return {"ldb", fmt::format("[x + {}]", sk(k))};
+    case BPF_LD | BPF_IMM: return {"ld", hex};
+    case BPF_LDX | BPF_IMM: return {"ldx", hex};
+    case BPF_LDX | BPF_MSH | BPF_B: return {"ldxb", fmt::format("4*([{}]&0xf)", sk(k))};
+    case BPF_LD | BPF_MEM: return {"ld", fmt::format("M[{}]", sk(k))};
+    case BPF_LDX | BPF_MEM: return {"ldx", fmt::format("M[{}]", sk(k))};
+    case BPF_ST: return {"st", fmt::format("M[{}]", sk(k))};
+    case BPF_STX: return {"stx", fmt::format("M[{}]", sk(k))};
+    // n + 1 + k in unsigned arithmetic, printed with %d.
+    case BPF_JMP | BPF_JA: return {"ja", fmt::format("{}", sk(static_cast<uint32_t>(pc) + 1 + k))};
+    case BPF_JMP | BPF_JGT | BPF_K: return {"jgt", hex};
+    case BPF_JMP | BPF_JGE | BPF_K: return {"jge", hex};
+    case BPF_JMP | BPF_JEQ | BPF_K: return {"jeq", hex};
+    case BPF_JMP | BPF_JSET | BPF_K: return {"jset", hex};
+    case BPF_JMP | BPF_JGT | BPF_X: return {"jgt", "x"};
+    case BPF_JMP | BPF_JGE | BPF_X: return {"jge", "x"};
+    case BPF_JMP | BPF_JEQ | BPF_X: return {"jeq", "x"};
+    case BPF_JMP | BPF_JSET | BPF_X: return {"jset", "x"};
+    case BPF_ALU | BPF_ADD | BPF_X: return {"add", "x"};
+    case BPF_ALU | BPF_SUB | BPF_X: return {"sub", "x"};
+    case BPF_ALU | BPF_MUL | BPF_X: return {"mul", "x"};
+    case BPF_ALU | BPF_DIV | BPF_X: return {"div", "x"};
+    case BPF_ALU | BPF_MOD | BPF_X: return {"mod", "x"};
+    case BPF_ALU | BPF_AND | BPF_X: return {"and", "x"};
+    case BPF_ALU | BPF_OR | BPF_X: return {"or", "x"};
+    case BPF_ALU | BPF_XOR | BPF_X: return {"xor", "x"};
+    case BPF_ALU | BPF_LSH | BPF_X: return {"lsh", "x"};
+    case BPF_ALU | BPF_RSH | BPF_X: return {"rsh", "x"};
+    // Arithmetic and shift immediates in decimal, bitwise ones in hex, as bpf_image.
+    case BPF_ALU | BPF_ADD | BPF_K: return {"add", dec};
+    case BPF_ALU | BPF_SUB | BPF_K: return {"sub", dec};
+    case BPF_ALU | BPF_MUL | BPF_K: return {"mul", dec};
+    case BPF_ALU | BPF_DIV | BPF_K: return {"div", dec};
+    case BPF_ALU | BPF_MOD | BPF_K: return {"mod", dec};
+    case BPF_ALU | BPF_AND | BPF_K: return {"and", hex};
+    case BPF_ALU | BPF_OR | BPF_K: return {"or", hex};
+    case BPF_ALU | BPF_XOR | BPF_K: return {"xor", hex};
+    case BPF_ALU | BPF_LSH | BPF_K: return {"lsh", dec};
+    case BPF_ALU | BPF_RSH | BPF_K: return {"rsh", dec};
+    case BPF_ALU | BPF_NEG: return {"neg", ""};
+    case BPF_MISC | BPF_TAX: return {"tax", ""};
+    case BPF_MISC | BPF_TXA: return {"txa", ""};
+    // Not in bpf_image either (ret x, ldx len, ...): printed as it does.
+    default: return {"unimp", fmt::format("0x{:x}", in.code)};
   }
 }
 
 }  // namespace
 
+// Mirrors bpf_image: "(%03d) %-8s %-16s jt %d\tjf %d" for conditional jumps, else
+// "(%03d) %-8s %s" — so operand-less lines ("ret", "tax") keep the padding and a space.
 std::string disassemble_insn(const Insn& in, size_t pc) {
-  std::string op, arg;
-  const uint16_t c = in.code;
-  switch (bpf_class(c)) {
-    case BPF_LD:
-      switch (bpf_mode(c)) {
-        case BPF_ABS: op = fmt::format("ld{}", size_suffix(c)); arg = abs_operand(in.k); break;
-        case BPF_IND: op = fmt::format("ld{}", size_suffix(c)); arg = fmt::format("[x + {}]", in.k); break;
-        case BPF_LEN: op = "ld"; arg = "#pktlen"; break;
-        case BPF_IMM: op = "ld"; arg = fmt::format("#{:#x}", in.k); break;
-        case BPF_MEM: op = "ld"; arg = fmt::format("M[{}]", in.k); break;
-      }
-      break;
-    case BPF_LDX:
-      switch (bpf_mode(c)) {
-        case BPF_MSH: op = "ldxb"; arg = fmt::format("4*({}&0xf)", abs_operand(in.k)); break;
-        case BPF_LEN: op = "ldx"; arg = "#pktlen"; break;
-        case BPF_IMM: op = "ldx"; arg = fmt::format("#{:#x}", in.k); break;
-        case BPF_MEM: op = "ldx"; arg = fmt::format("M[{}]", in.k); break;
-        case BPF_ABS: op = "ldx"; arg = fmt::format("[{}]", in.k); break;
-      }
-      break;
-    case BPF_ST: op = "st"; arg = fmt::format("M[{}]", in.k); break;
-    case BPF_STX: op = "stx"; arg = fmt::format("M[{}]", in.k); break;
-    case BPF_ALU:
-      if (const char* n = alu_name(bpf_op(c))) {
-        op = n;
-        if (bpf_op(c) != BPF_NEG) arg = bpf_src(c) == BPF_X ? "x" : fmt::format("#{:#x}", in.k);
-      }
-      break;
-    case BPF_JMP:
-      if (const char* n = jmp_name(bpf_op(c))) {
-        op = n;
-        if (bpf_op(c) == BPF_JA) {
-          arg = fmt::format("{}", pc + 1 + in.k);
-        } else {
-          std::string cmp = bpf_src(c) == BPF_X ? "x" : fmt::format("#{:#x}", in.k);
-          arg = fmt::format("{:<16} jt {}\tjf {}", cmp, pc + 1 + in.jt, pc + 1 + in.jf);
-        }
-      }
-      break;
-    case BPF_RET:
-      op = "ret";
-      arg = bpf_rval(c) == BPF_A ? "a" : bpf_rval(c) == BPF_X ? "x" : fmt::format("#{}", in.k);
-      break;
-    case BPF_MISC:
-      op = bpf_miscop(c) == BPF_TXA ? "txa" : bpf_miscop(c) == BPF_TAX ? "tax" : "";
-      break;
-  }
-  if (op.empty()) return fmt::format("({:03}) unknown  code={:#06x} jt={} jf={} k={:#x}", pc, c, in.jt, in.jf, in.k);
-  if (arg.empty()) return fmt::format("({:03}) {}", pc, op);
-  return fmt::format("({:03}) {:<8} {}", pc, op, arg);
+  const Image im = image_of(in, pc);
+  const int n = static_cast<int>(pc);
+  if (bpf_class(in.code) == BPF_JMP && bpf_op(in.code) != BPF_JA)
+    return fmt::format("({:03}) {:<8} {:<16} jt {}\tjf {}", n, im.op, im.operand, n + 1 + in.jt, n + 1 + in.jf);
+  return fmt::format("({:03}) {:<8} {}", n, im.op, im.operand);
 }
 
+// Mirrors bpf_dump(option 1): bpf_image per instruction, each with puts' newline.
 std::string disassemble(const Insns& prog) {
   std::string s;
   for (size_t i = 0; i < prog.size(); ++i) s += disassemble_insn(prog[i], i) + "\n";

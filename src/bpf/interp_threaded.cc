@@ -3,8 +3,10 @@
 // operands (jump distances already +1, ancillary field numbers, scratch indexes), so
 // running an instruction costs one indirect jump to the next handler — no opcode decode,
 // no switch range check and no loop back-edge (Eric Dumazet's "one branch less").
+#include <cstring>
 #include <vector>
 
+#include "bpf/check.h"
 #include "bpf/program.h"
 #include "bpf/semantics.h"
 
@@ -28,6 +30,9 @@ enum Op : uint8_t {
   kJa, kJgtK, kJgeK, kJeqK, kJsetK, kJgtX, kJgeX, kJeqX, kJsetX,
   kLdAbsW, kLdAbsH, kLdAbsB, kLdAnc, kLdIndW, kLdIndH, kLdIndB, kLdxMsh,
   kLdLen, kLdxLen, kLdImm, kLdxImm, kLdMem, kLdxMem, kTax, kTxa, kRetK, kRetA, kSt, kStx,
+  // Bounded (userland) programs only: a backward `ja` (jt: distance back, jf: the charge)
+  // and the prefix slot that zeroes scratch memory.
+  kJaBack, kZeroMem,
   // Fused pairs: an `LD ABS` followed by a conditional jump on K. The pair's first slot
   // does both and jumps with the second slot's operands; the second slot stays intact
   // for jumps that land on it. Saves one dispatch per pair — the common shape of
@@ -53,6 +58,7 @@ uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* 
       &&jge_x, &&jeq_x, &&jset_x, &&ld_abs_w, &&ld_abs_h, &&ld_abs_b, &&ld_anc,
       &&ld_ind_w, &&ld_ind_h, &&ld_ind_b, &&ldx_msh, &&ld_len, &&ldx_len, &&ld_imm,
       &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx,
+      &&ja_back, &&zero_mem,
       &&ldw_jeq, &&ldw_jgt, &&ldw_jge, &&ldw_jset, &&ldh_jeq, &&ldh_jgt, &&ldh_jge, &&ldh_jset,
       &&ldb_jeq, &&ldb_jgt, &&ldb_jge, &&ldb_jset,
       &&ldw_and_jeq, &&ldw_and_jgt, &&ldw_and_jge, &&ldw_and_jset, &&ldh_and_jeq, &&ldh_and_jgt,
@@ -67,6 +73,7 @@ uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* 
   uint32_t A = 0, X = 0;
   uint64_t r;
   uint32_t M[kMemWords];
+  int64_t budget = kUserlandBound;  // read only by ja_back
 
 #define NEXT \
   do {       \
@@ -163,6 +170,12 @@ ret_k: return ip->k;
 ret_a: return A;
 st: M[ip->k] = A; NEXT;
 stx: M[ip->k] = X; NEXT;
+ja_back:
+  budget -= ip->jf;
+  if (PP_UNLIKELY(budget < 0)) return 0;
+  ip -= ip->jt;
+  goto* ip->op;
+zero_mem: std::memset(M, 0, sizeof M); NEXT;
 
 #define FUSED(label, size, cond)                   \
   label:                                           \
@@ -322,10 +335,16 @@ uint32_t threaded_entry(const void* image, const PacketView& v) {
 
 }  // namespace
 
-bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
+namespace {
+
+bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::string* err) {
   const void* const* labels = nullptr;
   run_threaded(nullptr, nullptr, &labels);
-  auto code = std::make_shared<std::vector<ThreadedInsn>>(prog.size());
+  // A bounded program starts with the slot that zeroes scratch memory; jumps are
+  // relative, so the slots after it keep their distances.
+  const size_t first = bounded ? 1 : 0;
+  auto code = std::make_shared<std::vector<ThreadedInsn>>(prog.size() + first);
+  if (bounded) (*code)[0].op = labels[kZeroMem];
   for (size_t i = 0; i < prog.size(); ++i) {
     const Insn& in = prog[i];
     Op op = op_of(in);
@@ -333,7 +352,17 @@ bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::strin
       if (err) *err = "threaded: unknown opcode";
       return false;
     }
-    ThreadedInsn& t = (*code)[i];
+    ThreadedInsn& t = (*code)[i + first];
+    if (op == kJa && static_cast<int32_t>(in.k) < 0) {
+      if (!bounded) {
+        if (err) *err = "threaded: backward jump in an unbounded program";
+        return false;
+      }
+      t.op = labels[kJaBack];
+      t.jt = static_cast<uint16_t>(-(static_cast<int32_t>(in.k) + 1));  // checked: target >= 0
+      t.jf = static_cast<uint16_t>(prog.size());
+      continue;
+    }
     if (Op f = fused_op(op, prog, i); f != kOpCount) op = f;
     t.op = labels[op];
     t.k = op == kLdAnc ? in.k - static_cast<uint32_t>(SKF_AD_OFF) : in.k;
@@ -348,6 +377,16 @@ bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::strin
   out->image = code->data();
   out->owner = std::move(code);
   return true;
+}
+
+}  // namespace
+
+bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
+  return prepare(prog, false, out, err);
+}
+
+bool prepare_threaded_bounded(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
+  return prepare(prog, true, out, err);
 }
 
 }  // namespace pktpath::bpf

@@ -20,7 +20,7 @@ JitCode::~JitCode() {
 }
 
 namespace {
-std::atomic<int> g_default_engine{-1};  // -1: not decided yet
+std::atomic<int> g_default_engine{-1};  // PKTPATH_BPF_ENGINE, read once; -1: not read yet
 }  // namespace
 
 Engine default_engine() {
@@ -34,12 +34,6 @@ Engine default_engine() {
   return static_cast<Engine>(g_default_engine.load(std::memory_order_relaxed));
 }
 
-void set_default_engine(Engine e) { g_default_engine.store(static_cast<int>(e), std::memory_order_relaxed); }
-
-JitOptions& jit_default_options() {
-  static JitOptions opt;
-  return opt;
-}
 
 namespace {
 
@@ -110,6 +104,7 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
   auto jc = map_wx(po.code, err);
   if (!jc) return false;
   jc->passes = passes;
+  jc->blinded = opt.blind;
   out->fn = reinterpret_cast<RunFn>(jc->mem);
   out->image = jc->mem;
   out->owner = std::move(jc);
@@ -117,7 +112,7 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
 }
 
 bool prepare_jit(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
-  return prepare_jit_with(prog, jit_default_options(), out, err);
+  return prepare_jit_with(prog, JitOptions{}, out, err);
 }
 
 const JitCode* jit_code_of(const PreparedImage& img) {

@@ -38,17 +38,14 @@ struct JitCode {
   size_t map_len = 0;      // bytes mapped (whole pages)
   size_t code_len = 0;     // bytes of code
   unsigned passes = 0;     // emission passes until the jump encodings converged
+  bool blinded = false;    // immediates stored XORed with a random key (JitOptions::blind)
   JitCode() = default;
   JitCode(const JitCode&) = delete;  // owns the mapping
   JitCode& operator=(const JitCode&) = delete;
   ~JitCode();
 };
 
-// Process-wide defaults prepare_jit uses (the CLI's --jit-harden sets blind). Not
-// synchronized: set them before loading programs, not while other threads load.
-JitOptions& jit_default_options();
-
-// Compiles with explicit options; prepare_jit (program.h) is this with the defaults.
+// Compiles with explicit options; prepare_jit (program.h) is this with JitOptions{}.
 bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
                       std::string* err);
 

@@ -85,7 +85,9 @@ constexpr uint64_t kFieldMax[4] = {0xffff, 0xff, 0xff, 0xffffffff};
 bool make_insn(const std::vector<std::string_view>& f, size_t index, const std::string& where,
                Insn* out, std::string* err) {
   if (f.size() != 4) {
-    *err = fmt::format("{}insn {}: expected 4 fields (code jt jf k), got {}", where, index, f.size());
+    // Name the first word past the fourth, so the message points at it.
+    *err = fmt::format("{}insn {}: expected 4 fields (code jt jf k), got {}{}", where, index, f.size(),
+                       f.size() > 4 ? fmt::format(" (extra '{}')", f[4]) : std::string());
     return false;
   }
   uint64_t v[4];
@@ -194,9 +196,25 @@ bool parse_c_array(std::string_view text, Insns* out, std::string* err) {
   return true;
 }
 
+// A file may carry `#` comments, whole-line or after an instruction: each runs to the end
+// of its line and is blanked (the newline stays, so errors keep their line numbers).
+namespace {
+std::string strip_comments(std::string_view text) {
+  std::string s(text);
+  bool in_comment = false;
+  for (char& c : s) {
+    if (c == '\n') in_comment = false;
+    else if (c == '#') in_comment = true;
+    if (in_comment) c = ' ';
+  }
+  return s;
+}
+}  // namespace
+
 bool parse_bytecode_file_text(std::string_view text, Insns* out, std::string* err) {
-  if (text.find('{') != std::string_view::npos) return parse_c_array(text, out, err);
-  return parse_bytecode(text, out, err);
+  const std::string body = strip_comments(text);
+  if (body.find('{') != std::string::npos) return parse_c_array(body, out, err);
+  return parse_bytecode(body, out, err);
 }
 
 bool read_bytecode_file(const std::string& path, Insns* out, std::string* err) {

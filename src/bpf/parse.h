@@ -19,7 +19,8 @@ bool parse_bytecode(std::string_view text, Insns* out, std::string* err);
 // `tcpdump -dd` form: "{ 0x28, 0, 0, 0x0000000c },\n..." — every {code, jt, jf, k} group.
 bool parse_c_array(std::string_view text, Insns* out, std::string* err);
 
-// A bytecode file: C-array form when it contains '{', else parse_bytecode.
+// A bytecode file: C-array form when it contains '{', else parse_bytecode. `#` starts a
+// comment to the end of the line (whole-line or trailing); blank lines are skipped.
 bool parse_bytecode_file_text(std::string_view text, Insns* out, std::string* err);
 bool read_bytecode_file(const std::string& path, Insns* out, std::string* err);
 

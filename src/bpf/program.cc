@@ -36,12 +36,22 @@ uint8_t view_needs(std::span<const Insn> prog) {
 }
 
 std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, std::string* err) {
-  return load(prog, engine, jit_default_options(), err);
+  return load(prog, engine, Acceptance::Kernel, JitOptions{}, err);
+}
+
+std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, Acceptance mode,
+                                     std::string* err) {
+  return load(prog, engine, mode, JitOptions{}, err);
 }
 
 std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, const JitOptions& jit,
                                      std::string* err) {
-  CheckResult c = check_program(prog);
+  return load(prog, engine, Acceptance::Kernel, jit, err);
+}
+
+std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, Acceptance mode,
+                                     const JitOptions& jit, std::string* err) {
+  CheckResult c = check_program(prog, mode);
   if (!c.ok) {
     if (err) *err = c.reason;
     return std::nullopt;
@@ -49,10 +59,28 @@ std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, 
   Program p;
   p.engine_ = engine;
   p.requested_ = engine;
+  p.acceptance_ = mode;
   p.insns_.assign(prog.begin(), prog.end());
   p.needs_ = bpf::view_needs(prog);
+  // A userland program the kernel would refuse runs bounded (check.h, kUserlandBound).
+  p.bounded_ = mode == Acceptance::Userland && !check_program(prog, Acceptance::Kernel).ok;
   std::string e;
   bool ok = false;
+  if (p.bounded_) {
+    if (engine == Engine::Jit) {
+      p.engine_ = Engine::Threaded;
+      p.jit_fallback_ = has_backward_jump(prog)
+                            ? "the JIT compiles forward jumps only; a backward jump runs on the threaded engine"
+                            : "the JIT compiles kernel-checked programs only; a scratch read before a write runs on the threaded engine";
+    }
+    ok = p.engine_ == Engine::Switch ? prepare_switch_bounded(p.insns_, &p.image_, &e)
+                                     : prepare_threaded_bounded(p.insns_, &p.image_, &e);
+    if (!ok) {
+      if (err) *err = e;
+      return std::nullopt;
+    }
+    return p;
+  }
   switch (engine) {
     case Engine::Switch: ok = prepare_switch(p.insns_, &p.image_, &e); break;
     case Engine::Threaded: ok = prepare_threaded(p.insns_, &p.image_, &e); break;

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bpf/check.h"
 #include "bpf/insn.h"
 #include "bpf/packet_view.h"
 
@@ -35,10 +36,9 @@ const char* engine_name(Engine e);
 std::optional<Engine> parse_engine(std::string_view name);
 
 // The engine a filter gets when it is attached (tc cls_bpf, taps) or run without
-// --engine: the JIT, unless forced to an interpreter by set_default_engine() or by the
-// environment variable PKTPATH_BPF_ENGINE=switch|threaded|jit (read once). jit.cc.
+// --engine: the JIT, unless the environment variable PKTPATH_BPF_ENGINE=switch|threaded|jit
+// (read once) forces another. jit.cc.
 Engine default_engine();
-void set_default_engine(Engine e);
 
 // The entry every engine provides: `image` is the engine's prepared form.
 using RunFn = uint32_t (*)(const void* image, const PacketView& v);
@@ -51,9 +51,12 @@ struct PreparedImage {
   std::shared_ptr<const void> owner;
 };
 
-// Engine prepare steps. Each takes a program that passed check_program.
+// Engine prepare steps. Each takes a program that passed check_program (kernel mode);
+// the _bounded forms take one that passed only userland mode (check.h).
 bool prepare_switch(std::span<const Insn> prog, PreparedImage* out, std::string* err);
 bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::string* err);
+bool prepare_switch_bounded(std::span<const Insn> prog, PreparedImage* out, std::string* err);
+bool prepare_threaded_bounded(std::span<const Insn> prog, PreparedImage* out, std::string* err);
 bool prepare_jit(std::span<const Insn> prog, PreparedImage* out, std::string* err);  // jit.cc
 
 // What of a packet a program can read, found once at load (the idea of the kernel's old
@@ -66,17 +69,31 @@ enum ViewNeeds : uint8_t {
 };
 uint8_t view_needs(std::span<const Insn> prog);
 
-// The reference interpreter, callable directly (tests, fuzzing).
+// The reference interpreter, callable directly (tests, fuzzing); the program must have
+// passed the kernel checker.
 uint32_t run_switch(const Insn* prog, const PacketView& v);
+// libpcap's bpf_filter semantics on an unchecked program of unknown length (as
+// bpf_filter, it trusts jump targets): backward jumps bounded (each charges 4096 against
+// kUserlandBound), scratch reads before writes give 0. The span form charges its length.
+uint32_t run_userland(const Insn* prog, const PacketView& v);
+uint32_t run_userland(std::span<const Insn> prog, const PacketView& v);
 
 class Program {
  public:
   // Checks (kernel rules) and prepares. On failure returns nullopt and sets *err to the
   // checker's reason ("insn 3: ...") or the engine's error.
   static std::optional<Program> load(std::span<const Insn> prog, Engine engine, std::string* err);
-  // The same with explicit JIT options (the form above uses jit_default_options()).
+  // The same in an acceptance mode (check.h). A userland program that the kernel's rules
+  // would refuse (a backward jump, a scratch read before a write) runs bounded on the
+  // switch or threaded engine; the JIT hands it to the threaded engine and says so in
+  // jit_fallback_reason().
+  static std::optional<Program> load(std::span<const Insn> prog, Engine engine, Acceptance mode,
+                                     std::string* err);
+  // The same with explicit JIT options (the forms above use JitOptions{}).
   static std::optional<Program> load(std::span<const Insn> prog, Engine engine, const JitOptions& jit,
                                      std::string* err);
+  static std::optional<Program> load(std::span<const Insn> prog, Engine engine, Acceptance mode,
+                                     const JitOptions& jit, std::string* err);
 
   uint32_t run(const PacketView& v) const { return image_.fn(image_.image, v); }
   // Runs every view; out[i] gets views[i]'s result.
@@ -92,11 +109,16 @@ class Program {
   const PreparedImage& image() const { return image_; }
   const Insns& insns() const { return insns_; }
   uint8_t view_needs() const { return needs_; }
+  Acceptance acceptance() const { return acceptance_; }
+  // True when the program runs with the userland bound (it passed only userland rules).
+  bool bounded() const { return bounded_; }
 
  private:
   Program() = default;
   Engine engine_ = Engine::Switch;
   Engine requested_ = Engine::Switch;
+  Acceptance acceptance_ = Acceptance::Kernel;
+  bool bounded_ = false;
   std::string jit_fallback_;
   Insns insns_;
   PreparedImage image_;

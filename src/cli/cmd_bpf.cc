@@ -1,13 +1,17 @@
 // `pktpath bpf check|dump|run|bench SRC ...` — the classic BPF machine from the command
 // line (the contract in docs/cli.md):
 //   SRC := --bytecode 'N,c jt jf k,...' | --bytecode-file F | --expr 'pcap filter'
-//   check SRC                 exit 0 valid, 1 rejected (reason on stderr)
-//   dump  SRC                 -ddd listing, then a tcpdump -d style disassembly
+//   check SRC [--mode M]      exit 0 valid, 1 rejected (reason on stderr)
+//   dump  SRC [-d|-dd|-ddd]   one listing as `tcpdump -d|-dd|-ddd` prints it; without
+//                             one: the -ddd listing, the -d disassembly and the engine
 //   run   SRC --pcap FILE [--engine switch|threaded|jit]   (default: default_engine(), the JIT)
 //                             one decimal result per packet, one per line
 //   bench SRC (--pcap FILE | --synthetic N) [--engine E|all] [--json] [--runs R] [--packets P]
 // --expr compiles for EN10MB/262144, or with --pcap for the file's own link type and
 // snapshot length (as tcpdump -r); --linktype/--snaplen override; --no-optimize.
+// --mode kernel|userland: the acceptance rules (bpf/check.h). check and dump default to
+// the kernel's (what a socket, cls_bpf or a tap takes); run and bench, which filter
+// offline captures, to libpcap's userland rules, as libpcap does for a savefile.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -36,15 +40,18 @@ using namespace pktpath::bpf;
 constexpr const char* kUsage =
     "usage: pktpath bpf check|dump|run|bench SRC [options]\n"
     "  SRC := --bytecode 'N,code jt jf k,...' | --bytecode-file FILE | --expr 'pcap filter'\n"
-    "  check SRC                      validate with the kernel's rules (exit 1 + reason if rejected)\n"
-    "  dump SRC [--ddd|--disasm] [--engine E]\n"
-    "                                 -ddd listing, disassembly and the engine that runs it\n"
+    "  check SRC [--mode M]           validate (exit 1 + reason if rejected); M: kernel (default)\n"
+    "                                 or userland (libpcap's rules: backward jumps allowed)\n"
+    "  dump SRC [-d|-dd|-ddd|--ddd|--disasm] [--engine E]\n"
+    "                                 -ddd listing, disassembly and the engine that runs it;\n"
+    "                                 -d, -dd, -ddd: that listing alone, as tcpdump prints it\n"
     "  run SRC --pcap FILE [--engine switch|threaded|jit]\n"
     "                                 one decimal return value per packet, one per line\n"
     "  bench SRC (--pcap FILE | --synthetic N) [--engine switch|threaded|jit|libpcap|all]\n"
     "            [--json] [--runs R] [--packets P]\n"
     "  --expr options: --linktype NAME|NUM, --snaplen N, --no-optimize\n"
     "  --jit-harden                   blind the JIT's constants (as bpf_jit_harden)\n"
+    "  --mode kernel|userland         acceptance rules (run, bench: userland by default)\n"
     "  default engine: jit (PKTPATH_BPF_ENGINE=switch|threaded|jit forces another)\n";
 
 struct Args {
@@ -60,8 +67,10 @@ struct Args {
 };
 
 const char* const kValueOptions[] = {"--bytecode", "--bytecode-file", "--expr", "--pcap", "--engine",
-                                     "--linktype", "--snaplen", "--synthetic", "--runs", "--packets"};
-const char* const kFlagOptions[] = {"--json", "--no-optimize", "--ddd", "--disasm", "--jit-harden"};
+                                     "--linktype", "--snaplen", "--synthetic", "--runs", "--packets",
+                                     "--mode"};
+const char* const kFlagOptions[] = {"--json", "--no-optimize", "--ddd", "--disasm", "--jit-harden",
+                                    "-d", "-dd", "-ddd"};
 
 // Returns an empty string, or the usage error.
 std::string parse_args(const std::vector<std::string>& in, Args* a) {
@@ -167,37 +176,67 @@ std::optional<Engine> engine_arg(const Args& a, std::string* name) {
   return parse_engine(*name);
 }
 
-// "engine: jit (x86-64, N bytes)" or "engine: threaded (jit fallback: why)".
+// --mode, or the subcommand's default; nullopt for a bad value.
+std::optional<Acceptance> mode_arg(const Args& a, Acceptance dflt) {
+  if (!a.has("--mode")) return dflt;
+  const std::string& m = a.opt.at("--mode");
+  if (m == "kernel") return Acceptance::Kernel;
+  if (m == "userland") return Acceptance::Userland;
+  return std::nullopt;
+}
+
+JitOptions jit_options(const Args& a) {
+  JitOptions o;
+  o.blind = a.flag("--jit-harden");
+  return o;
+}
+
+// "engine: jit (x86-64, N bytes)" or "engine: threaded (jit fallback: why)", and
+// ", bounded" for a userland program run under kUserlandBound.
 std::string engine_line(const Program& p) {
   std::string s = std::string("engine: ") + engine_name(p.engine());
   if (const JitCode* jc = jit_code_of(p.image()))
     s += fmt::format(" (x86-64, {} bytes, {} passes{})", jc->code_len, jc->passes,
-                     jit_default_options().blind ? ", constants blinded" : "");
+                     jc->blinded ? ", constants blinded" : "");
   else if (!p.jit_fallback_reason().empty())
     s += " (jit fallback: " + p.jit_fallback_reason() + ")";
+  if (p.bounded()) s += fmt::format(", userland rules, bounded at {} charged instructions", kUserlandBound);
   return s;
 }
 
 int do_check(const Args& a, const Insns& prog) {
-  CheckResult r = check_program(prog);
+  auto mode = mode_arg(a, Acceptance::Kernel);
+  if (!mode) return usage_error("bpf check: unknown --mode '" + a.opt.at("--mode") + "' (kernel, userland)");
+  CheckResult r = check_program(prog, *mode);
   if (!r.ok) {
-    std::fprintf(stderr, "pktpath bpf check: rejected: %s\n", r.reason.c_str());
+    std::fprintf(stderr, "pktpath bpf check: rejected (%s rules): %s\n", acceptance_name(*mode),
+                 r.reason.c_str());
     return 1;
   }
   std::printf("ok: %zu instructions\n", prog.size());
-  (void)a;
   return 0;
 }
 
 int do_dump(const Args& a, const Insns& prog) {
-  bool ddd = a.flag("--ddd") || !a.flag("--disasm");
-  bool dis = a.flag("--disasm") || !a.flag("--ddd");
+  // -d, -dd, -ddd: exactly what `tcpdump -d|-dd|-ddd` prints (bpf_dump), nothing else on
+  // stdout. --ddd is -ddd and --disasm is -d; with neither, both and the engine line.
+  int listings = 0;
+  for (const char* f : {"-d", "-dd", "-ddd"}) listings += a.flag(f);
+  if (listings > 1 || (listings == 1 && (a.flag("--ddd") || a.flag("--disasm"))))
+    return usage_error("bpf dump: give one of -d, -dd, -ddd (or --ddd, --disasm)");
+  const bool only = listings == 1;
+  bool ddd = a.flag("-ddd") || a.flag("--ddd") || (!only && !a.flag("--disasm"));
+  bool dis = a.flag("-d") || a.flag("--disasm") || (!only && !a.flag("--ddd"));
+  if (a.flag("-dd")) std::fputs(format_dd(prog).c_str(), stdout);
   if (ddd) std::fputs(format_ddd(prog).c_str(), stdout);
   if (ddd && dis) std::fputs("\n", stdout);
   if (dis) std::fputs(disassemble(prog).c_str(), stdout);
-  CheckResult r = check_program(prog);
+  auto mode = mode_arg(a, Acceptance::Kernel);
+  if (!mode) return usage_error("bpf dump: unknown --mode '" + a.opt.at("--mode") + "' (kernel, userland)");
+  CheckResult r = check_program(prog, *mode);
   if (!r.ok) {
-    std::fprintf(stderr, "pktpath bpf dump: note: the checker rejects it: %s\n", r.reason.c_str());
+    std::fprintf(stderr, "pktpath bpf dump: note: the checker (%s rules) rejects it: %s\n",
+                 acceptance_name(*mode), r.reason.c_str());
     return 0;
   }
   // Which engine runs it (the default, or --engine): the JIT, or the threaded engine
@@ -205,8 +244,9 @@ int do_dump(const Args& a, const Insns& prog) {
   std::string ename, err;
   auto engine = engine_arg(a, &ename);
   if (!engine) return usage_error("bpf dump: unknown --engine '" + ename + "'");
-  auto p = Program::load(prog, *engine, &err);
-  if (ddd && dis && p) std::printf("\n%s\n", engine_line(*p).c_str());
+  if (!(ddd && dis)) return 0;
+  auto p = Program::load(prog, *engine, *mode, jit_options(a), &err);
+  if (p) std::printf("\n%s\n", engine_line(*p).c_str());
   return 0;
 }
 
@@ -215,12 +255,14 @@ int do_run(const Args& a, const Insns& prog) {
   std::string ename, err;
   auto engine = engine_arg(a, &ename);
   if (!engine || ename == "libpcap") return usage_error("bpf run: unknown --engine '" + ename + "'");
+  auto mode = mode_arg(a, Acceptance::Userland);
+  if (!mode) return usage_error("bpf run: unknown --mode '" + a.opt.at("--mode") + "' (kernel, userland)");
   // A read error (a file cut mid-record) still runs the packets before it, then reports
   // the error, as tcpdump does.
   PacketSet set;
   std::string read_err;
   const bool read_ok = read_pcap(a.opt.at("--pcap"), &set, &read_err);
-  auto p = Program::load(prog, *engine, &err);
+  auto p = Program::load(prog, *engine, *mode, jit_options(a), &err);
   if (!p) return fail({1, err}, "run");
   std::string out;
   out.reserve(set.size() * 8);
@@ -260,6 +302,19 @@ int do_bench(const Args& a, const Insns& prog) {
     names = {ename};
   else
     return usage_error("bpf bench: unknown --engine '" + ename + "'");
+  auto mode = mode_arg(a, Acceptance::Userland);
+  if (!mode) return usage_error("bpf bench: unknown --mode '" + a.opt.at("--mode") + "' (kernel, userland)");
+  // libpcap's bpf_filter knows no ancillary loads (it reads them as out-of-range packet
+  // offsets): a comparison on such a program would not be like for like.
+  const bool ancillary = view_needs(prog) & kViewNeedsMeta;
+  if (ancillary && ename == "libpcap")
+    return fail({1, "libpcap's bpf_filter cannot run ancillary loads (SKF_AD_*): no like-for-like figure"},
+                "bench");
+  if (ancillary && ename == "all") {
+    std::fprintf(stderr, "pktpath bpf bench: note: the program has ancillary loads, which libpcap's "
+                         "bpf_filter cannot run: no libpcap row\n");
+    names.pop_back();
+  }
   std::string err;
   PacketSet set;
   if (a.has("--pcap")) {
@@ -279,11 +334,11 @@ int do_bench(const Args& a, const Insns& prog) {
   std::vector<BenchResult> results;
   for (const std::string& name : names) {
     if (name == "libpcap") {
-      if (!check_program(prog).ok) return fail({1, check_program(prog).reason}, "bench");
+      if (CheckResult c = check_program(prog, *mode); !c.ok) return fail({1, c.reason}, "bench");
       results.push_back(bench_engine(nullptr, prog, set.views(), packets, static_cast<int>(runs)));
       continue;
     }
-    auto p = Program::load(prog, *parse_engine(name), &err);
+    auto p = Program::load(prog, *parse_engine(name), *mode, jit_options(a), &err);
     if (!p) return fail({1, err}, "bench");
     results.push_back(bench_engine(&*p, prog, set.views(), packets, static_cast<int>(runs)));
   }
@@ -323,15 +378,10 @@ int cmd_bpf(const std::vector<std::string>& args) {
   }
   Insns prog;
   if (auto f = load_source(a, &prog)) return fail(*f, a.sub);
-  // --jit-harden applies to this command only (run_main may run many in one process).
-  const JitOptions saved = jit_default_options();
-  if (a.flag("--jit-harden")) jit_default_options().blind = true;
-  int rc = a.sub == "check" ? do_check(a, prog)
-           : a.sub == "dump" ? do_dump(a, prog)
-           : a.sub == "run"  ? do_run(a, prog)
-                             : do_bench(a, prog);
-  jit_default_options() = saved;
-  return rc;
+  return a.sub == "check" ? do_check(a, prog)
+         : a.sub == "dump" ? do_dump(a, prog)
+         : a.sub == "run"  ? do_run(a, prog)
+                           : do_bench(a, prog);
 }
 
 CommandRegistration reg("bpf", "classic BPF: `bpf check|dump|run|bench SRC ...`", cmd_bpf);

@@ -54,7 +54,10 @@ bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
                         {"snaplen", s.snaplen}};
     if (!s.pcap_path.empty()) j["file"] = s.pcap_path;
     if (c.write_errno) j["write_error"] = std::strerror(c.write_errno);
-    if (const bpf::Program* p = a.tap->program()) j["engine"] = bpf::engine_name(p->engine());
+    if (const bpf::Program* p = a.tap->program()) {
+      j["engine"] = bpf::engine_name(p->engine());
+      j["filter_rules"] = bpf::acceptance_name(p->acceptance());
+    }
     std::fprintf(r.out(), "%s\n", j.dump().c_str());
   } else {
     std::fprintf(r.out(), "%llu packets captured\n%llu packets received by filter\n%llu packets dropped by kernel\n",
@@ -81,6 +84,11 @@ struct CaptureLine final : ExtLine {
     std::string msg;
     auto tap = tap_attach(*d, spec, &msg);
     if (!tap) return fail(err, spec.pcap_path.empty() ? dev : spec.pcap_path, "capture: " + msg);
+    if (const bpf::Program* p = tap->program(); p && p->acceptance() == bpf::Acceptance::Userland)
+      std::fprintf(stderr,
+                   "capture: note: the kernel's checker refuses this filter; it runs in userland "
+                   "(libpcap's rules%s), as libpcap does when the kernel refuses a filter\n",
+                   p->bounded() ? ", bounded" : "");
     if (!r.json() && !json)
       std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n", dev.c_str(),
                    spec.snaplen);

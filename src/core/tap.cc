@@ -54,10 +54,17 @@ void publish(TapNet& tn, NetDevice& dev) {
   rcu_replace(dev.taps_head(), std::move(fresh));
 }
 
+// The kernel's rules first (a packet socket's filter); a filter the kernel refuses runs
+// under libpcap's userland rules instead, as libpcap filters in userland when
+// SO_ATTACH_FILTER fails. Program::acceptance() tells which.
 std::unique_ptr<const bpf::Program> load_program(const bpf::Insns& insns, const BpfLoadConfig& c,
                                                  std::string* err) {
-  auto prog = bpf::Program::load(insns, c.engine, c.jit, err);
-  if (!prog) return nullptr;
+  auto prog = bpf::Program::load(insns, c.engine, bpf::Acceptance::Kernel, c.jit, err);
+  if (!prog) {
+    std::string userland_err;
+    prog = bpf::Program::load(insns, c.engine, bpf::Acceptance::Userland, c.jit, &userland_err);
+    if (!prog) return nullptr;
+  }
   return std::make_unique<const bpf::Program>(std::move(*prog));
 }
 

@@ -29,11 +29,21 @@ inline nlohmann::json load_json(const std::string& path) {
   return nlohmann::json::parse(f);
 }
 
-// Every engine: the two interpreters and the x86-64 JIT. Tests load without the JIT's
-// fallback, so a program the JIT fails to compile is a failure, not a silent interpreter run.
-inline std::vector<Engine> engines() {
-  jit_default_options().allow_fallback = false;
-  return {Engine::Switch, Engine::Threaded, Engine::Jit};
+// Every engine: the two interpreters and the x86-64 JIT.
+inline std::vector<Engine> engines() { return {Engine::Switch, Engine::Threaded, Engine::Jit}; }
+
+// JIT options without the fallback, so that a program the JIT fails to compile is a test
+// failure, not a silent interpreter run.
+inline JitOptions strict_jit() {
+  JitOptions o;
+  o.allow_fallback = false;
+  return o;
+}
+
+// Program::load with strict_jit().
+inline std::optional<Program> load(std::span<const Insn> prog, Engine e, std::string* err,
+                                   Acceptance mode = Acceptance::Kernel) {
+  return Program::load(prog, e, mode, strict_jit(), err);
 }
 
 // libpcap's reference interpreter on the same instructions (wirelen, caplen as pcap has).

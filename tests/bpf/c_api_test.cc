@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include "bpf/check.h"
-#include "bpf/jit.h"
 #include "bpf/packet_set.h"
 #include "bpf/parse.h"
 #include "bpf/program.h"
@@ -126,33 +125,70 @@ TEST(BpfCApi, DefaultEngineIsTheDefault) {
                    : default_engine() == Engine::Threaded ? PKTPATH_BPF_ENGINE_THREADED
                                                           : PKTPATH_BPF_ENGINE_SWITCH;
   EXPECT_EQ(pktpath_bpf_engine(h.h), want);
-
-  Engine saved = default_engine();
-  set_default_engine(Engine::Threaded);
-  Handle t(pktpath_bpf_load(c_insns(prog), prog.size(), PKTPATH_BPF_KERNEL, PKTPATH_BPF_ENGINE_DEFAULT, err,
-                            sizeof err));
-  set_default_engine(saved);
-  ASSERT_NE(t.h, nullptr) << err;
-  EXPECT_EQ(pktpath_bpf_engine(t.h), PKTPATH_BPF_ENGINE_THREADED);
-}
-
-TEST(BpfCApi, JitFallbackIsReported) {
-  Insns prog = compile("tcp");
-  JitOptions saved = jit_default_options();
-  jit_default_options().allow_fallback = true;
-  jit_default_options().force_failure = true;
-  char err[PKTPATH_BPF_ERRBUF_SIZE];
-  Handle h(pktpath_bpf_load(c_insns(prog), prog.size(), PKTPATH_BPF_USERLAND, PKTPATH_BPF_ENGINE_JIT, err,
-                            sizeof err));
-  jit_default_options() = saved;
-  ASSERT_NE(h.h, nullptr) << err;
-  EXPECT_EQ(pktpath_bpf_engine(h.h), PKTPATH_BPF_ENGINE_THREADED);
-  EXPECT_STRNE(pktpath_bpf_jit_fallback_reason(h.h), "");
-  EXPECT_STREQ(pktpath_bpf_engine_name(pktpath_bpf_engine(h.h)), "threaded");
   EXPECT_STREQ(pktpath_bpf_engine_name(PKTPATH_BPF_ENGINE_JIT), "jit");
+  EXPECT_STREQ(pktpath_bpf_engine_name(PKTPATH_BPF_ENGINE_THREADED), "threaded");
   EXPECT_STREQ(pktpath_bpf_engine_name(PKTPATH_BPF_ENGINE_SWITCH), "switch");
   EXPECT_STREQ(pktpath_bpf_engine_name(PKTPATH_BPF_ENGINE_DEFAULT), "?");
   EXPECT_STREQ(pktpath_bpf_engine_name(99), "?");
+}
+
+// libpcap's protochain compiles to a backward jump: the kernel's rules refuse it, the
+// userland rules load it; the JIT hands it to the threaded engine and says why. Every
+// engine, and pktpath_bpf_filter, gives libpcap's bpf_filter result.
+TEST(BpfCApi, UserlandModeTakesBackwardJumps) {
+  const char* expr = "ip protochain 17 or ip6 protochain 6";
+  Insns prog = compile(expr);
+  ASSERT_TRUE(has_backward_jump(prog));
+  char err[PKTPATH_BPF_ERRBUF_SIZE];
+  err[0] = '\0';
+  EXPECT_EQ(pktpath_bpf_load(c_insns(prog), prog.size(), PKTPATH_BPF_KERNEL, PKTPATH_BPF_ENGINE_SWITCH, err,
+                             sizeof err),
+            nullptr);
+  EXPECT_EQ(std::string(err), check_program(prog, Acceptance::Kernel).reason);
+  EXPECT_EQ(pktpath_bpf_compile(expr, DLT_EN10MB, 262144, 1, PKTPATH_BPF_NETMASK_UNKNOWN, PKTPATH_BPF_KERNEL,
+                                PKTPATH_BPF_ENGINE_DEFAULT, err, sizeof err),
+            nullptr);
+  PacketSet set = make_synthetic(2000);
+  for (int engine : kEngines) {
+    Handle h(pktpath_bpf_load(c_insns(prog), prog.size(), PKTPATH_BPF_USERLAND, engine, err, sizeof err));
+    ASSERT_NE(h.h, nullptr) << err;
+    EXPECT_EQ(pktpath_bpf_mode(h.h), PKTPATH_BPF_USERLAND);
+    if (engine == PKTPATH_BPF_ENGINE_JIT) {
+      EXPECT_EQ(pktpath_bpf_engine(h.h), PKTPATH_BPF_ENGINE_THREADED);
+      EXPECT_STRNE(pktpath_bpf_jit_fallback_reason(h.h), "");
+    } else {
+      EXPECT_EQ(pktpath_bpf_engine(h.h), engine);
+      EXPECT_STREQ(pktpath_bpf_jit_fallback_reason(h.h), "");
+    }
+    int mismatches = 0, accepted = 0;
+    for (size_t i = 0; i < set.size(); ++i) {
+      uint32_t want = bpf_filter(reinterpret_cast<const bpf_insn*>(prog.data()), set.bytes(i), set.wirelen(i),
+                                 set.caplen(i));
+      uint32_t got = pktpath_bpf_run(h.h, set.bytes(i), set.wirelen(i), set.caplen(i), nullptr);
+      uint32_t filt = pktpath_bpf_filter(c_insns(prog), set.bytes(i), set.wirelen(i), set.caplen(i));
+      accepted += want != 0;
+      if ((got != want || filt != want) && mismatches++ < 3)
+        ADD_FAILURE() << pktpath_bpf_engine_name(engine) << " packet " << i << ": run " << got << ", filter "
+                      << filt << ", libpcap " << want;
+    }
+    EXPECT_GT(accepted, 0);
+  }
+}
+
+// A scratch cell read before it is written: the kernel refuses it; userland reads 0.
+TEST(BpfCApi, UserlandModeReadsUnwrittenScratchAsZero) {
+  Insns prog = {Insn{BPF_LD | BPF_MEM, 0, 0, 3}, Insn{BPF_ALU | BPF_ADD | BPF_K, 0, 0, 5}, Insn{BPF_RET | BPF_A, 0, 0, 0}};
+  uint8_t pkt[20] = {};
+  char err[PKTPATH_BPF_ERRBUF_SIZE];
+  EXPECT_EQ(pktpath_bpf_load(c_insns(prog), prog.size(), PKTPATH_BPF_KERNEL, PKTPATH_BPF_ENGINE_SWITCH, err,
+                             sizeof err),
+            nullptr);
+  for (int engine : kEngines) {
+    Handle h(pktpath_bpf_load(c_insns(prog), prog.size(), PKTPATH_BPF_USERLAND, engine, err, sizeof err));
+    ASSERT_NE(h.h, nullptr) << err;
+    EXPECT_EQ(pktpath_bpf_run(h.h, pkt, 20, 20, nullptr), 5u) << pktpath_bpf_engine_name(engine);
+  }
+  EXPECT_EQ(pktpath_bpf_filter(c_insns(prog), pkt, 20, 20), 5u);
 }
 
 // ld ancillary field `ad`; ret a.

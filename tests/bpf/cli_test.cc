@@ -80,7 +80,8 @@ TEST(BpfCli, DumpListsAndDisassembles) {
   o = run({"dump", "--expr", "ip", "--engine", "threaded"});
   EXPECT_EQ(o.out, listing + "\nengine: threaded\n");
   o = run({"dump", "--bytecode", "3,32 0 0 4294963200,48 0 0 4293918720,22 0 0 0", "--disasm"});
-  EXPECT_EQ(o.out, "(000) ld       #proto\n(001) ldb      [net+0]\n(002) ret      a\n");
+  // As bpf_image: named ancillary offsets, other negative offsets in decimal.
+  EXPECT_EQ(o.out, "(000) ld       [proto]\n(001) ldb      [-1048576]\n(002) ret      \n");
 }
 
 TEST(BpfCli, RunMatchesLibpcapOnCaptures) {

@@ -66,7 +66,7 @@ TEST(BpfConformance, KernelTestBpfClassic) {
     if (expect_reject) {
       for (Engine e : testing::engines()) {
         std::string err;
-        auto p = Program::load(prog, e, &err);
+        auto p = testing::load(prog, e, &err);
         if (p) {
           ADD_FAILURE() << name << ": loaded on " << engine_name(e) << " but must be rejected";
           ok = false;
@@ -88,7 +88,7 @@ TEST(BpfConformance, KernelTestBpfClassic) {
     PacketFrag pf{frag.data(), 128};
     for (Engine e : testing::engines()) {
       std::string err;
-      auto p = Program::load(prog, e, &err);
+      auto p = testing::load(prog, e, &err);
       if (!p) {
         ADD_FAILURE() << name << ": rejected on " << engine_name(e) << ": " << err;
         ok = false;

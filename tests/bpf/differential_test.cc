@@ -45,7 +45,7 @@ int run_differential(const PacketSet& set, const std::string& savefile) {
     if (prog.empty()) continue;
     ++exprs;
     for (Engine e : testing::engines()) {
-      auto p = Program::load(prog, e, &err);
+      auto p = testing::load(prog, e, &err);
       if (!p) {
         ADD_FAILURE() << expr << ": " << err;
         continue;

@@ -39,16 +39,10 @@ Insns net_filter() {
   return p;
 }
 
-// Restores the process-wide JIT options a test changes.
-struct OptionsGuard {
-  JitOptions saved = jit_default_options();
-  ~OptionsGuard() { jit_default_options() = saved; }
-};
-
 TEST(BpfJit, CodeIsMappedReadExecuteNeverWritable) {
   testing::engines();
   std::string err;
-  auto p = Program::load(net_filter(), Engine::Jit, &err);
+  auto p = testing::load(net_filter(), Engine::Jit, &err);
   ASSERT_TRUE(p) << err;
   ASSERT_EQ(p->engine(), Engine::Jit);
   const JitCode* jc = jit_code_of(p->image());
@@ -68,7 +62,7 @@ TEST(BpfJit, ImageIsUnmappedWithTheProgram) {
   std::string err;
   void* mem = nullptr;
   {
-    auto p = Program::load(net_filter(), Engine::Jit, &err);
+    auto p = testing::load(net_filter(), Engine::Jit, &err);
     ASSERT_TRUE(p) << err;
     mem = jit_code_of(p->image())->mem;
     ASSERT_EQ(perms_of(mem), "r-xp");
@@ -78,11 +72,11 @@ TEST(BpfJit, ImageIsUnmappedWithTheProgram) {
 }
 
 TEST(BpfJit, FallsBackToThreadedAndSaysWhy) {
-  OptionsGuard g;
-  jit_default_options().force_failure = true;
-  jit_default_options().allow_fallback = true;
+  JitOptions o;
+  o.force_failure = true;
+  o.allow_fallback = true;
   std::string err;
-  auto p = Program::load(net_filter(), Engine::Jit, &err);
+  auto p = Program::load(net_filter(), Engine::Jit, o, &err);
   ASSERT_TRUE(p) << err;
   EXPECT_EQ(p->requested_engine(), Engine::Jit);
   EXPECT_EQ(p->engine(), Engine::Threaded);
@@ -92,12 +86,12 @@ TEST(BpfJit, FallsBackToThreadedAndSaysWhy) {
   pkt[26] = 192, pkt[27] = 168, pkt[28] = 2, pkt[29] = 9;
   EXPECT_NE(p->run(PacketView::linear(pkt, sizeof pkt)), 0u);
 
-  jit_default_options().allow_fallback = false;
-  EXPECT_FALSE(Program::load(net_filter(), Engine::Jit, &err));
+  o.allow_fallback = false;
+  EXPECT_FALSE(Program::load(net_filter(), Engine::Jit, o, &err));
   EXPECT_NE(err.find("jit:"), std::string::npos);
 
-  jit_default_options().force_failure = false;
-  auto q = Program::load(net_filter(), Engine::Jit, &err);
+  o.force_failure = false;
+  auto q = Program::load(net_filter(), Engine::Jit, o, &err);
   ASSERT_TRUE(q);
   EXPECT_EQ(q->engine(), Engine::Jit);
   EXPECT_TRUE(q->jit_fallback_reason().empty());
@@ -133,7 +127,7 @@ TEST(BpfJit, LoadsAroundThePacketEndMatchTheReference) {
           for (const Insns& prog : progs) {
             std::string err;
             auto ref = Program::load(prog, Engine::Switch, &err);
-            auto jit = Program::load(prog, Engine::Jit, &err);
+            auto jit = testing::load(prog, Engine::Jit, &err);
             ASSERT_TRUE(ref && jit) << err;
             ASSERT_EQ(jit->run(v), ref->run(v)) << "len " << len << " code " << prog[prog.size() - 2].code
                                                 << " k " << kk;
@@ -152,12 +146,12 @@ TEST(BpfJit, DivisionByZeroXReturnsZero) {
     Insns p = {{BPF_LD | BPF_IMM, 0, 0, 77}, {BPF_LDX | BPF_IMM, 0, 0, 0},
                {static_cast<uint16_t>(BPF_ALU | op | BPF_X), 0, 0, 0}, {BPF_RET | BPF_K, 0, 0, 5}};
     std::string err;
-    auto j = Program::load(p, Engine::Jit, &err);
+    auto j = testing::load(p, Engine::Jit, &err);
     ASSERT_TRUE(j) << err;
     EXPECT_EQ(j->run(PacketView{}), 0u);
     p[1].k = 10;
     p[3] = {BPF_RET | BPF_A, 0, 0, 0};
-    auto j2 = Program::load(p, Engine::Jit, &err);
+    auto j2 = testing::load(p, Engine::Jit, &err);
     ASSERT_TRUE(j2) << err;
     EXPECT_EQ(j2->run(PacketView{}), op == BPF_DIV ? 7u : 7u);  // 77/10 = 7, 77%10 = 7
   }
@@ -183,7 +177,7 @@ TEST(BpfJit, AncillaryLoadsMatchTheReference) {
         prog[1].k = u32() % 64;
         std::string err;
         auto ref = Program::load(prog, Engine::Switch, &err);
-        auto jit = Program::load(prog, Engine::Jit, &err);
+        auto jit = testing::load(prog, Engine::Jit, &err);
         ASSERT_TRUE(ref && jit) << err;
         PacketView v = PacketView::linear(pkt, sizeof pkt);
         PacketMeta& m = v.meta;
@@ -232,7 +226,7 @@ TEST(BpfJit, LongProgramsConvergeAndAgree) {
     Insns prog = long_jumps_program(seed);
     std::string err;
     auto ref = Program::load(prog, Engine::Switch, &err);
-    auto jit = Program::load(prog, Engine::Jit, &err);
+    auto jit = testing::load(prog, Engine::Jit, &err);
     ASSERT_TRUE(ref && jit) << err;
     const JitCode* jc = jit_code_of(jit->image());
     ASSERT_NE(jc, nullptr);
@@ -246,8 +240,6 @@ TEST(BpfJit, LongProgramsConvergeAndAgree) {
 }
 
 TEST(BpfJit, ConstantBlindingHidesImmediatesAndKeepsResults) {
-  OptionsGuard g;
-  testing::engines();
   const uint32_t magic = 0x5eedf00du;
   Insns p = {{BPF_LD | BPF_IMM, 0, 0, magic}, {BPF_ALU | BPF_XOR | BPF_K, 0, 0, 0x01020304},
              {BPF_JMP | BPF_JEQ | BPF_K, 0, 1, magic ^ 0x01020304}, {BPF_RET | BPF_K, 0, 0, 0x7357c0de},
@@ -259,12 +251,12 @@ TEST(BpfJit, ConstantBlindingHidesImmediatesAndKeepsResults) {
     return false;
   };
   std::string err;
-  jit_default_options().blind = false;
-  auto plain = Program::load(p, Engine::Jit, &err);
+  JitOptions o = testing::strict_jit();
+  auto plain = Program::load(p, Engine::Jit, o, &err);
   ASSERT_TRUE(plain) << err;
   EXPECT_TRUE(contains(jit_code_of(plain->image()), magic));
-  jit_default_options().blind = true;
-  auto blinded = Program::load(p, Engine::Jit, &err);
+  o.blind = true;
+  auto blinded = Program::load(p, Engine::Jit, o, &err);
   ASSERT_TRUE(blinded) << err;
   EXPECT_FALSE(contains(jit_code_of(blinded->image()), magic));
   EXPECT_FALSE(contains(jit_code_of(blinded->image()), 0x7357c0deu));
@@ -277,7 +269,7 @@ TEST(BpfJit, ConstantBlindingHidesImmediatesAndKeepsResults) {
     Insns prog;
     ASSERT_TRUE(compile_expression(expr, CompileOptions{}, &prog, &err)) << err;
     auto ref = Program::load(prog, Engine::Switch, &err);
-    auto jb = Program::load(prog, Engine::Jit, &err);
+    auto jb = Program::load(prog, Engine::Jit, o, &err);
     ASSERT_TRUE(ref && jb) << err;
     for (const PacketView& v : set.views()) ASSERT_EQ(jb->run(v), ref->run(v)) << expr;
   }

@@ -76,6 +76,55 @@ struct ErrorCase {
   const char* message;
 };
 
+// Bytecode files may carry `#` comments (whole-line and after an instruction) and blank
+// lines, in the -ddd/tc form and the -dd form; errors keep the file's line numbers.
+TEST(BpfParse, BytecodeFileCommentsAndBlankLines) {
+  Insns p;
+  std::string err;
+  const char* ddd =
+      "# tcpdump -ddd ip, with notes\n"
+      "\n"
+      "4   # instruction count\n"
+      "40 0 0 12\t# ldh [12]\n"
+      "   # an indented comment line\n"
+      "21 0 1 2048#jeq #0x800, no space before the comment\n"
+      "\n\n"
+      "6 0 0 65535\n"
+      "6 0 0 0 #\n"
+      "# trailing comment line, no newline at the end";
+  ASSERT_TRUE(parse_bytecode_file_text(ddd, &p, &err)) << err;
+  EXPECT_EQ(p, kIpv4Prog);
+  const char* dd =
+      "# tcpdump -dd ip\n"
+      "{ 0x28, 0, 0, 0x0000000c },  # ldh [12]\n"
+      "\n"
+      "{ 0x15, 0, 1, 0x00000800 },\n"
+      "# { 0x6, 0, 0, 0x00000001 },  a commented-out instruction\n"
+      "{ 0x6, 0, 0, 0x0000ffff },\n{ 0x6, 0, 0, 0x00000000 },\n";
+  ASSERT_TRUE(parse_bytecode_file_text(dd, &p, &err)) << err;
+  EXPECT_EQ(p, kIpv4Prog);
+  // A file of comments alone has no program.
+  EXPECT_FALSE(parse_bytecode_file_text("# nothing\n\n", &p, &err));
+  EXPECT_EQ(err, "empty bytecode: expected 'N,code jt jf k,...'");
+  // Malformed lines among comments: the message names the line and the word.
+  const ErrorCase cases[] = {
+      {"# head\n2\n6 0 0 1 # ok\n\n6 0 zz 0 # bad jf\n", "line 5: insn 1: field jf: bad number 'zz'"},
+      {"2\n6 0 0 1\n6 0 0 0 ret\n", "line 3: insn 1: expected 4 fields (code jt jf k), got 5 (extra 'ret')"},
+      {"# c\n1\n6 0 0 0;\n", "line 3: insn 0: field k: bad number '0;'"},
+      {"# c\n{ 0x6, 0, 0, 0 },\n{ 0x6, 0, q, 0 }, # x\n", "line 3: insn 1: field jf: bad number 'q'"},
+  };
+  for (const ErrorCase& c : cases) {
+    EXPECT_FALSE(parse_bytecode_file_text(c.input, &p, &err)) << "accepted: " << c.input;
+    EXPECT_EQ(err, c.message) << "input: " << c.input;
+  }
+  // Through the file reader, as --bytecode-file and tc's bytecode-file use it.
+  auto path = (std::filesystem::temp_directory_path() / "pktpath_bpf_comments.txt").string();
+  { std::ofstream(path) << "# ret 1\n\n1\n6 0 0 1  # accept\n"; }
+  ASSERT_TRUE(read_bytecode_file(path, &p, &err)) << err;
+  EXPECT_EQ(p, (Insns{{6, 0, 0, 1}}));
+  std::filesystem::remove(path);
+}
+
 TEST(BpfParse, ErrorTable) {
   const ErrorCase cases[] = {
       {"", "empty bytecode: expected 'N,code jt jf k,...'"},
@@ -86,7 +135,7 @@ TEST(BpfParse, ErrorTable) {
       {"2,6 0 0 0", "instruction count 2 but 1 instructions given"},
       {"1,6 0 0 0,6 0 0 0", "instruction count 1 but 2 instructions given"},
       {"1,6 0 0", "insn 0: expected 4 fields (code jt jf k), got 3"},
-      {"1,6 0 0 0 0", "insn 0: expected 4 fields (code jt jf k), got 5"},
+      {"1,6 0 0 0 0", "insn 0: expected 4 fields (code jt jf k), got 5 (extra '0')"},
       {"2,6 0 0 0,65536 0 0 0", "insn 1: field code: 65536 out of range 0..65535"},
       {"1,6 256 0 0", "insn 0: field jt: 256 out of range 0..255"},
       {"1,6 0 -1 0", "insn 0: field jf: bad number '-1'"},

@@ -15,8 +15,8 @@ namespace {
 
 uint32_t run_both(const Insns& prog, const PacketView& v) {
   std::string err;
-  auto sw = Program::load(prog, Engine::Switch, &err);
-  auto th = Program::load(prog, Engine::Threaded, &err);
+  auto sw = testing::load(prog, Engine::Switch, &err);
+  auto th = testing::load(prog, Engine::Threaded, &err);
   EXPECT_TRUE(sw && th) << err;
   if (!sw || !th) return 0xdeadbeef;
   uint32_t a = sw->run(v), b = th->run(v);
@@ -112,13 +112,13 @@ TEST(BpfSemantics, BatchRunEqualsSingleRuns) {
   std::string err;
   ASSERT_TRUE(parse_bytecode("4,40 0 0 12,21 0 1 2048,6 0 0 65535,6 0 0 0", &prog, &err));
   for (Engine e : testing::engines()) {
-    auto p = Program::load(prog, e, &err);
+    auto p = testing::load(prog, e, &err);
     ASSERT_TRUE(p);
     std::vector<uint32_t> out(set.size());
     p->run_batch(set.views(), out.data());
     for (size_t i = 0; i < set.size(); ++i) EXPECT_EQ(out[i], p->run(set.views()[i]));
   }
-  auto j = Program::load(prog, Engine::Jit, &err);
+  auto j = testing::load(prog, Engine::Jit, &err);
   ASSERT_TRUE(j) << err;
   EXPECT_EQ(j->engine(), Engine::Jit);
 }

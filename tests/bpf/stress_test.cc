@@ -17,8 +17,8 @@ TEST(BpfStress, ConcurrentRunsOfOneProgram) {
   Insns anc = {{BPF_LD | BPF_W | BPF_ABS, 0, 0, static_cast<uint32_t>(SKF_AD_OFF) + SKF_AD_RANDOM},
                {BPF_RET | BPF_K, 0, 0, 1}};
   for (Engine e : testing::engines()) {
-    auto p = Program::load(prog, e, &err);
-    auto r = Program::load(anc, e, &err);
+    auto p = testing::load(prog, e, &err);
+    auto r = testing::load(anc, e, &err);
     ASSERT_TRUE(p && r) << err;
     std::vector<uint32_t> want(set.size());
     p->run_batch(set.views(), want.data());

@@ -67,8 +67,10 @@ cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer
 caps=$src/tests/data/conformance/libpcap-apply/captures
 export LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 [[ $(ldd "$tmp/pc_shared") == *"$prefix/lib/$so"* ]] || fail "pc_shared does not load the installed $so"
-cases=(  # each gives accepted and rejected packets; link types EN10MB, ARCNET_LINUX, 802.11 radiotap
+cases=(  # each gives accepted and rejected packets; link types EN10MB, ARCNET_LINUX, 802.11
+         # radiotap; protochain's backward jump walks the AH headers (userland acceptance)
   "ip host 10.0.0.1 or len > 80|gateway_or_not.pcap"
+  "ip6 protochain 108|AH-IPcomp-IPv6.pcap"
   "len > 100|pim-packet-assortment.pcap"
   "ip6 and len > 150|AH-IPcomp-IPv6.pcap"
   "tcp|arcnet-rfc1201-arp-icmp-http.pcap"

@@ -1,9 +1,11 @@
 // The installed C++ library (pktpath::pktpath): `cxx_consumer 'EXPR' FILE.pcap` prints
-// what `pktpath bpf run --expr EXPR --pcap FILE` prints, through Program and PacketSet;
+// what `pktpath bpf run --expr EXPR --pcap FILE` prints (userland acceptance, the
+// capture's own handle), through Program and PacketSet;
 // it first checks that the self-registering qdisc kinds survived the link.
 #include <cstdio>
 #include <string>
 
+#include "bpf/check.h"
 #include "bpf/packet_set.h"
 #include "bpf/parse.h"
 #include "bpf/program.h"
@@ -33,7 +35,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cxx_consumer: %s\n", err.c_str());
     return 1;
   }
-  auto prog = bpf::Program::load(insns, bpf::default_engine(), &err);
+  auto prog = bpf::Program::load(insns, bpf::default_engine(), bpf::Acceptance::Userland, &err);
   if (!prog) {
     std::fprintf(stderr, "cxx_consumer: %s\n", err.c_str());
     return 1;

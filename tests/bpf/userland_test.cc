@@ -1,0 +1,136 @@
+// The two acceptance modes (bpf/check.h): the kernel's checker and libpcap's userland
+// rules, and how userland programs the kernel refuses run (bounded, scratch reads 0).
+#include <gtest/gtest.h>
+
+#include "bpf/check.h"
+#include "bpf/parse.h"
+#include "bpf_test_util.h"
+
+namespace pktpath::bpf {
+namespace {
+
+constexpr uint32_t back(int32_t k) { return static_cast<uint32_t>(k); }
+
+TEST(BpfUserland, BackwardJumpOnlyInUserland) {
+  // ldb [0]; jeq #7 -> ret #1, else ja back to the load (loops while byte 0 != 7)
+  Insns p = {{BPF_LD | BPF_B | BPF_ABS, 0, 0, 0},
+             {BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 7},
+             {BPF_JMP | BPF_JA, 0, 0, back(-3)},
+             {BPF_RET | BPF_K, 0, 0, 1}};
+  CheckResult k = check_program(p, Acceptance::Kernel);
+  ASSERT_FALSE(k.ok);
+  EXPECT_EQ(k.index, 2);
+  EXPECT_NE(k.reason.find("backward jump"), std::string::npos) << k.reason;
+  EXPECT_TRUE(check_program(p, Acceptance::Userland).ok);
+  EXPECT_TRUE(has_backward_jump(p));
+}
+
+TEST(BpfUserland, UserlandRefusesWhatLibpcapRefuses) {
+  auto rejects = [](Insns p, const char* what) {
+    CheckResult r = check_program(p, Acceptance::Userland);
+    EXPECT_FALSE(r.ok) << what;
+    return r.reason;
+  };
+  // A jump to itself, a backward jump before the start, a forward one past the end.
+  EXPECT_NE(rejects({{BPF_JMP | BPF_JA, 0, 0, back(-1)}, {BPF_RET | BPF_K, 0, 0, 0}}, "ja -1").find("itself"),
+            std::string::npos);
+  rejects({{BPF_LD | BPF_IMM, 0, 0, 0}, {BPF_JMP | BPF_JA, 0, 0, back(-3)}, {BPF_RET | BPF_K, 0, 0, 0}},
+          "before the start");
+  rejects({{BPF_JMP | BPF_JA, 0, 0, 1}, {BPF_RET | BPF_K, 0, 0, 0}}, "past the end");
+  rejects({{BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0}, {BPF_RET | BPF_K, 0, 0, 0}}, "jt past the end");
+  rejects({{BPF_ALU | BPF_DIV | BPF_K, 0, 0, 0}, {BPF_RET | BPF_A, 0, 0, 0}}, "div by 0");
+  rejects({{BPF_ST, 0, 0, 16}, {BPF_RET | BPF_A, 0, 0, 0}}, "M[16]");
+  rejects({{BPF_LD | BPF_IMM, 0, 0, 0}}, "no RET at the end");
+  rejects({{0xff, 0, 0, 0}, {BPF_RET | BPF_A, 0, 0, 0}}, "bad opcode");
+  rejects({}, "empty");
+}
+
+TEST(BpfUserland, ScratchReadBeforeWriteReadsZero) {
+  Insns p = {{BPF_LD | BPF_MEM, 0, 0, 3}, {BPF_ALU | BPF_ADD | BPF_K, 0, 0, 5}, {BPF_RET | BPF_A, 0, 0, 0}};
+  EXPECT_FALSE(check_program(p, Acceptance::Kernel).ok);
+  ASSERT_TRUE(check_program(p, Acceptance::Userland).ok);
+  for (Engine e : testing::engines()) {
+    std::string err;
+    auto prog = testing::load(p, e, &err, Acceptance::Userland);
+    ASSERT_TRUE(prog) << err;
+    EXPECT_TRUE(prog->bounded());
+    EXPECT_EQ(prog->run(PacketView{}), 5u) << engine_name(e);
+  }
+}
+
+TEST(BpfUserland, KernelValidProgramsRunUnboundedInEitherMode) {
+  Insns p;
+  std::string err;
+  ASSERT_TRUE(compile_expression("net 192.168.2.0/24", CompileOptions{}, &p, &err)) << err;
+  auto prog = testing::load(p, Engine::Jit, &err, Acceptance::Userland);
+  ASSERT_TRUE(prog) << err;
+  EXPECT_FALSE(prog->bounded());
+  EXPECT_EQ(prog->engine(), Engine::Jit);
+  EXPECT_EQ(prog->acceptance(), Acceptance::Userland);
+}
+
+TEST(BpfUserland, AnInfiniteLoopEndsAtTheBoundOnEveryEngine) {
+  // ld #1; L: add #1; ja L  — never returns on libpcap's bpf_filter.
+  Insns p = {{BPF_LD | BPF_IMM, 0, 0, 1}, {BPF_ALU | BPF_ADD | BPF_K, 0, 0, 1}, {BPF_JMP | BPF_JA, 0, 0, back(-2)},
+             {BPF_RET | BPF_A, 0, 0, 0}};
+  for (Engine e : testing::engines()) {
+    std::string err;
+    auto prog = testing::load(p, e, &err, Acceptance::Userland);
+    ASSERT_TRUE(prog) << err;
+    EXPECT_EQ(prog->run(PacketView{}), 0u) << engine_name(e);
+    if (e == Engine::Jit) {
+      EXPECT_EQ(prog->engine(), Engine::Threaded);
+      EXPECT_NE(prog->jit_fallback_reason().find("backward jump"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(run_userland(p, PacketView{}), 0u);
+}
+
+TEST(BpfUserland, EnginesStopAtTheSameJump) {
+  // Counts iterations in M[0] and returns the count once it reaches `limit`: below the
+  // bound it returns the limit; above it every engine returns 0.
+  auto counter = [](uint32_t limit) {
+    return Insns{{BPF_LD | BPF_IMM, 0, 0, 0},    {BPF_ST, 0, 0, 0},
+                 {BPF_LD | BPF_MEM, 0, 0, 0},    {BPF_ALU | BPF_ADD | BPF_K, 0, 0, 1},
+                 {BPF_ST, 0, 0, 0},              {BPF_JMP | BPF_JGE | BPF_K, 1, 0, limit},
+                 {BPF_JMP | BPF_JA, 0, 0, back(-5)}, {BPF_RET | BPF_A, 0, 0, 0}};
+  };
+  // 8 instructions: each backward jump charges 8; the run ends once charges pass 2^24.
+  const uint32_t last_allowed = static_cast<uint32_t>(kUserlandBound / 8);  // jumps that fit
+  for (Engine e : {Engine::Switch, Engine::Threaded}) {
+    std::string err;
+    auto ok = testing::load(counter(last_allowed + 1), e, &err, Acceptance::Userland);
+    auto over = testing::load(counter(last_allowed + 2), e, &err, Acceptance::Userland);
+    ASSERT_TRUE(ok && over) << err;
+    EXPECT_EQ(ok->run(PacketView{}), last_allowed + 1) << engine_name(e);
+    EXPECT_EQ(over->run(PacketView{}), 0u) << engine_name(e);
+  }
+}
+
+TEST(BpfUserland, ProtochainRunsInUserlandAndMatchesLibpcap) {
+  Insns p;
+  std::string err;
+  ASSERT_TRUE(compile_expression("ip6 protochain 17", CompileOptions{}, &p, &err)) << err;
+  ASSERT_TRUE(has_backward_jump(p));
+  EXPECT_FALSE(check_program(p, Acceptance::Kernel).ok);
+  // IPv6, a hop-by-hop header, then UDP.
+  uint8_t f[14 + 40 + 8 + 8] = {};
+  f[12] = 0x86, f[13] = 0xdd;
+  f[14] = 0x60;
+  f[14 + 6] = 0;        // next header: hop-by-hop
+  f[14 + 40] = 17;      // hop-by-hop's next header: UDP
+  f[14 + 40 + 1] = 0;   // 8 bytes long
+  for (Engine e : testing::engines()) {
+    auto prog = testing::load(p, e, &err, Acceptance::Userland);
+    ASSERT_TRUE(prog) << err;
+    const uint32_t want = testing::pcap_run(p, f, sizeof f, sizeof f);
+    EXPECT_NE(want, 0u);
+    EXPECT_EQ(prog->run(PacketView::linear(f, sizeof f)), want) << engine_name(e);
+    f[14 + 40] = 6;  // TCP instead: no match
+    EXPECT_EQ(prog->run(PacketView::linear(f, sizeof f)), testing::pcap_run(p, f, sizeof f, sizeof f));
+    f[14 + 40] = 17;
+  }
+}
+
+}  // namespace
+}  // namespace pktpath::bpf
