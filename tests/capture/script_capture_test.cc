@@ -45,6 +45,34 @@ std::vector<nlohmann::json> json_lines(const std::string& out) {
   return v;
 }
 
+// A filter the kernel's checker refuses (protochain's backward jump) runs in userland,
+// as libpcap falls back when SO_ATTACH_FILTER fails, and the capture says so.
+TEST(CaptureScript, KernelRefusedFilterRunsInUserland) {
+  const std::string setup =
+      "ip link add dev foo type dummy\nip link set dev foo up\n"
+      "capture -i foo 'ip protochain 17'\nsend dev foo count 5\n";
+  RunOut r = run_script(setup + "capture stop\n", false);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("runs in userland"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("5 packets captured"), std::string::npos) << r.out;  // send makes UDP
+  RunOut j = run_script(setup + "capture stop\n", true);
+  ASSERT_EQ(j.rc, 0) << j.err;
+  bool seen = false;
+  for (const auto& line : json_lines(j.out))
+    if (line.contains("filter_rules")) {
+      EXPECT_EQ(line["filter_rules"], "userland");
+      EXPECT_EQ(line["captured"], 5);
+      seen = true;
+    }
+  EXPECT_TRUE(seen) << j.out;
+  // A filter the kernel takes stays on kernel rules.
+  RunOut k = run_script("ip link add dev foo type dummy\nip link set dev foo up\ncapture -i foo udp\n"
+                        "send dev foo count 2\ncapture stop\n", true);
+  ASSERT_EQ(k.rc, 0) << k.err;
+  EXPECT_EQ(k.err.find("userland"), std::string::npos);
+  EXPECT_NE(k.out.find("\"filter_rules\":\"kernel\""), std::string::npos) << k.out;
+}
+
 TEST(CaptureScript, BadLinesNameTheWord) {
   struct Case {
     std::string line, word, msg;
