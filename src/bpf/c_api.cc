@@ -93,25 +93,27 @@ pktpath_bpf* load(std::span<const Insn> insns, int mode, int engine, char* errbu
   return h;
 }
 
-void fill_view(PacketView* v, const unsigned char* p, unsigned int wirelen, unsigned int buflen,
-               const pktpath_bpf_meta* m) {
-  *v = PacketView::linear(p, buflen);
-  v->wire_len = wirelen;
-  if (m == nullptr) return;
-  v->mac_off = m->mac_off;
-  v->net_off = m->net_off;
-  v->meta.mark = m->mark;
-  v->meta.hash = m->hash;
-  v->meta.ifindex = m->ifindex;
-  v->meta.cpu = m->cpu;
-  v->meta.protocol = m->protocol;
-  v->meta.queue_mapping = m->queue_mapping;
-  v->meta.vlan_tci = m->vlan_tci;
-  v->meta.vlan_proto = m->vlan_proto;
-  v->meta.hatype = m->hatype;
-  v->meta.pkt_type = m->pkt_type;
-  v->meta.vlan_present = m->vlan_present != 0;
-  v->meta.has_dev = m->has_dev != 0;
+// The view of a caller's buffer, built in place by the caller's frame (returned by value:
+// copying a freshly written view through a pointer costs a store-forwarding stall per call).
+PacketView view_of(const unsigned char* p, unsigned int wirelen, unsigned int buflen, const pktpath_bpf_meta* m) {
+  PacketView v = PacketView::linear(p, buflen);
+  v.wire_len = wirelen;
+  if (m == nullptr) return v;
+  v.mac_off = m->mac_off;
+  v.net_off = m->net_off;
+  v.meta.mark = m->mark;
+  v.meta.hash = m->hash;
+  v.meta.ifindex = m->ifindex;
+  v.meta.cpu = m->cpu;
+  v.meta.protocol = m->protocol;
+  v.meta.queue_mapping = m->queue_mapping;
+  v.meta.vlan_tci = m->vlan_tci;
+  v.meta.vlan_proto = m->vlan_proto;
+  v.meta.hatype = m->hatype;
+  v.meta.pkt_type = m->pkt_type;
+  v.meta.vlan_present = m->vlan_present != 0;
+  v.meta.has_dev = m->has_dev != 0;
+  return v;
 }
 
 }  // namespace
@@ -160,9 +162,7 @@ pktpath_bpf* pktpath_bpf_compile(const char* expr, int linktype, int snaplen, in
 
 uint32_t pktpath_bpf_run(const pktpath_bpf* prog, const unsigned char* p, unsigned int wirelen,
                          unsigned int buflen, const pktpath_bpf_meta* meta) {
-  PacketView v;
-  fill_view(&v, p, wirelen, buflen, meta);
-  return prog->prog.run(v);
+  return prog->prog.run(view_of(p, wirelen, buflen, meta));
 }
 
 int pktpath_bpf_engine(const pktpath_bpf* prog) { return engine_value(prog->prog.engine()); }
@@ -195,9 +195,7 @@ void pktpath_bpf_free(pktpath_bpf* prog) { delete prog; }
 unsigned int pktpath_bpf_filter(const pktpath_bpf_insn* pc, const unsigned char* p, unsigned int wirelen,
                                 unsigned int buflen) {
   if (pc == nullptr) return 0xffffffffu;  // no program: accept everything, as bpf_filter
-  PacketView v;
-  fill_view(&v, p, wirelen, buflen, nullptr);
-  return pktpath::bpf::run_userland(reinterpret_cast<const Insn*>(pc), v);
+  return pktpath::bpf::run_userland(reinterpret_cast<const Insn*>(pc), view_of(p, wirelen, buflen, nullptr));
 }
 
 }  // extern "C"
