@@ -4,26 +4,14 @@
 
 #include "bpf/parse.h"
 #include "bpf_test_util.h"
-#include "cli/command.h"
+#include "bpf_cli_util.h"
 
 namespace pktpath::bpf {
 namespace {
 
-struct Out {
-  int rc;
-  std::string out, err;
-};
+using Out = testing::CliOut;
 
-Out run(std::vector<std::string> args) {
-  args.insert(args.begin(), "bpf");
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  int rc = cli::run_main(args);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  Out o{rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
-  return o;
-}
+Out run(std::vector<std::string> args) { return testing::run_bpf_cli(std::move(args)); }
 
 std::string capture(const std::string& name) {
   return testing::data_path("libpcap-apply/captures/" + name);

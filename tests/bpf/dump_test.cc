@@ -20,28 +20,16 @@
 #include "bpf/disasm.h"
 #include "bpf/parse.h"
 #include "bpf_test_util.h"
-#include "cli/command.h"
+#include "bpf_cli_util.h"
 
 extern char** environ;
 
 namespace pktpath::bpf {
 namespace {
 
-struct Out {
-  int rc;
-  std::string out, err;
-};
+using Out = testing::CliOut;
 
-// In-process, as cli_test does.
-Out run_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "bpf");
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  int rc = cli::run_main(args);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  return {rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
-}
+Out run_cli(std::vector<std::string> args) { return testing::run_bpf_cli(std::move(args)); }
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
