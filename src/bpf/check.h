@@ -1,5 +1,6 @@
 // Load-time checkers for classic BPF, in two acceptance modes:
-//   Kernel    the kernel's rules (bpf_check_classic followed by check_load_and_stores):
+//   Kernel    the kernel's rules (bpf_check_classic followed by check_load_and_stores,
+//             then the jump-offset limit of bpf_convert_filter's translation to eBPF):
 //             sockets, cls_bpf, taps. Jumps go forward, scratch cells are written before
 //             they are read, so a program runs on any engine without further checks.
 //   Userland  libpcap's rules (pcap_validate_filter, what bpf_filter runs): an
@@ -20,6 +21,8 @@ struct CheckResult {
   bool ok = true;
   int index = -1;      // offending instruction, -1 for whole-program reasons
   std::string reason;  // empty when ok; "insn 3: ..." otherwise
+  // Refused only by the translation rule (check_ebpf_jumps): every classic check passed.
+  bool translation = false;
 };
 
 enum class Acceptance : uint8_t { Kernel, Userland };
@@ -29,10 +32,18 @@ const char* acceptance_name(Acceptance a);  // "kernel", "userland"
 // bpf_validate accepts the same set.
 bool opcode_allowed(uint16_t code);
 
-// Kernel: mirrors bpf_check_classic (+ check_load_and_stores). Userland: mirrors
-// pcap_validate_filter, plus the rule both modes share that an ancillary offset
-// (SKF_AD_OFF + n) must name a known field.
+// Kernel: mirrors bpf_check_classic (+ check_load_and_stores, + check_ebpf_jumps).
+// Userland: mirrors pcap_validate_filter, plus the rule both modes share that an ancillary
+// offset (SKF_AD_OFF + n) must name a known field.
 CheckResult check_program(std::span<const Insn> prog, Acceptance mode = Acceptance::Kernel);
+
+// The kernel translates every accepted classic program to eBPF (bpf_convert_filter,
+// net/core/filter.c) and refuses it when a jump of the translation does not fit the 16-bit
+// `off` field. ebpf_expansion is how many eBPF instructions one classic instruction becomes
+// (x86-64: efficient unaligned access, little-endian bitfields); check_ebpf_jumps applies
+// the limit to a program that passed the classic checks (forward jumps inside it).
+int ebpf_expansion(const Insn& in);
+CheckResult check_ebpf_jumps(std::span<const Insn> prog);
 
 // True when the program has an unconditional jump backward (only Userland accepts it).
 bool has_backward_jump(std::span<const Insn> prog);

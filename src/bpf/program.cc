@@ -62,8 +62,12 @@ std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, 
   p.acceptance_ = mode;
   p.insns_.assign(prog.begin(), prog.end());
   p.needs_ = bpf::view_needs(prog);
-  // A userland program the kernel would refuse runs bounded (check.h, kUserlandBound).
-  p.bounded_ = mode == Acceptance::Userland && !check_program(prog, Acceptance::Kernel).ok;
+  // A userland program the kernel's classic checks would refuse runs bounded (check.h,
+  // kUserlandBound); one refused only by the eBPF translation's jump limit runs as it is.
+  if (mode == Acceptance::Userland) {
+    const CheckResult k = check_program(prog, Acceptance::Kernel);
+    p.bounded_ = !k.ok && !k.translation;
+  }
   std::string e;
   bool ok = false;
   if (p.bounded_) {

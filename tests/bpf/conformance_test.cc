@@ -1,9 +1,9 @@
 // Every classic test of Linux lib/test_bpf.c (tests/data/conformance/cbpf/test_bpf.json)
 // on every engine, with the packet and skb metadata the kernel harness builds.
 //
-// Policy for "BPF_MAXINSNS: jump over MSH": the kernel rejects it only while translating
-// to eBPF (a 16-bit jump offset overflows); pktpath does not translate, its checker is
-// bpf_check_classic, so the program is accepted and must return cases_if_accepted.
+// "BPF_MAXINSNS: jump over MSH" passes the kernel's classic checker and is refused while
+// the kernel translates it to eBPF (its jump no longer fits 16 bits); kernel mode models
+// that rule (check_ebpf_jumps), so it is an expected rejection like the other eleven.
 #include <algorithm>
 #include <cstdio>
 
@@ -15,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kAcceptedPolicyTest = "BPF_MAXINSNS: jump over MSH";
+constexpr const char* kTranslationTest = "BPF_MAXINSNS: jump over MSH";
 
 bool has_flag(const json& t, const char* f) {
   for (const auto& x : t["flags"])
@@ -56,12 +56,8 @@ TEST(BpfConformance, KernelTestBpfClassic) {
   for (const json& t : doc["tests"]) {
     const std::string name = t["name"];
     Insns prog = insns_of(t);
-    bool expect_reject = t["expect_reject"].get<bool>();
-    json run_cases = t["cases"];
-    if (name == kAcceptedPolicyTest) {
-      expect_reject = false;
-      run_cases = t["cases_if_accepted"];
-    }
+    const bool expect_reject = t["expect_reject"].get<bool>();
+    const json& run_cases = t["cases"];
     bool ok = true;
     if (expect_reject) {
       for (Engine e : testing::engines()) {
@@ -119,23 +115,32 @@ TEST(BpfConformance, KernelTestBpfClassic) {
     ok ? ++passed : ++failed;
   }
   std::printf("cbpf conformance: %d passed (%d of them expected rejects), %d failed, %d skipped; "
-              "%d engine x case runs; policy: '%s' accepted (no eBPF translation)\n",
-              passed, rejected_ok, failed, skipped, cases, kAcceptedPolicyTest);
+              "%d engine x case runs\n",
+              passed, rejected_ok, failed, skipped, cases);
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(passed, 134);
 }
 
-// The policy test is exactly the one the classic checker accepts.
-TEST(BpfConformance, JumpOverMshPolicy) {
+// Every expected rejection is refused; exactly the one whose reject_stage is the eBPF
+// conversion is refused by the translation rule, the others by the classic checks. Userland
+// mode (no translation rule) accepts that one.
+TEST(BpfConformance, TranslationRejection) {
   json doc = testing::load_json(testing::data_path("cbpf/test_bpf.json"));
+  int translation = 0;
   for (const json& t : doc["tests"]) {
     if (!t["expect_reject"].get<bool>()) continue;
+    const std::string name = t["name"];
     CheckResult r = check_program(insns_of(t));
-    if (t["name"] == kAcceptedPolicyTest)
-      EXPECT_TRUE(r.ok) << r.reason;
-    else
-      EXPECT_FALSE(r.ok) << t["name"].get<std::string>();
+    EXPECT_FALSE(r.ok) << name;
+    const bool stage = t["reject_stage"] == "ebpf_conversion";
+    EXPECT_EQ(r.translation, stage) << name << ": " << r.reason;
+    EXPECT_EQ(name == kTranslationTest, stage) << name;
+    if (stage) {
+      ++translation;
+      EXPECT_TRUE(check_program(insns_of(t), Acceptance::Userland).ok) << name;
+    }
   }
+  EXPECT_EQ(translation, 1);
 }
 
 }  // namespace
