@@ -138,6 +138,44 @@ TEST(BpfCli, BenchJson) {
   EXPECT_EQ(nlohmann::json::parse(o.out)["engine"], "jit");
 }
 
+// libpcap's bpf_filter reads an ancillary offset as an out-of-range packet load, so a
+// libpcap figure for such a program would not be like for like.
+TEST(BpfCli, BenchLibpcapRefusesAncillaryLoads) {
+  const char* anc = "2,48 0 0 4294963200,22 0 0 0";  // ldb [proto]; ret a
+  Out o = run({"bench", "--bytecode", anc, "--synthetic", "100", "--engine", "libpcap"});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("ancillary"), std::string::npos) << o.err;
+  o = run({"bench", "--bytecode", anc, "--synthetic", "100", "--engine", "all", "--json", "--runs", "1"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.err.find("no libpcap row"), std::string::npos) << o.err;
+  auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j.size(), 3u);
+  for (const auto& row : j) EXPECT_NE(row["engine"], "libpcap");
+}
+
+// check and dump default to the kernel's rules, run to libpcap's: a protochain program
+// is refused by the first and filters a capture with the second, the dump's engine line
+// naming the bounded threaded engine under --mode userland.
+TEST(BpfCli, ModesChooseTheRules) {
+  Out o = run({"check", "--expr", "ip protochain 17"});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("backward jump"), std::string::npos) << o.err;
+  o = run({"check", "--expr", "ip protochain 17", "--mode", "userland"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  o = run({"check", "--expr", "ip", "--mode", "bogus"});
+  EXPECT_EQ(o.rc, 2);
+  o = run({"dump", "--expr", "ip protochain 17", "--mode", "userland"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("engine: threaded (jit fallback: the JIT compiles forward jumps only"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("bounded"), std::string::npos) << o.out;
+  o = run({"run", "--expr", "ip protochain 17", "--pcap", capture("vrrp.pcap")});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_FALSE(o.out.empty());
+  o = run({"run", "--expr", "ip protochain 17", "--pcap", capture("vrrp.pcap"), "--mode", "kernel"});
+  EXPECT_EQ(o.rc, 1);
+}
+
 TEST(BpfCli, BinaryExitCodes) {
   auto sh = [](const std::string& cmd) {
     int st = std::system((std::string(PKTPATH_BINARY) + " " + cmd + " >/dev/null 2>&1").c_str());
