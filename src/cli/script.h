@@ -49,6 +49,8 @@ struct IpLinkDel {
 };
 struct IpLinkShow {
   bool stats = false;
+  bool json = false;    // ip -j
+  bool pretty = false;  // ip -p
   std::string dev;  // empty: all
 };
 struct SleepCmd {

@@ -1,5 +1,7 @@
 #include "cli/script_exec.h"
 
+#include "cli/ip/ip_link_print.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -192,65 +194,28 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
   } else {
     devs = table().list();
   }
-  nlohmann::json arr = nlohmann::json::array();
+  std::vector<LinkRow> rows;
   for (NetDevice* d : devs) {
     const DevStatsSum s = d->stats_sum();
-    const char* qkind = d->is_up() && d->qdisc() ? d->qdisc()->kind() : "noop";
     const bool noarp = d->flags() & IFF_NO_QUEUE;
-    const std::string flags = std::string(noarp ? "BROADCAST,NOARP" : "BROADCAST,MULTICAST") +
-                              (d->is_up() ? ",UP,LOWER_UP" : "");
-    const char* state = d->is_up() ? (noarp ? "UNKNOWN" : "UP") : "DOWN";
-    if (json_) {
-      nlohmann::json j = {{"ifindex", d->ifindex()},
-                          {"ifname", d->name()},
-                          {"flags", nlohmann::json::array()},
-                          {"mtu", d->mtu()},
-                          {"qdisc", qkind},
-                          {"operstate", state},
-                          {"txqlen", d->tx_queue_len()},
-                          {"num_tx_queues", d->num_tx_queues()},
-                          {"link_type", "ether"},
-                          {"link_kind", std::string(table().kind_of(*d))},
-                          {"address", mac_str(d->mac())},
-                          {"broadcast", "ff:ff:ff:ff:ff:ff"}};
-      for (size_t p = 0, q; p < flags.size(); p = q + 1) {
-        q = flags.find(',', p);
-        if (q == std::string::npos) q = flags.size();
-        j["flags"].push_back(flags.substr(p, q - p));
-      }
-      if (c.stats)
-        j["stats64"] = {{"rx",
-                         {{"bytes", 0},
-                          {"packets", 0},
-                          {"errors", 0},
-                          {"dropped", 0},
-                          {"over_errors", 0},
-                          {"multicast", 0}}},
-                        {"tx",
-                         {{"bytes", s.tx_bytes},
-                          {"packets", s.tx_packets},
-                          {"errors", 0},
-                          {"dropped", s.tx_dropped},
-                          {"carrier_errors", 0},
-                          {"collisions", 0}}}};
-      arr.push_back(std::move(j));
-      continue;
-    }
-    std::fprintf(out_, "%d: %s: <%s> mtu %u qdisc %s state %s mode DEFAULT group default qlen %u\n",
-                 d->ifindex(), d->name().c_str(), flags.c_str(), d->mtu(), qkind, state,
-                 d->tx_queue_len());
-    std::fprintf(out_, "    link/ether %s brd ff:ff:ff:ff:ff:ff\n", mac_str(d->mac()).c_str());
-    if (c.stats) {
-      std::fprintf(out_, "    RX:  bytes packets errors dropped  missed   mcast\n");
-      std::fprintf(out_, "    %10d %7d %6d %7d %7d %7d\n", 0, 0, 0, 0, 0, 0);
-      std::fprintf(out_, "    TX:  bytes packets errors dropped carrier collsns\n");
-      std::fprintf(out_, "    %10llu %7llu %6d %7llu %7d %7d\n",
-                   static_cast<unsigned long long>(s.tx_bytes),
-                   static_cast<unsigned long long>(s.tx_packets), 0,
-                   static_cast<unsigned long long>(s.tx_dropped), 0, 0);
-    }
+    LinkRow r;
+    r.ifindex = d->ifindex();
+    r.name = d->name();
+    r.flags = {"BROADCAST", noarp ? "NOARP" : "MULTICAST"};
+    if (d->is_up()) r.flags.insert(r.flags.end(), {"UP", "LOWER_UP"});
+    r.mtu = d->mtu();
+    r.qdisc = d->is_up() && d->qdisc() ? d->qdisc()->kind() : "noop";
+    r.operstate = d->is_up() ? (noarp ? "UNKNOWN" : "UP") : "DOWN";
+    r.txqlen = d->tx_queue_len();
+    r.num_tx_queues = d->num_tx_queues();
+    r.link_kind = std::string(table().kind_of(*d));
+    r.address = mac_str(d->mac());
+    r.tx_bytes = s.tx_bytes;
+    r.tx_packets = s.tx_packets;
+    r.tx_dropped = s.tx_dropped;
+    rows.push_back(std::move(r));
   }
-  if (json_) std::fprintf(out_, "%s\n", arr.dump().c_str());
+  print_links(out_, rows, {json_ || c.json, c.pretty, c.stats});
   return true;
 }
 

@@ -110,7 +110,7 @@ bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptComman
   return true;
 }
 
-bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, ScriptCommand& out,
+bool parse_ip_link(const std::vector<std::string>& w, size_t i, const IpLinkShow& opts, ScriptCommand& out,
                    ScriptError& err) {
   const std::string& verb = at(w, i);
   if (verb == "add") return parse_ip_link_add(w, i + 1, out, err);
@@ -157,8 +157,7 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, Scri
     return true;
   }
   if (verb.empty() || verb == "show" || verb == "list" || verb == "ls") {
-    IpLinkShow s;
-    s.stats = stats;
+    IpLinkShow s = opts;
     if (!verb.empty()) ++i;
     if (at(w, i) == "dev") ++i;
     s.dev = at(w, i);
@@ -171,16 +170,20 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, bool stats, Scri
 
 bool parse_ip(const std::vector<std::string>& w, ScriptCommand& out, ScriptError& err) {
   size_t i = 1;
-  bool stats = false;
+  IpLinkShow opts;  // the global options `ip link show` uses
   while (i < w.size() && w[i].size() > 1 && w[i][0] == '-') {
     if (w[i] == "-s" || w[i] == "-stats" || w[i] == "-statistics")
-      stats = true;
-    else if (w[i] != "-j" && w[i] != "-json" && w[i] != "-d" && w[i] != "-details")
+      opts.stats = true;
+    else if (w[i] == "-j" || w[i] == "-json")
+      opts.json = true;
+    else if (w[i] == "-p" || w[i] == "-pretty")
+      opts.pretty = true;
+    else if (w[i] != "-d" && w[i] != "-details")
       return fail(err, w[i], "unknown ip option \"" + w[i] + "\"");
     ++i;
   }
   const std::string& obj = at(w, i);
-  if (obj == "link" || obj == "l") return parse_ip_link(w, i + 1, stats, out, err);
+  if (obj == "link" || obj == "l") return parse_ip_link(w, i + 1, opts, out, err);
   if (obj.empty()) return fail(err, "", "ip needs an object (link)");
   return fail(err, obj, "unsupported ip object \"" + obj + "\" (only link)");
 }
