@@ -10,6 +10,7 @@
 #include "cli/script.h"
 #include "core/cpu.h"
 #include "core/dev_table.h"
+#include "core/net.h"
 #include "core/packet_pool.h"
 #include "netfilter/nft_command.h"
 #include "netfilter/nft_parse.h"
@@ -22,15 +23,15 @@ namespace {
 struct World {
   PacketPool pool{PacketPool::Options{.capacity = 64, .buf_size = 512, .headroom = 64}};
   Cpu cpu{pool};
-  DeviceTable table{cpu};
-  tc::DevTableNftResolver resolver{table};
+  Net net{cpu};
+  tc::DevTableNftResolver resolver{net.devices()};
   World() {
     cpu.bind();
     std::string err;
     for (const char* n : {"foo", "bar"}) {
       NetDevice::Config c;
       c.name = n;
-      if (!table.add(c, "dummy", err)) std::abort();
+      if (!net.devices().add(c, "dummy", err)) std::abort();
     }
   }
 };
