@@ -7,6 +7,7 @@
 // that branches follow real traffic's mix rather than one repeated frame.
 //
 //   bench_bpf_capi [--packets N] [--rounds R] [--passes P] [--write FILE.pcap]
+//   bench_bpf_capi --pcap FILE.pcap [--rounds R] [--passes P]   (an Ethernet capture instead)
 #include <pcap/pcap.h>
 
 #include <algorithm>
@@ -135,22 +136,39 @@ int main(int argc, char** argv) {
   size_t packets = 20000;
   int rounds = 7, passes = 25;
   const char* write = nullptr;
+  const char* read = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--packets") packets = std::strtoul(argv[i + 1], nullptr, 10);
     else if (k == "--rounds") rounds = std::atoi(argv[i + 1]);
     else if (k == "--passes") passes = std::atoi(argv[i + 1]);
     else if (k == "--write") write = argv[i + 1];
+    else if (k == "--pcap") read = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: bench_bpf_capi [--packets N] [--rounds R] [--passes P] [--write FILE]\n");
+      std::fprintf(stderr, "usage: bench_bpf_capi [--packets N | --pcap FILE] [--rounds R] [--passes P] [--write FILE]\n");
       return 2;
     }
   }
   if (packets == 0 || rounds < 1 || passes < 1) return 2;
-  std::mt19937 rng(20261201);
   std::vector<Frame> frames;
-  frames.reserve(packets);
-  for (size_t i = 0; i < packets; ++i) frames.push_back(make_frame(rng));
+  if (read) {
+    char perr[PCAP_ERRBUF_SIZE];
+    pcap_t* in = pcap_open_offline(read, perr);
+    if (!in || pcap_datalink(in) != DLT_EN10MB) {
+      std::fprintf(stderr, "%s: %s\n", read, in ? "not an Ethernet capture" : perr);
+      return 1;
+    }
+    pcap_pkthdr* h;
+    const u_char* d;
+    while (pcap_next_ex(in, &h, &d) == 1) frames.push_back({std::vector<unsigned char>(d, d + h->caplen)});
+    pcap_close(in);
+    packets = frames.size();
+    if (packets == 0) return 1;
+  } else {
+    std::mt19937 rng(20261201);
+    frames.reserve(packets);
+    for (size_t i = 0; i < packets; ++i) frames.push_back(make_frame(rng));
+  }
   std::vector<pcap_pkthdr> hdrs(packets);
   for (size_t i = 0; i < packets; ++i) {
     hdrs[i] = {};
@@ -163,8 +181,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < packets; ++i) pcap_dump(reinterpret_cast<u_char*>(d), &hdrs[i], frames[i].bytes.data());
     pcap_dump_close(d);
   }
-  std::printf("mixed capture: %zu frames (generated, shuffled mix), %d rounds x %d passes, contenders interleaved\n\n",
-              packets, rounds, passes);
+  std::printf("%s: %zu frames, %d rounds x %d passes, contenders interleaved\n\n",
+              read ? read : "mixed capture (generated, shuffled mix)", packets, rounds, passes);
   std::printf("| filter | insns | libpcap bpf_filter | pcap_offline_filter | pktpath_bpf_filter | switch | threaded | jit | "
               "threaded vs libpcap | jit vs libpcap | accepted |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Filter& f : kFilters) {
