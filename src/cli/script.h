@@ -36,11 +36,15 @@ struct IpLinkAdd {
   NetDevice::Config cfg;
   std::string kind;
   LinkOptions opts;
+  // veth: `peer [name] B [netns NS] [address MAC] [mtu N] [txqueuelen N]`.
+  NetDevice::Config peer;
+  std::string peer_netns;
 };
 struct IpLinkSet {
   std::string dev;
   std::optional<bool> up;
   std::optional<uint32_t> mtu;
+  std::optional<uint64_t> rps_cpus;  // rx-0's RPS mask (hex, as sysfs takes it)
   std::string kind;  // with `type KIND opts...`
   LinkOptions opts;
 };

@@ -12,6 +12,7 @@
 
 #include "core/dev_xmit.h"
 #include "core/link_kind.h"
+#include "drivers/veth.h"
 #include "sched/sch_generic.h"
 
 namespace pktpath::cli {
@@ -63,14 +64,17 @@ ScriptRunner::ScriptRunner(bool json, std::FILE* out, uint32_t pool_capacity)
     : json_(json),
       out_(out),
       pool_(PacketPool::Options{.capacity = pool_capacity, .buf_size = 2048, .headroom = kDefaultHeadroom}),
-      control_(pool_) {
+      control_(pool_),
+      cpu_set_(pool_) {
   control_.bind();
   nets_.push_back(std::make_unique<Net>(control_));
+  nets_.back()->set_cpu_set(&cpu_set_);
   current_ = nets_.front().get();
 }
 
 ScriptRunner::~ScriptRunner() {
   run_all_pending();
+  cpu_set_.quiesce();
   // nets_ is destroyed before the Cpus (declaration order), dropping what is queued.
 }
 
@@ -83,6 +87,7 @@ Net* ScriptRunner::find_net(const std::string& name) {
 Net* ScriptRunner::add_net(const std::string& name) {
   if (name.empty() || find_net(name)) return nullptr;
   nets_.push_back(std::make_unique<Net>(control_, name));
+  nets_.back()->set_cpu_set(&cpu_set_);
   return nets_.back().get();
 }
 
@@ -93,6 +98,7 @@ bool ScriptRunner::del_net(const std::string& name) {
     if ((*it)->name() == name) {
       if (current_ == it->get()) return false;
       run_all_pending();  // no qdisc of it may stay on a worker's tx work list
+      cpu_set_.quiesce();  // nor a packet of it on a datapath Cpu's queue
       nets_.erase(it);
       return true;
     }
@@ -126,13 +132,15 @@ void ScriptRunner::set_alloc_fail_every(uint32_t n) {
 
 void ScriptRunner::run_all_pending() {
   for (int round = 0; round < 4; ++round) {
+    cpu_set_.quiesce();
     control_.run_pending();
     for (auto& w : workers_) w->run_pending();
   }
+  cpu_set_.quiesce();
 }
 
 bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
-  return std::visit(
+  const bool ok = std::visit(
       [&](const auto& c) -> bool {
         using T = std::decay_t<decltype(c)>;
         if constexpr (std::is_same_v<T, IpLinkAdd>) return ip_link_add(c, err);
@@ -146,10 +154,20 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
         else return send(c, err);
       },
       cmd);
+  // A line's packets are all processed before the next line looks at counters.
+  cpu_set_.quiesce();
+  return ok;
 }
 
 bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
   std::string msg;
+  if (c.kind == "veth") {
+    Net* peer_net = current_;
+    if (!c.peer_netns.empty() && !(peer_net = find_net(c.peer_netns)))
+      return fail(err, c.peer_netns, "Cannot find netns \"" + c.peer_netns + "\"");
+    if (!veth_newlink(table(), c.cfg, peer_net->devices(), c.peer, msg)) return fail(err, c.cfg.name, msg);
+    return true;
+  }
   NetDevice* d = table().add(c.cfg, c.kind, msg);
   if (!d) {
     const bool kind_bad = msg.find("link type") != std::string::npos;
@@ -171,6 +189,21 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
     for (const auto& [name, value] : c.opts) k->set_option(*d, name, value);
   }
   if (c.mtu) d->set_mtu(*c.mtu);
+  if (c.rps_cpus) {
+    // store_rps_map: the set bits name datapath Cpus, started here if new.
+    if (*c.rps_cpus >> CpuSet::kMax)
+      return fail(err, "rps_cpus", "rps_cpus: at most " + std::to_string(CpuSet::kMax) + " CPUs (bits 0.." +
+                                       std::to_string(CpuSet::kMax - 1) + ")");
+    if (*c.rps_cpus == 0) {
+      d->set_rps_map(nullptr);
+    } else {
+      auto m = std::make_unique<RpsMap>();
+      m->mask = *c.rps_cpus;
+      for (unsigned b = 0; b < CpuSet::kMax; ++b)
+        if (*c.rps_cpus >> b & 1) m->cpus.push_back(&cpu_set_.get(b, d->net().cpu_options()).cpu());
+      d->set_rps_map(std::move(m));
+    }
+  }
   if (c.up) {
     std::string msg;
     if (!table().set_up(*d, *c.up, msg)) return fail(err, c.dev, msg);
@@ -179,6 +212,8 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
 }
 
 bool ScriptRunner::ip_link_del(const IpLinkDel& c, ScriptError& err) {
+  if (NetDevice* d = table().find(c.dev); d && (d->flags() & IFF_LOOPBACK))
+    return fail(err, c.dev, "RTNETLINK answers: Operation not supported");
   run_all_pending();
   std::string msg;
   if (!table().del(c.dev, msg)) return fail(err, c.dev, msg);
@@ -197,19 +232,35 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
   std::vector<LinkRow> rows;
   for (NetDevice* d : devs) {
     const DevStatsSum s = d->stats_sum();
-    const bool noarp = d->flags() & IFF_NO_QUEUE;
+    const std::string kind(table().kind_of(*d));
+    const bool loopback = d->flags() & IFF_LOOPBACK;
+    const bool noarp = kind == "dummy";
+    const NetDevice* peer = veth_peer(*d);
+    // A veth whose peer is down has no carrier (LOWERLAYERDOWN), as iproute2 shows it.
+    const bool carrier = !peer || peer->is_up();
     LinkRow r;
     r.ifindex = d->ifindex();
     r.name = d->name();
-    r.flags = {"BROADCAST", noarp ? "NOARP" : "MULTICAST"};
-    if (d->is_up()) r.flags.insert(r.flags.end(), {"UP", "LOWER_UP"});
+    if (peer) r.link = &peer->net() == &d->net() ? peer->name() : "if" + std::to_string(peer->ifindex());
+    if (loopback) r.flags = {"LOOPBACK"};
+    else r.flags = {"BROADCAST", noarp ? "NOARP" : "MULTICAST"};
+    if (d->is_up() && !carrier) r.flags.insert(r.flags.begin(), "NO-CARRIER");
+    if (d->is_up()) r.flags.push_back("UP");
+    if (d->is_up() && carrier) r.flags.push_back("LOWER_UP");
     r.mtu = d->mtu();
     r.qdisc = d->is_up() && d->qdisc() ? d->qdisc()->kind() : "noop";
-    r.operstate = d->is_up() ? (noarp ? "UNKNOWN" : "UP") : "DOWN";
+    r.operstate = !d->is_up() ? "DOWN" : !carrier ? "LOWERLAYERDOWN" : (noarp || loopback) ? "UNKNOWN" : "UP";
     r.txqlen = d->tx_queue_len();
     r.num_tx_queues = d->num_tx_queues();
-    r.link_kind = std::string(table().kind_of(*d));
+    r.link_kind = loopback ? "" : kind;
+    if (loopback) {
+      r.link_type = "loopback";
+      r.broadcast = "00:00:00:00:00:00";
+    }
     r.address = mac_str(d->mac());
+    r.rx_bytes = s.rx_bytes;
+    r.rx_packets = s.rx_packets;
+    r.rx_dropped = s.rx_dropped;
     r.tx_bytes = s.tx_bytes;
     r.tx_packets = s.tx_packets;
     r.tx_dropped = s.tx_dropped;

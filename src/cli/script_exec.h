@@ -11,6 +11,7 @@
 #include "core/cpu.h"
 #include "core/dev_table.h"
 #include "core/net.h"
+#include "core/cpu_thread.h"
 #include "core/packet_pool.h"
 
 namespace pktpath::cli {
@@ -54,6 +55,8 @@ class ScriptRunner {
   void set_limits(const ScriptLimits& l) { limits_ = l; }
   std::FILE* out() const { return out_; }
   Cpu& control_cpu() { return control_; }
+  // The datapath Cpus RPS masks name (`ip link set dev D rps_cpus MASK`).
+  CpuSet& cpu_set() { return cpu_set_; }
   void drain_pending() { run_all_pending(); }
   // `fault alloc every N` (script_fault.cc): the pool's setting and every Cpu's.
   void set_alloc_fail_every(uint32_t n);
@@ -88,6 +91,8 @@ class ScriptRunner {
   // The long form's parameters (`pktgen set`), run by `pktgen start`.
   PktgenCommand pktgen_pending_;
   std::shared_ptr<CaptureState> capture_;  // after nets_: destroyed before the devices
+  // After nets_: its threads stop (their queues run dry) before the devices go.
+  CpuSet cpu_set_;
 };
 
 }  // namespace pktpath::cli

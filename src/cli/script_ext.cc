@@ -22,6 +22,7 @@ std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtComm
   if (w[0] == "tc") return parse_tc_ext(w, out, err);
   if (w[0] == "nft") return parse_nft_ext(w, out, err);
   if (w[0] == "capture") return parse_capture_ext(w, out, err);
+  if (w[0] == "cat") return parse_proc_ext(w, out, err);
   return std::nullopt;
 }
 

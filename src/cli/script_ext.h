@@ -36,6 +36,8 @@ std::optional<bool> parse_tc_ext(const std::vector<std::string>& words, ExtComma
 std::optional<bool> parse_nft_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 std::optional<bool> parse_capture_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 bool parse_fault_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+// `cat /proc/net/softnet_stat`, `cat /proc/net/snmp` (cli/script_proc.cc).
+std::optional<bool> parse_proc_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `sysctl ...` (cli/sysctl.cc).
 std::optional<bool> parse_sysctl_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `ip netns ...`, `ip -n NAME ...`, `tc -n NAME ...`, `ip link set dev D netns NAME`

@@ -62,6 +62,58 @@ bool parse_link_type(const std::vector<std::string>& w, size_t i, std::string& k
   return true;
 }
 
+// One of `ip link add`'s device words at w[i] (numtxqueues, txqueuelen, mtu, address)
+// into cfg; advances i past its value. nullopt: not such a word.
+std::optional<bool> parse_link_config_word(const std::vector<std::string>& w, size_t& i, NetDevice::Config& cfg,
+                                           ScriptError& err) {
+  const std::string& k = w[i];
+  if (k == "numtxqueues") {
+    uint32_t v;
+    if (!need_value(w, i, err)) return false;
+    if (!parse_u32(w[++i], v) || v < 1 || v > kMaxTxQueues)
+      return fail(err, w[i], "numtxqueues must be 1.." + std::to_string(kMaxTxQueues));
+    cfg.num_tx_queues = static_cast<uint16_t>(v);
+  } else if (k == "txqueuelen" || k == "txqlen") {
+    if (!need_value(w, i, err)) return false;
+    if (!parse_u32(w[++i], cfg.tx_queue_len) || cfg.tx_queue_len > (1u << 20))
+      return fail(err, w[i], "txqueuelen must be 0..1048576");
+  } else if (k == "mtu") {
+    if (!need_value(w, i, err)) return false;
+    if (!parse_u32(w[++i], cfg.mtu) || cfg.mtu < 68 || cfg.mtu > 65535)
+      return fail(err, w[i], "mtu must be 68..65535");
+  } else if (k == "address") {
+    if (!need_value(w, i, err)) return false;
+    if (!parse_mac(w[++i], cfg.mac)) return fail(err, w[i], "bad MAC address \"" + w[i] + "\"");
+    cfg.mac_set = true;
+  } else {
+    return std::nullopt;
+  }
+  return true;
+}
+
+// veth's IFLA_INFO_DATA: `peer [name] NAME [netns NS] [device words]` from w[i].
+bool parse_veth_peer(const std::vector<std::string>& w, size_t i, IpLinkAdd& a, ScriptError& err) {
+  if (i >= w.size()) return true;
+  if (w[i] != "peer") return fail(err, w[i], "veth: expected \"peer\", got \"" + w[i] + "\"");
+  for (++i; i < w.size(); ++i) {
+    const std::string& k = w[i];
+    if (auto r = parse_link_config_word(w, i, a.peer, err)) {
+      if (!*r) return false;
+    } else if (k == "name") {
+      if (!need_value(w, i, err)) return false;
+      a.peer.name = w[++i];
+    } else if (k == "netns") {
+      if (!need_value(w, i, err)) return false;
+      a.peer_netns = w[++i];
+    } else if (a.peer.name.empty()) {
+      a.peer.name = k;
+    } else {
+      return fail(err, k, "veth peer: unknown option \"" + k + "\"");
+    }
+  }
+  return true;
+}
+
 bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptCommand& out,
                        ScriptError& err) {
   IpLinkAdd a;
@@ -71,32 +123,22 @@ bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptComman
     const std::string& k = w[i];
     if (k == "type") {
       if (!need_value(w, i, err)) return false;
-      if (!parse_link_type(w, i + 1, a.kind, a.opts, err)) return false;
+      if (w[i + 1] == "loopback") return fail(err, w[i + 1], "Error: Unknown device type (lo exists in every namespace).");
+      if (w[i + 1] == "veth") {
+        a.kind = "veth";
+        if (!parse_veth_peer(w, i + 2, a, err)) return false;
+      } else if (!parse_link_type(w, i + 1, a.kind, a.opts, err)) {
+        return false;
+      }
       i = w.size();
       break;
     }
-    if (k == "dev" || k == "name") {
+    if (auto r = parse_link_config_word(w, i, a.cfg, err)) {
+      if (!*r) return false;
+    } else if (k == "dev" || k == "name") {
       if (!need_value(w, i, err)) return false;
       a.cfg.name = w[++i];
       have_name = true;
-    } else if (k == "numtxqueues") {
-      uint32_t v;
-      if (!need_value(w, i, err)) return false;
-      if (!parse_u32(w[++i], v) || v < 1 || v > kMaxTxQueues)
-        return fail(err, w[i], "numtxqueues must be 1.." + std::to_string(kMaxTxQueues));
-      a.cfg.num_tx_queues = static_cast<uint16_t>(v);
-    } else if (k == "txqueuelen" || k == "txqlen") {
-      if (!need_value(w, i, err)) return false;
-      if (!parse_u32(w[++i], a.cfg.tx_queue_len) || a.cfg.tx_queue_len > (1u << 20))
-        return fail(err, w[i], "txqueuelen must be 0..1048576");
-    } else if (k == "mtu") {
-      if (!need_value(w, i, err)) return false;
-      if (!parse_u32(w[++i], a.cfg.mtu) || a.cfg.mtu < 68 || a.cfg.mtu > 65535)
-        return fail(err, w[i], "mtu must be 68..65535");
-    } else if (k == "address") {
-      if (!need_value(w, i, err)) return false;
-      if (!parse_mac(w[++i], a.cfg.mac)) return fail(err, w[i], "bad MAC address \"" + w[i] + "\"");
-      a.cfg.mac_set = true;
     } else if (!have_name && i == first) {
       a.cfg.name = k;  // `ip link add NAME type ...`
       have_name = true;
@@ -107,6 +149,22 @@ bool parse_ip_link_add(const std::vector<std::string>& w, size_t i, ScriptComman
   if (!have_name) return fail(err, "add", "ip link add needs a device name");
   if (a.kind.empty()) return fail(err, at(w, i), "ip link add needs \"type KIND\"");
   out = a;
+  return true;
+}
+
+// An RPS mask as /sys/class/net/D/queues/rx-N/rps_cpus takes it: hex, comma-separated
+// 32-bit groups allowed ("3", "0x3", "00000000,00000003").
+bool parse_cpu_mask(const std::string& s, uint64_t& mask) {
+  std::string hex;
+  size_t i = (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? 2 : 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] == ',') continue;
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+    hex += s[i];
+  }
+  while (hex.size() > 1 && hex[0] == '0') hex.erase(0, 1);
+  if (hex.empty() || hex.size() > 16) return false;
+  mask = std::stoull(hex, nullptr, 16);
   return true;
 }
 
@@ -134,6 +192,11 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, const IpLinkShow
         if (!parse_u32(w[++i], v) || v < 68 || v > 65535)
           return fail(err, w[i], "mtu must be 68..65535");
         s.mtu = v;
+      } else if (k == "rps_cpus") {
+        uint64_t m = 0;
+        if (!need_value(w, i, err)) return false;
+        if (!parse_cpu_mask(w[++i], m)) return fail(err, w[i], "rps_cpus: bad CPU mask \"" + w[i] + "\" (hex, e.g. 3)");
+        s.rps_cpus = m;
       } else if (s.dev.empty()) {
         s.dev = k;
       } else {
@@ -141,8 +204,8 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, const IpLinkShow
       }
     }
     if (s.dev.empty()) return fail(err, at(w, i), "ip link set needs a device");
-    if (!s.up && !s.mtu && s.opts.empty())
-      return fail(err, at(w, i), "ip link set: nothing to change (up, down, mtu N, type KIND OPTIONS)");
+    if (!s.up && !s.mtu && !s.rps_cpus && s.opts.empty())
+      return fail(err, at(w, i), "ip link set: nothing to change (up, down, mtu N, rps_cpus MASK, type KIND OPTIONS)");
     out = s;
     return true;
   }

@@ -1,5 +1,7 @@
 #include "core/cpu.h"
 
+#include "core/dev_rx.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -36,6 +38,10 @@ Cpu::Cpu(PacketPool& pool, Options opts)
   if (opts_.cache_size == 0 || opts_.cache_batch == 0 || opts_.cache_batch > opts_.cache_size)
     throw std::invalid_argument("cpu: need 0 < cache_batch <= cache_size");
   cache_ = std::make_unique<Packet*[]>(opts_.cache_size);
+  backlog_napi_.poll = process_backlog;
+  backlog_napi_.ctx = this;
+  backlog_napi_.cpu = this;
+  backlog_napi_.weight = static_cast<int>(opts_.dev_rx_weight ? opts_.dev_rx_weight : 64);
   Registry& r = registry();
   for (unsigned i = 0; i < kMaxCpus; ++i) {
     Cpu* expected = nullptr;
@@ -49,7 +55,7 @@ Cpu::Cpu(PacketPool& pool, Options opts)
 
 Cpu::~Cpu() {
   // Whatever others deferred or queued to us and whatever we cache goes back to the pool.
-  while (backlog_len() != 0) process_backlog();
+  while (backlog_len() != 0) process_backlog(backlog_napi_, *this, backlog_napi_.weight);
   defer_free_flush();
   drain_cache();
   detach_timers();
@@ -186,31 +192,50 @@ void Cpu::defer_free_flush_slow() {
   stats_.defer_flushes.add();
 }
 
+// mirrors enqueue_to_backlog: up to netdev_max_backlog packets wait (the kernel admits
+// while qlen <= max); the first one schedules the backlog's NAPI on this Cpu, from
+// another Cpu as the RPS IPI would.
 bool Cpu::backlog_enqueue(Packet* p) {
   LockGuard g(backlog_.lock);
   const uint32_t q = backlog_.qlen.load(std::memory_order_relaxed);
-  if (q >= opts_.max_backlog) return false;
+  if (PP_UNLIKELY(q > opts_.max_backlog)) {
+    backlog_.dropped.store(backlog_.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return false;
+  }
   backlog_.list.push_back(p);
   backlog_.qlen.store(q + 1, std::memory_order_release);
+  // The backlog's SCHED bit is only changed under this lock (process_backlog clears it
+  // here too), so a plain test and set is enough.
+  if (!(backlog_napi_.state.load(std::memory_order_relaxed) & Napi::kSched)) {
+    backlog_napi_.state.store(Napi::kSched, std::memory_order_relaxed);
+    if (tls_current_ != this) stats_.received_rps.add();
+    napi_add(backlog_napi_);
+  }
   return true;
 }
 
-// mirrors process_backlog: splice the shared input queue into the owner's process
-// queue under the lock, then handle up to a weight of packets outside it.
-void Cpu::process_backlog() {
-  constexpr unsigned kWeight = 64;
-  if (process_queue_.empty() && backlog_.qlen.load(std::memory_order_acquire) != 0) {
-    LockGuard g(backlog_.lock);
-    process_queue_ = backlog_.list;
-    backlog_.list = PacketList{};
-    backlog_.qlen.store(0, std::memory_order_relaxed);
-  }
-  for (unsigned n = 0; n < kWeight; ++n) {
-    Packet* p = process_queue_.pop_front();
-    if (!p) break;
-    stats_.backlog_processed.add();
-    if (rx_handler_) rx_handler_(*this, p);
-    else free(p);
+// mirrors process_backlog: handle what was spliced to the process queue, then splice
+// the shared input queue under the lock; when it is empty too, complete (clear SCHED
+// under the lock, as the kernel's inlined __napi_complete).
+int Cpu::process_backlog(Napi& n, Cpu& cpu, int quota) {
+  Cpu& sd = *static_cast<Cpu*>(n.ctx);
+  int work = 0;
+  for (;;) {
+    while (Packet* p = sd.process_queue_.pop_front()) {
+      sd.stats_.backlog_processed.add();
+      if (sd.rx_handler_) sd.rx_handler_(cpu, p);
+      else if (p->dev) netif_receive_skb(cpu, p);
+      else cpu.free(p);
+      if (++work >= quota) return work;
+    }
+    LockGuard g(sd.backlog_.lock);
+    if (sd.backlog_.list.empty()) {
+      n.state.store(0, std::memory_order_relaxed);
+      return work;
+    }
+    sd.process_queue_ = sd.backlog_.list;
+    sd.backlog_.list = PacketList{};
+    sd.backlog_.qlen.store(0, std::memory_order_relaxed);
   }
 }
 
@@ -347,8 +372,7 @@ void Cpu::detach_timers() {
 // output queue. Work scheduled while running goes to the next call, as the kernel
 // re-raises the softirq instead of looping forever.
 void Cpu::run_pending() {
-  if (!process_queue_.empty() || backlog_.qlen.load(std::memory_order_relaxed) != 0) process_backlog();
-  defer_free_flush();
+  net_rx_action();
   if (timers_.load(std::memory_order_relaxed)) run_timers();
   CpuWork* w = work_head_;
   work_head_ = work_tail_ = nullptr;

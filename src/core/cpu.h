@@ -22,6 +22,7 @@
 
 #include "core/clock.h"
 #include "base/compiler.h"
+#include "core/napi.h"
 #include "core/counter.h"
 #include "core/drop_reason.h"
 #include "core/packet.h"
@@ -91,6 +92,11 @@ struct CpuStats {
   Counter defer_flushed;     // packets taken off this Cpu's own defer list
   Counter defer_flushes;     // flushes that found work
   Counter backlog_processed; // packets this Cpu took off its input queue
+  // /proc/net/softnet_stat's columns (sd->processed, time_squeeze, received_rps; dropped
+  // is Cpu::backlog_dropped(), counted under the input queue's lock).
+  Counter processed;         // packets through the receive core (__netif_receive_skb_core)
+  Counter time_squeeze;      // net_rx_action runs that stopped with work left
+  Counter received_rps;      // backlog schedules that came from another Cpu (the IPI)
   std::array<Counter, kDropReasonCount> drops;
 };
 
@@ -101,6 +107,9 @@ class alignas(kCacheLine) Cpu {
     uint32_t cache_batch = 64;   // moved to/from the pool at a time
     uint32_t defer_max = 64;     // sysctl_skb_defer_max
     uint32_t max_backlog = 1000; // netdev_max_backlog
+    uint32_t netdev_budget = 300;         // packets per net_rx_action
+    uint32_t netdev_budget_usecs = 2000;  // time per net_rx_action
+    uint32_t dev_rx_weight = 64;          // the backlog's NAPI weight (dev_weight)
     bool defer_free = true;      // false: remote frees go straight back (A/B switch)
     int core = -1;               // pin the bound thread to this core in bind(); -1: don't
   };
@@ -199,29 +208,53 @@ class alignas(kCacheLine) Cpu {
     if (PP_LIKELY(defer_.list.load(std::memory_order_acquire) == nullptr)) return;
     defer_free_flush_slow();
   }
-  // Defer flush, expired timers, then the tx work list (net_rx_action/net_tx_action).
+  // net_rx_action (defer flush, NAPI polls by budget), expired timers, then the tx work
+  // list (net_tx_action). Work left over or scheduled while it runs waits for the next
+  // call, as the kernel re-raises the softirq.
   void run_pending();
+  // mirrors net_rx_action: polls the scheduled NAPI instances (this Cpu's backlog among
+  // them) until none is left, netdev_budget packets were handled or netdev_budget_usecs
+  // passed (then time_squeeze); instances that used their whole weight go to the back.
+  void net_rx_action();
   // Checked once per packet by busy loops (as local_bh_enable checks for pending
   // softirqs): the five words or-ed together, one branch.
   bool has_pending() const {
     return (reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(timers_.load(std::memory_order_relaxed)) |
-            process_queue_.count | reinterpret_cast<uintptr_t>(defer_.list.load(std::memory_order_relaxed)) |
-            backlog_.qlen.load(std::memory_order_relaxed)) != 0;
+            reinterpret_cast<uintptr_t>(poll_.head) |
+            reinterpret_cast<uintptr_t>(defer_.list.load(std::memory_order_relaxed)) |
+            reinterpret_cast<uintptr_t>(remote_.head.load(std::memory_order_relaxed))) != 0;
   }
   void schedule_work(CpuWork* w);  // __netif_schedule: append to this Cpu's list
 
-  // --- the input queue (softnet_data.input_pkt_queue, RPS). Any thread may hand this
-  // Cpu a received packet; the owner thread processes it in run_pending(), up to 64 per
-  // call (the backlog NAPI weight), through the rx handler.
-  // mirrors enqueue_to_backlog: false (packet not taken) when max_backlog are queued.
+  // --- NAPI (core/napi.h). ____napi_schedule: put a scheduled instance on this Cpu's
+  // poll list; from another thread it goes to the remote list and wakes the owner.
+  void napi_add(Napi& n);
+  // A thread that sleeps while this Cpu has nothing pending (CpuThread) installs how to
+  // wake it; napi_add from another thread calls it.
+  using WakeFn = void (*)(void* ctx);
+  void set_waker(WakeFn fn, void* ctx) {
+    waker_ctx_ = ctx;
+    waker_ = fn;
+  }
+  unsigned napi_polling() const;
+  // Instances scheduled from other threads, not yet taken by the owner (any thread).
+  bool remote_pending() const { return remote_.head.load(std::memory_order_acquire) != nullptr; }  // instances on the local poll list (owner thread; tests)
+
+  // --- the input queue (softnet_data.input_pkt_queue, RPS): the backlog NAPI instance.
+  // Any thread may hand this Cpu a received packet; the owner thread processes it in
+  // net_rx_action through the rx handler (process_backlog).
+  // mirrors enqueue_to_backlog: false (packet not taken, counted in backlog_dropped)
+  // when more than max_backlog wait.
   bool backlog_enqueue(Packet* p);
-  // What process_backlog does with each packet (netif_receive_skb); default: consume.
+  // What process_backlog does with each packet; default: netif_receive_skb when the
+  // packet has a device, else consume.
   using RxHandler = void (*)(Cpu& cpu, Packet* p);
   void set_rx_handler(RxHandler h) { rx_handler_ = h; }
   // Owner thread: everything not yet processed. Any thread: backlog_queued() (the shared
   // part only).
   uint32_t backlog_len() const { return backlog_.qlen.load(std::memory_order_relaxed) + process_queue_.count; }
   uint32_t backlog_queued() const { return backlog_.qlen.load(std::memory_order_relaxed); }
+  uint64_t backlog_dropped() const { return backlog_.dropped.load(std::memory_order_relaxed); }
   uint32_t max_backlog() const { return opts_.max_backlog; }
   // hrtimer_start(..., HRTIMER_MODE_ABS_PINNED): (re)arm `t` on this Cpu, moving it off
   // whatever Cpu held it. Any thread.
@@ -273,7 +306,8 @@ class alignas(kCacheLine) Cpu {
   void run_timers();
   void unlink_timer(CpuTimer* t);  // under timer_lock_
   void detach_timers();           // ~Cpu
-  void process_backlog();
+  static int process_backlog(Napi& n, Cpu& cpu, int quota);
+  void splice_remote_polls();
 
   PacketPool& pool_;
   Options opts_;
@@ -290,7 +324,35 @@ class alignas(kCacheLine) Cpu {
   SpinLock timer_lock_;
   Clock* clock_;
   RxHandler rx_handler_ = nullptr;
+  WakeFn waker_ = nullptr;
+  void* waker_ctx_ = nullptr;
   PacketList process_queue_;  // owner only: spliced from the backlog, not yet processed
+  struct PollList {
+    Napi* head = nullptr;
+    Napi* tail = nullptr;
+    void push(Napi* n) {
+      n->poll_next = nullptr;
+      if (tail) tail->poll_next = n; else head = n;
+      tail = n;
+    }
+    Napi* pop() {
+      Napi* n = head;
+      if (n) {
+        head = n->poll_next;
+        if (!head) tail = nullptr;
+        n->poll_next = nullptr;
+      }
+      return n;
+    }
+    void splice(PollList& o) {  // append o, leave it empty
+      if (!o.head) return;
+      if (tail) tail->poll_next = o.head; else head = o.head;
+      tail = o.tail;
+      o.head = o.tail = nullptr;
+    }
+  };
+  PollList poll_;  // owner only: sd->poll_list
+  Napi backlog_napi_;
   CpuStats stats_;
 
   // Written by other Cpus: its own cache line.
@@ -305,7 +367,15 @@ class alignas(kCacheLine) Cpu {
     SpinLock lock;
     PacketList list;
     std::atomic<uint32_t> qlen{0};
+    std::atomic<uint64_t> dropped{0};  // sd->dropped, under the lock
   } backlog_;
+
+  // NAPI instances scheduled from other threads (what the IPI would put on poll_list).
+  struct alignas(kCacheLine) RemotePolls {
+    SpinLock lock;
+    std::atomic<Napi*> head{nullptr};
+    Napi* tail = nullptr;
+  } remote_;
 
   static thread_local Cpu* tls_current_;
   friend class CpuTimer;

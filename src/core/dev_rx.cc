@@ -1,14 +1,52 @@
-// The receive path's hook part and delivery (net/core/dev.c).
+// The receive path: netif_rx and RPS, the hook part, delivery (net/core/dev.c).
 #include "core/dev_rx.h"
 
+#include <cstring>
+
+#include "core/dev_xmit.h"
+#include "core/flow_hash.h"
+#include "core/host_sink.h"
 #include "core/tap.h"
 #include "netfilter/nf_hooks.h"
 #include "sched/clsact.h"
 
 namespace pktpath {
 
-// mirrors __netif_receive_skb_core from the ptype_all taps on (no protocol handlers:
-// delivery is counting and freeing)
+void eth_type_trans(Packet& p, NetDevice& dev) {
+  p.dev = &dev;
+  const uint8_t* d = p.data();
+  if (PP_UNLIKELY(d[0] & 1)) {
+    static constexpr uint8_t kBcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    p.pkt_type = std::memcmp(d, kBcast, 6) == 0 ? PACKET_BROADCAST : PACKET_MULTICAST;
+  } else {
+    p.pkt_type = std::memcmp(d, dev.mac().data(), 6) == 0 ? PACKET_HOST : PACKET_OTHERHOST;
+  }
+  p.protocol = static_cast<uint16_t>(d[12] | d[13] << 8);  // network byte order
+}
+
+Cpu& get_rps_cpu(const RpsMap& map, Packet& p) {
+  const uint32_t h = skb_get_hash(p);
+  return *map.cpus[(static_cast<uint64_t>(h) * map.cpus.size()) >> 32];  // reciprocal_scale
+}
+
+int netif_rx(Cpu& cpu, Packet* p) {
+  NetDevice& dev = *p->dev;
+  if (PP_UNLIKELY(!dev.is_up())) {
+    dev.stats(cpu).rx_dropped.add();
+    cpu.free_reason(p, DropReason::DEV_READY);
+    return NET_RX_DROP;
+  }
+  Cpu* target = &cpu;
+  if (const RpsMap* m = dev.rps_map(); PP_UNLIKELY(m != nullptr)) target = &get_rps_cpu(*m, *p);
+  if (PP_LIKELY(target->backlog_enqueue(p))) return NET_RX_SUCCESS;
+  dev.stats(cpu).rx_dropped.add();
+  cpu.free_reason(p, DropReason::CPU_BACKLOG);
+  return NET_RX_DROP;
+}
+
+// mirrors __netif_receive_skb_core from the ptype_all taps on; pktpath has no protocol
+// stack, so delivery is the Net's host sink (core/host_sink.h): counted and freed, or
+// answered when it is an ICMP echo request and the Net answers them.
 int netif_receive_skb(Cpu& cpu, Packet* p) {
   NetDevice& dev = *p->dev;
   if (PP_UNLIKELY(!dev.is_up())) {
@@ -16,6 +54,7 @@ int netif_receive_skb(Cpu& cpu, Packet* p) {
     cpu.free_reason(p, DropReason::DEV_READY);
     return NET_RX_DROP;
   }
+  cpu.stats().processed.add();
   p->skb_iif = dev.ifindex();
   // Taps (deliver_skb to dev->ptype_all): they only look; the packet goes on.
   if (const TapList* taps = dev.taps(); PP_UNLIKELY(taps != nullptr)) dev_taps_deliver(cpu, *p, *taps, false);
@@ -29,7 +68,7 @@ int netif_receive_skb(Cpu& cpu, Packet* p) {
   DevCpuStats& s = dev.stats(cpu);
   s.rx_packets.add();
   s.rx_bytes.add(p->len);
-  cpu.free(p);
+  host_deliver(cpu, p);
   return NET_RX_SUCCESS;
 }
 

@@ -20,6 +20,20 @@ inline constexpr int NET_RX_DROP = 1;
 // Returns NET_RX_SUCCESS when the packet was delivered, stolen or redirected, else NET_RX_DROP.
 int netif_receive_skb(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
 
+// mirrors netif_rx (netif_rx_internal): the packet goes to a Cpu's input queue, the
+// one RPS picks by flow hash from the device's map (get_rps_cpu), else this Cpu's;
+// that Cpu's net_rx_action runs netif_receive_skb on it. A down device drops
+// (DEV_READY), a full queue drops (CPU_BACKLOG); both count rx_dropped. Any thread.
+int netif_rx(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
+
+// mirrors eth_type_trans without the pull (pktpath's receive path keeps data at the
+// Ethernet header): sets p.dev, pkt_type (host, broadcast, multicast, other host) and
+// protocol from the frame. The frame must hold 14 bytes.
+void eth_type_trans(Packet& p, NetDevice& dev);
+
+// mirrors get_rps_cpu: the map's Cpu for this packet's flow.
+Cpu& get_rps_cpu(const RpsMap& map, Packet& p);
+
 // The same as a Cpu::RxHandler, for process_backlog (Cpu::set_rx_handler).
 inline void netif_receive_skb_rx_handler(Cpu& cpu, Packet* p) { netif_receive_skb(cpu, p); }
 

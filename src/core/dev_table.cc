@@ -8,7 +8,9 @@ namespace pktpath {
 
 DeviceTable::DeviceTable(Cpu& control, Net& net) : control_(control), net_(net) {}
 
-DeviceTable::~DeviceTable() {
+DeviceTable::~DeviceTable() { clear(); }
+
+void DeviceTable::clear() {
   std::vector<std::string> names;
   for (auto& [name, idx] : by_name_) names.push_back(name);
   std::string err;
@@ -67,6 +69,7 @@ bool DeviceTable::del(std::string_view name, std::string& err) {
   }
   const int idx = it->second;
   NetDevice& dev = *by_index_[idx].dev;
+  if (const LinkKind* lk = link_kind_lookup(by_index_[idx].kind); lk && lk->dellink) lk->dellink(dev);
   set_up(dev, false, err);
   if (std::unique_ptr<Qdisc> old = dev.graft_root(nullptr)) retire(std::move(old));
   notifier_.call(NetdevEvent::UNREGISTER, dev);

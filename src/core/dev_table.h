@@ -35,6 +35,9 @@ class DeviceTable {
   // `ip link del` (mirrors unregister_netdevice_many): down (NETDEV_DOWN), qdiscs
   // retired, NETDEV_UNREGISTER to the subscribers, a grace period, device destroyed.
   bool del(std::string_view name, std::string& err);
+  // Delete every device (as ~DeviceTable), while the table is still reachable from its
+  // Net (a veth's dellink deletes its peer through the peer's Net).
+  void clear();
   NetDevice* find(std::string_view name) const;
   NetDevice* find(int ifindex) const;
   std::vector<NetDevice*> list() const;  // by ifindex

@@ -1,5 +1,5 @@
-// Link kinds (rtnl_link_ops): what `ip link add ... type KIND` can create. The list
-// lives in src/drivers/drivers.cc.
+// Link kinds (rtnl_link_ops): what `ip link add ... type KIND` can create. Each driver
+// file registers its kind with a static LinkKindRegistrar (rtnl_link_register).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,14 @@ struct LinkKind {
   };
   const Option* options;
   void (*set_option)(NetDevice& dev, std::string_view name, uint64_t value);
+  // dellink: called as the device is deleted (before it is closed), e.g. for veth to
+  // take its peer with it. May be null.
+  void (*dellink)(NetDevice& dev) = nullptr;
+};
+
+void link_kind_register(const LinkKind& k);
+struct LinkKindRegistrar {
+  explicit LinkKindRegistrar(const LinkKind& k) { link_kind_register(k); }
 };
 
 // The kind's option called `name`, or null.

@@ -30,8 +30,20 @@ Net::Net(Cpu& control, std::string name) : name_(std::move(name)) {
 // mirrors cleanup_net: pre_exit (newest first), the devices, then the states.
 Net::~Net() {
   for (auto it = generic_.rbegin(); it != generic_.rend(); ++it) (*it)->pre_exit(*this);
+  devices_->clear();
   devices_.reset();
   while (!generic_.empty()) generic_.pop_back();
+}
+
+Cpu::Options Net::cpu_options() {
+  Cpu::Options o;
+  o.defer_free = core_.defer_free.load();
+  o.defer_max = core_.skb_defer_max.load();
+  o.max_backlog = core_.netdev_max_backlog.load();
+  o.netdev_budget = core_.netdev_budget.load();
+  o.netdev_budget_usecs = core_.netdev_budget_usecs.load();
+  o.dev_rx_weight = core_.dev_weight.load();
+  return o;
 }
 
 std::string Net::default_qdisc() const {

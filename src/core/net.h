@@ -22,6 +22,7 @@
 namespace pktpath {
 
 class Net;
+class CpuSet;
 
 // One subsystem's state in one Net (what net_generic(net, id) returns).
 struct PernetState {
@@ -60,6 +61,7 @@ struct NetCore {
   std::atomic<uint32_t> netdev_max_backlog{1000};  // net.core.netdev_max_backlog
   std::atomic<uint32_t> skb_defer_max{64};       // net.core.skb_defer_max
   std::atomic<bool> defer_free{true};            // net.pktpath.defer_free
+  std::atomic<uint32_t> netdev_budget_usecs{2000};  // net.core.netdev_budget_usecs
 };
 
 class Net {
@@ -81,6 +83,15 @@ class Net {
     return static_cast<T&>(*generic_[id]);
   }
 
+  // The datapath Cpus RPS maps of this Net's devices may name (core/cpu_thread.h); owned
+  // by whoever runs the Net, shared by all its Nets. Null: none.
+  CpuSet* cpu_set() const { return cpu_set_; }
+  void set_cpu_set(CpuSet* s) { cpu_set_ = s; }
+
+  // The options a datapath Cpu working for this Net takes from its sysctls
+  // (skb_defer_max, netdev_max_backlog, netdev_budget[_usecs], dev_weight, defer_free).
+  Cpu::Options cpu_options();
+
   XmitConfig& xmit_config() { return xmit_; }
   NetCore& core() { return core_; }
   // net.core.default_qdisc (the kind attach_default_qdiscs gives a queueing device).
@@ -91,6 +102,7 @@ class Net {
   std::string name_;
   XmitConfig xmit_;
   NetCore core_;
+  CpuSet* cpu_set_ = nullptr;
   mutable std::mutex mu_;  // default_qdisc_
   std::string default_qdisc_ = "pfifo_fast";
   std::vector<std::unique_ptr<PernetState>> generic_;

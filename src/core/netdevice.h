@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/compiler.h"
 #include "core/counter.h"
@@ -42,6 +43,7 @@ enum class NetdevTx : int { OK = 0, BUSY = 0x10 };
 inline constexpr uint32_t IFF_UP = 1u << 0;
 inline constexpr uint32_t IFF_NO_QUEUE = 1u << 1;  // default qdisc is noqueue (priv_flags)
 inline constexpr uint32_t NETIF_F_LLTX = 1u << 2;  // driver does its own locking: no tx lock
+inline constexpr uint32_t IFF_LOOPBACK = 1u << 3;  // the Net's lo
 
 inline constexpr unsigned kMaxTxQueues = 64;
 
@@ -70,6 +72,13 @@ struct NetDeviceOps {
   NetdevTx (*start_xmit)(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) = nullptr;
   // ndo_select_queue: a queue index (folded into real_num_tx_queues by the caller).
   uint16_t (*select_queue)(NetDevice& dev, Packet* p, Cpu& cpu) = nullptr;
+};
+
+// The RPS map of a device's receive queue (rx-0's rps_cpus, struct rps_map): the Cpus
+// netif_rx spreads flows onto, by flow hash.
+struct RpsMap {
+  uint64_t mask = 0;        // as written: bit i = the runner's datapath Cpu i
+  std::vector<Cpu*> cpus;   // the Cpus of the set bits, in bit order
 };
 
 // Driver-private state hangs off the device (netdev_priv).
@@ -194,6 +203,10 @@ class NetDevice {
   std::atomic<const TapList*>& taps_head() { return taps_; }
   void set_hooks_state(std::unique_ptr<DevHooksState> s) { hooks_state_ = std::move(s); }
 
+  // --- receive steering (RPS). Changed only while no traffic runs on the device.
+  const RpsMap* rps_map() const { return rps_map_.get(); }
+  void set_rps_map(std::unique_ptr<RpsMap> m) { rps_map_ = std::move(m); }
+
   // --- statistics.
   DevCpuStats& stats(const Cpu& cpu) { return pcpu_[cpu.id()]; }
   DevStatsSum stats_sum() const;
@@ -223,6 +236,7 @@ class NetDevice {
   std::unique_ptr<DevCpuStats[]> pcpu_;
   std::unique_ptr<Qdisc> qdisc_;
   std::unique_ptr<DriverState> priv_;
+  std::unique_ptr<RpsMap> rps_map_;
   std::atomic<const tc::Miniq*> tc_egress_{nullptr};
   std::atomic<const tc::Miniq*> tc_ingress_{nullptr};
   nf::NfDeviceHooks nf_hooks_{this};

@@ -4,6 +4,7 @@
 // Linux; here each Net holds its own.
 #include <limits>
 
+#include "core/cpu_thread.h"
 #include "core/net.h"
 #include "core/sysctl.h"
 
@@ -26,6 +27,7 @@ constexpr uint32_t kIntMax = std::numeric_limits<int32_t>::max();
 // proc_dointvec_minmax with the kernel's minimums (dev_weight and netdev_budget >= 1).
 PP_CORE_UINT(dev_weight, "net.core.dev_weight", 1)
 PP_CORE_UINT(netdev_budget, "net.core.netdev_budget", 1)
+PP_CORE_UINT(netdev_budget_usecs, "net.core.netdev_budget_usecs", 0)
 PP_CORE_UINT(netdev_max_backlog, "net.core.netdev_max_backlog", 0)
 PP_CORE_UINT(skb_defer_max, "net.core.skb_defer_max", 0)
 #undef PP_CORE_UINT
@@ -51,6 +53,7 @@ const SysctlRegistrar defer_free{
        bool on = false;
        if (auto e = sysctl_parse_on_off("net.pktpath.defer_free", v, &on)) return e;
        n.core().defer_free.store(on);
+       if (CpuSet* s = n.cpu_set()) s->set_defer_free(on);
        return std::nullopt;
      }}};
 

@@ -1,25 +1,22 @@
-// The link kinds `ip link add ... type KIND` knows. Listed here rather than registered
-// from each driver file, because a static library drops files nobody references.
+// The registry of link kinds (rtnl_link_ops list). Written only during static
+// initialisation, by each driver's LinkKindRegistrar.
 #include "core/link_kind.h"
 
 namespace pktpath {
 
-extern const NetDeviceOps dummy_netdev_ops;
-extern const NetDeviceOps testdrv_netdev_ops;
-void testdrv_setup_device(NetDevice& dev);
-extern const LinkKind::Option testdrv_options[];
-void testdrv_set_option(NetDevice& dev, std::string_view name, uint64_t value);
-
-const std::vector<LinkKind>& link_kinds() {
-  static const std::vector<LinkKind> kinds = {
-      {"dummy", &dummy_netdev_ops, IFF_NO_QUEUE | NETIF_F_LLTX, nullptr, nullptr, nullptr},
-      {"testdrv", &testdrv_netdev_ops, 0, testdrv_setup_device, testdrv_options, testdrv_set_option},
-  };
+namespace {
+std::vector<LinkKind>& registry() {
+  static std::vector<LinkKind> kinds;
   return kinds;
 }
+}  // namespace
+
+void link_kind_register(const LinkKind& k) { registry().push_back(k); }
+
+const std::vector<LinkKind>& link_kinds() { return registry(); }
 
 const LinkKind* link_kind_lookup(std::string_view kind) {
-  for (const LinkKind& k : link_kinds())
+  for (const LinkKind& k : registry())
     if (kind == k.kind) return &k;
   return nullptr;
 }

@@ -26,3 +26,9 @@ const NetDeviceOps dummy_netdev_ops = {
 };
 
 }  // namespace pktpath
+
+namespace pktpath {
+namespace {
+const LinkKindRegistrar kDummy{{"dummy", &dummy_netdev_ops, IFF_NO_QUEUE | NETIF_F_LLTX, nullptr, nullptr, nullptr}};
+}  // namespace
+}  // namespace pktpath

@@ -31,6 +31,7 @@ NetdevTx testdrv_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   }
   if (p->xmit_more) s.xmit_more_seen.fetch_add(1, std::memory_order_relaxed);
   if (s.record && s.marks.size() < s.marks.capacity()) s.marks.push_back(p->mark);
+  if (PP_UNLIKELY(s.record_frames)) s.frames.emplace_back(p->data(), p->data() + p->headlen());
   ds.tx_packets.add();
   ds.tx_bytes.add(p->len);
   const uint64_t done = s.transmitted.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -69,4 +70,11 @@ void testdrv_set_option(NetDevice& dev, std::string_view name, uint64_t value) {
   else if (name == "xmit_delay_us") s.xmit_delay_us = v;
 }
 
+}  // namespace pktpath
+
+namespace pktpath {
+namespace {
+const LinkKindRegistrar kTestdrv{
+    {"testdrv", &testdrv_netdev_ops, 0, testdrv_setup_device, testdrv_options, testdrv_set_option}};
+}  // namespace
 }  // namespace pktpath

@@ -32,6 +32,10 @@ struct TestDrvState final : DriverState {
   std::atomic<uint64_t> transmitted{0};
   std::atomic<uint64_t> xmit_more_seen{0};
   std::vector<uint32_t> marks;  // reserved up front: no allocation while sending
+  // Copies of transmitted frames' linear bytes, for tests that check what was sent.
+  // Allocates per packet: leave off for anything measured.
+  bool record_frames = false;
+  std::vector<std::vector<uint8_t>> frames;
 };
 
 TestDrvState& testdrv_state(NetDevice& dev);

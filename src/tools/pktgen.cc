@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "core/cpu_thread.h"
 #include "core/dev_rx.h"
 #include "core/dev_xmit.h"
 #include "core/net.h"
@@ -428,10 +429,8 @@ void Pktgen::Worker::run() {
 // mirrors pktgen_thread_worker: the thread binds its Cpu, registers as an RCU reader,
 // runs its device until an end condition, and lets its Cpu's work finish.
 PktgenThreadResult Pktgen::pktgen_thread_worker(unsigned index) {
-  Cpu::Options co;
+  Cpu::Options co = dev_.net().cpu_options();  // the Net's sysctls
   co.defer_free = opts_.defer_free;
-  co.defer_max = dev_.net().core().skb_defer_max.load();            // net.core.skb_defer_max
-  co.max_backlog = dev_.net().core().netdev_max_backlog.load();     // net.core.netdev_max_backlog
   if (opts_.pin) co.core = opts_.first_core + static_cast<int>(index);
   Worker w(*this, index, co);
   Cpu& cpu = w.cpu;
@@ -447,7 +446,15 @@ PktgenThreadResult Pktgen::pktgen_thread_worker(unsigned index) {
     w.rps = std::make_unique<RpsPartner>(pool_, ro);
   }
   w.run();
-  // Let this Cpu's tx work (qdiscs it scheduled) and deferred frees finish.
+  // Let this Cpu's tx work (qdiscs it scheduled) and deferred frees finish, and the
+  // datapath Cpus finish what this thread handed them (they free onto this Cpu).
+  for (int i = 0; i < 1000 && cpu.has_pending(); ++i) cpu.run_pending();
+  if (CpuSet* set = dev_.net().cpu_set()) {
+    while (!set->idle()) {
+      cpu.run_pending();
+      std::this_thread::yield();
+    }
+  }
   for (int i = 0; i < 1000 && cpu.has_pending(); ++i) cpu.run_pending();
   return w.r;
 }

@@ -53,6 +53,7 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
     if (f == "-v" || f == "-x") continue;  // verbose/debug: accepted, nothing to change
     if (f == "--pin") { cmd.pin = true; continue; }
     if (f == "--rps") { cmd.rps = true; continue; }
+    if (f == "--icmp") { c.flags |= F_ICMP_ECHO; continue; }
     if (f == "--json") { cmd.json = true; continue; }
     if (f == "-6") return fail("-6: IPv6 is not supported yet");
     if (i + 1 >= w.size()) return fail(f.rfind("-", 0) == 0 ? f + ": missing value" : "unexpected word '" + f + "'");

@@ -18,6 +18,7 @@ constexpr FlagName kFlags[] = {
     {"MACDST_RND", F_MACDST_RND},     {"QUEUE_MAP_RND", F_QUEUE_MAP_RND},
     {"QUEUE_MAP_CPU", F_QUEUE_MAP_CPU}, {"NO_TIMESTAMP", F_NO_TIMESTAMP},
     {"UDPCSUM", F_UDPCSUM},
+    {"ICMP_ECHO", F_ICMP_ECHO},
 };
 
 std::string err(std::string_view key, std::string_view value, std::string_view why) {

@@ -28,6 +28,9 @@ enum PktgenFlag : uint32_t {
   F_QUEUE_MAP_CPU = 1u << 8,
   F_NO_TIMESTAMP = 1u << 9,
   F_UDPCSUM = 1u << 10,
+  // pktpath's own: an ICMP echo request (type 8, id 1, sequence = the packet's) in place
+  // of the UDP header, checksummed, so lo and veth answer it (ping -f's traffic).
+  F_ICMP_ECHO = 1u << 11,
 };
 
 // pkt_size bounds: the Ethernet, IPv4 and UDP headers up to one default packet buffer.

@@ -7,6 +7,9 @@ namespace pktpath {
 namespace {
 
 constexpr uint16_t kTtlProto = (32 << 8) | 17;  // ttl 32, UDP
+constexpr uint16_t kTtlProtoIcmp = (32 << 8) | 1;  // ttl 32, ICMP
+
+uint16_t ttl_proto(const PktgenConfig& cfg) { return (cfg.flags & F_ICMP_ECHO) ? kTtlProtoIcmp : kTtlProto; }
 
 // Adds `mc` to the low four bytes of a MAC (with carry into the fifth), as pktgen does
 // for src_mac_count/dst_mac_count.
@@ -182,7 +185,7 @@ uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenS
   pktgen_put16(ip + 2, tot_len);
   pktgen_put16(ip + 4, id);
   pktgen_put16(ip + 6, 0);
-  pktgen_put16(ip + 8, kTtlProto);
+  pktgen_put16(ip + 8, ttl_proto(cfg));
   pktgen_put16(ip + 10, pktgen_fold_checksum(sum));
   pktgen_put32(ip + 12, st.cur_saddr);
   pktgen_put32(ip + 16, st.cur_daddr);
@@ -205,7 +208,14 @@ uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenS
     std::memset(pgh + kPktgenHdrLen, 0, pad);
   }
 
-  if (cfg.flags & F_UDPCSUM) {
+  if (cfg.flags & F_ICMP_ECHO) {
+    // Echo request header over the UDP one (both 8 bytes): type 8, code 0, id 1, seq.
+    pktgen_put16(udp, 0x0800);
+    pktgen_put16(udp + 2, 0);
+    pktgen_put16(udp + 4, 1);
+    pktgen_put16(udp + 6, static_cast<uint16_t>(st.seq_num));
+    pktgen_put16(udp + 2, inet_checksum(udp, 8 + datalen, 0));
+  } else if (cfg.flags & F_UDPCSUM) {
     // Pseudo-header: saddr, daddr, zero+protocol, UDP length.
     uint32_t seed = (st.cur_saddr >> 16) + (st.cur_saddr & 0xffff) + (st.cur_daddr >> 16) +
                     (st.cur_daddr & 0xffff) + 17 + 8 + datalen;
@@ -217,7 +227,7 @@ uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenS
 
 uint64_t pktgen_ip_sum_without_id(const PktgenConfig& cfg, const PktgenState& st) {
   const uint32_t tot_len = pktgen_frame_len(st) - 14;
-  return uint64_t{0x4500u | cfg.tos} + tot_len + kTtlProto + (st.cur_saddr >> 16) + (st.cur_saddr & 0xffff) +
+  return uint64_t{0x4500u | cfg.tos} + tot_len + ttl_proto(cfg) + (st.cur_saddr >> 16) + (st.cur_saddr & 0xffff) +
          (st.cur_daddr >> 16) + (st.cur_daddr & 0xffff);
 }
 

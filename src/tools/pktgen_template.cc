@@ -14,7 +14,7 @@ bool pktgen_headers_fixed(const PktgenConfig& cfg) {
 bool PktgenTemplate::build(const PktgenConfig& cfg, const PktgenState& st, const PacketPool& pool,
                            NetDevice* dev) {
   len_ = pktgen_frame_len(st);
-  if (!pktgen_headers_fixed(cfg) || (cfg.flags & F_UDPCSUM) || len_ > kBytes) return false;
+  if (!pktgen_headers_fixed(cfg) || (cfg.flags & (F_UDPCSUM | F_ICMP_ECHO)) || len_ > kBytes) return false;
   // The whole kBytes copy must fit behind the headroom, not just the frame.
   if (pool.buf_size() < pool.headroom() + kBytes) return false;
   std::memset(bytes_, 0, kBytes);

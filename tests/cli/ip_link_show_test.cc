@@ -19,7 +19,7 @@ TEST(IpLinkShow, TextAndJsonFromTheSameRows) {
       "ip -s link show dev foo\n"
       "ip -s -j link show dev foo\n");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("1: foo: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue state UNKNOWN"),
+  EXPECT_NE(r.out.find("2: foo: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue state UNKNOWN"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("    TX:  bytes packets errors dropped carrier collsns\n"), std::string::npos) << r.out;

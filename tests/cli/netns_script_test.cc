@@ -32,7 +32,7 @@ TEST(NetnsScript, SameNamesDifferentStateAndSysctls) {
   EXPECT_NE(r.out.find("net.core.dev_weight = 8\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("net.core.dev_weight = 64\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("table netdev t"), std::string::npos) << r.out;  // blue's table only
-  EXPECT_NE(r.out.find("1: foo: <BROADCAST,NOARP,UP,LOWER_UP>"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2: foo: <BROADCAST,NOARP,UP,LOWER_UP>"), std::string::npos) << r.out;
 }
 
 // dev_change_net_namespace: down, qdiscs and filters flushed, ifindex kept when free.
@@ -49,8 +49,8 @@ TEST(NetnsScript, LinkSetNetnsMovesTheDevice) {
       "ip -n blue link show\n"
       "tc -n blue filter show dev bar egress\n");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.out.find("2: bar"), r.out.rfind("2: bar")) << r.out;  // listed once, in blue
-  EXPECT_NE(r.out.find("2: bar: <BROADCAST,MULTICAST> mtu 1500 qdisc noop state DOWN"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("3: bar"), r.out.rfind("3: bar")) << r.out;  // listed once, in blue
+  EXPECT_NE(r.out.find("3: bar: <BROADCAST,MULTICAST> mtu 1500 qdisc noop state DOWN"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("filter protocol"), std::string::npos) << r.out;
 }
 

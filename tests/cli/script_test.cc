@@ -236,7 +236,7 @@ TEST(ScriptRun, ShowsInTcLayout) {
   EXPECT_NE(r.out.find("qdisc pfifo_fast 0: root refcnt 2 bands 3"), r.out.rfind("qdisc pfifo 1:"))
       << r.out;
   EXPECT_NE(
-      r.out.find("1: foo: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue state UNKNOWN"),
+      r.out.find("2: foo: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue state UNKNOWN"),
       std::string::npos);
   EXPECT_NE(r.out.find("          600      10      0       0       0       0"), std::string::npos)
       << r.out;
@@ -267,8 +267,8 @@ TEST(ScriptRun, JsonLinesShapes) {
        {"kind", "handle", "bytes", "packets", "drops", "overlimits", "requeues", "backlog", "qlen"})
     EXPECT_TRUE(q[1].contains(k)) << k;
   EXPECT_EQ(q[1]["parent"], ":1");
-  EXPECT_EQ(docs[2][0]["ifname"], "m0");
-  EXPECT_EQ(docs[2][0]["stats64"]["tx"]["packets"], 100);
+  EXPECT_EQ(docs[2][1]["ifname"], "m0");
+  EXPECT_EQ(docs[2][1]["stats64"]["tx"]["packets"], 100);
 }
 
 TEST(ScriptRun, StoppedQueueTbfAndSleep) {

@@ -28,7 +28,7 @@ TEST(BacklogTest, ProcessesInWeightsThroughTheHandler) {
   EXPECT_EQ(consumer.backlog_len(), 100u);
   EXPECT_TRUE(consumer.has_pending());
   consumer.run_pending();
-  EXPECT_EQ(g_handled.load(), 64u);  // one weight per call
+  EXPECT_EQ(g_handled.load(), 64u);  // one weight per net_rx_action round
   EXPECT_EQ(consumer.backlog_len(), 36u);
   consumer.run_pending();
   EXPECT_EQ(g_handled.load(), 100u);
@@ -47,11 +47,13 @@ TEST(BacklogTest, FullBacklogRefuses) {
   PacketPool pool(PacketPool::Options{.capacity = 64});
   Cpu producer(pool);
   Cpu consumer(pool, Cpu::Options{.max_backlog = 3});
-  Packet* ps[4];
-  ASSERT_EQ(producer.alloc_bulk(ps, 4), 4u);
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(consumer.backlog_enqueue(ps[i]));
-  EXPECT_FALSE(consumer.backlog_enqueue(ps[3]));
-  producer.free_reason(ps[3], DropReason::CPU_BACKLOG);
+  Packet* ps[5];
+  ASSERT_EQ(producer.alloc_bulk(ps, 5), 5u);
+  // enqueue_to_backlog admits while qlen <= max_backlog: max + 1 packets.
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(consumer.backlog_enqueue(ps[i]));
+  EXPECT_FALSE(consumer.backlog_enqueue(ps[4]));
+  EXPECT_EQ(consumer.backlog_dropped(), 1u);
+  producer.free_reason(ps[4], DropReason::CPU_BACKLOG);
   consumer.run_pending();  // default handler consumes
   EXPECT_EQ(consumer.backlog_len(), 0u);
   producer.run_pending();

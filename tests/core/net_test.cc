@@ -73,7 +73,7 @@ TEST_F(NetTest, PernetStateIsMadePerNetAndGoesAfterTheDevices) {
     add(b, "x0");
   }
   EXPECT_EQ(CounterNet::live, before);
-  EXPECT_EQ(CounterNet::devices_at_pre_exit, 1u);  // pre_exit ran while x0 existed
+  EXPECT_EQ(CounterNet::devices_at_pre_exit, 2u);  // pre_exit ran while lo and x0 existed
 }
 
 TEST_F(NetTest, DevicesKnowTheirNet) {

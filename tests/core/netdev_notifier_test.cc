@@ -88,7 +88,7 @@ TEST(NetdevNotifier, ChainGoesBeforeSubscriber) {
     r.sub.subscribe(table.notifier(), &Recorder::on, &r);
   }
   EXPECT_FALSE(r.sub.subscribed());
-  EXPECT_EQ(r.seen, std::vector<std::string>{"NETDEV_UNREGISTER bar"});
+  EXPECT_EQ(r.seen, (std::vector<std::string>{"NETDEV_UNREGISTER bar", "NETDEV_UNREGISTER lo"}));
 }
 
 }  // namespace

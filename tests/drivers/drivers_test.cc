@@ -43,7 +43,11 @@ TEST_F(DriverTest, LinkKinds) {
   const LinkKind* t = link_kind_lookup("testdrv");
   ASSERT_NE(t, nullptr);
   EXPECT_FALSE(t->flags & NETIF_F_LLTX);  // exercises the tx lock
-  EXPECT_EQ(link_kind_lookup("veth"), nullptr);
+  const LinkKind* v = link_kind_lookup("veth");
+  ASSERT_NE(v, nullptr);
+  EXPECT_TRUE(v->flags & IFF_NO_QUEUE);
+  EXPECT_NE(v->dellink, nullptr);
+  EXPECT_EQ(link_kind_lookup("nosuch"), nullptr);
 }
 
 TEST_F(DriverTest, DummyCountsAndFrees) {

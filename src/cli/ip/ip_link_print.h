@@ -20,7 +20,11 @@ struct LinkRow {
   uint32_t txqlen = 0;
   uint32_t num_tx_queues = 0;
   std::string link_kind;           // dummy, testdrv, ...
+  std::string link;                // the peer, printed NAME@LINK (veth)
+  std::string link_type = "ether"; // ether, loopback
   std::string address;
+  std::string broadcast = "ff:ff:ff:ff:ff:ff";
+  uint64_t rx_bytes = 0, rx_packets = 0, rx_dropped = 0;
   uint64_t tx_bytes = 0, tx_packets = 0, tx_dropped = 0;
 };
 
