@@ -441,6 +441,24 @@ TEST(TcpdumpScript, AnyCapturesEveryDeviceCooked) {
   EXPECT_EQ(incoming, 4u);
   EXPECT_NE(r.out.find("\"dev\":\"any\""), std::string::npos) << r.out;
   std::remove(path.c_str());
+  // An engine switch reloads the cooked program (rewritten again); a device deleted under
+  // the tap takes nothing with it.
+  r = script(std::string(kUp) +
+                 "ip link add dev bar type dummy\nip link set dev bar up\ntcpdump -i any 'udp and inbound'\n"
+                 "pktgen -i foo -n 64 --mode netif_receive --repeat 1 --ab bpf_engine=switch|threaded\n"
+                 "ip link del dev bar\npktgen -i foo -n 8 --mode netif_receive\ncapture stop\n",
+             true);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  bool seen = false;
+  std::istringstream docs(r.out);
+  for (std::string l; std::getline(docs, l);) {
+    auto j = nlohmann::json::parse(l);
+    if (!j.contains("captured")) continue;
+    EXPECT_EQ(j["captured"], 2 * 64 + 8) << l;
+    EXPECT_EQ(j["engine"], "switch") << l;  // --ab leaves A applied
+    seen = true;
+  }
+  EXPECT_TRUE(seen) << r.out;
   // A filter reading the cooked header beyond its type and protocol is refused.
   r = script(std::string(kUp) + "tcpdump -i any 'ether[6] == 0xaa'\n");
   EXPECT_EQ(r.rc, 1);
