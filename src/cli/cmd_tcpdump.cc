@@ -39,7 +39,9 @@ int cmd_tcpdump(const std::vector<std::string>& args) {
   }
   if (a.read.empty()) {
     std::fputs(kUsage, stderr);
-    return usage_error("tcpdump: a live capture runs in a script: `pktpath run FILE` with a `tcpdump -i DEV ...` line");
+    return usage_error(
+        "tcpdump: a live capture runs in a script: `pktpath run FILE` with a `tcpdump -i DEV ...` "
+        "line");
   }
   ReadRequest rq{a.read, a.filter, a.write, a.count, a.link_header, a.packet_buffered};
   const bool ok = tcpdump_read(rq, stdout, err);
@@ -51,7 +53,8 @@ int cmd_tcpdump(const std::vector<std::string>& args) {
   return 0;
 }
 
-CommandRegistration reg("tcpdump", "tcpdump -r FILE | -d|-dd|-ddd: `tcpdump [options] [filter]`", cmd_tcpdump);
+CommandRegistration reg("tcpdump", "tcpdump -r FILE | -d|-dd|-ddd: `tcpdump [options] [filter]`",
+                        cmd_tcpdump);
 
 }  // namespace
 }  // namespace pktpath::cli

@@ -14,13 +14,15 @@ namespace {
 bool is_option_word(const std::string& w) { return w.size() > 1 && w[0] == '-'; }
 
 // One option's value (already split from its word); false with err for a bad one.
-bool take_value(char opt, const std::string& v, const std::string& cmd, TcpdumpArgs& a, Error& err) {
+bool take_value(char opt, const std::string& v, const std::string& cmd, TcpdumpArgs& a,
+                Error& err) {
   const std::string flag = std::string("-") + opt;
   auto bad = [&](const std::string& what) { return fail(err, v, cmd + ": " + flag + ": " + what); };
   switch (opt) {
     case 'c': {
       uint64_t n = 0;
-      if (!parse_u64(v, n) || n == 0) return bad("invalid packet count \"" + v + "\" (expected 1 or more)");
+      if (!parse_u64(v, n) || n == 0)
+        return bad("invalid packet count \"" + v + "\" (expected 1 or more)");
       a.count = n;
       return true;
     }
@@ -43,7 +45,8 @@ bool take_value(char opt, const std::string& v, const std::string& cmd, TcpdumpA
       return true;
     case 'y':
       if (strcasecmp(v.c_str(), "EN10MB") != 0)
-        return bad("data link type \"" + v + "\" is not supported (only EN10MB; -i any is LINUX_SLL)");
+        return bad("data link type \"" + v +
+                   "\" is not supported (only EN10MB; -i any is LINUX_SLL)");
       return true;
     case 'i':
     case 'w':
@@ -58,7 +61,8 @@ bool take_value(char opt, const std::string& v, const std::string& cmd, TcpdumpA
 
 }  // namespace
 
-bool parse_tcpdump_args(const std::vector<std::string>& w, const std::string& cmd, TcpdumpArgs& a, Error& err) {
+bool parse_tcpdump_args(const std::vector<std::string>& w, const std::string& cmd, TcpdumpArgs& a,
+                        Error& err) {
   bool options_done = false, link_en10mb = false;
   std::string filter;
   for (size_t i = 0; i < w.size(); ++i) {
@@ -120,10 +124,11 @@ bool parse_tcpdump_args(const std::vector<std::string>& w, const std::string& cm
           continue;
         }
         default:
-          return fail(err, word,
-                      cmd + ": unknown option -" + std::string(1, c) +
-                          (word.size() > 2 ? " in \"" + word + "\"" : "") +
-                          " (expected -c, -d, -e, -i, -n, -p, -Q, -r, -s, -U, -v, -w, -y or a filter)");
+          return fail(
+              err, word,
+              cmd + ": unknown option -" + std::string(1, c) +
+                  (word.size() > 2 ? " in \"" + word + "\"" : "") +
+                  " (expected -c, -d, -e, -i, -n, -p, -Q, -r, -s, -U, -v, -w, -y or a filter)");
       }
     }
   }
@@ -149,7 +154,9 @@ bool tcpdump_compile(const TcpdumpArgs& a, bpf::Insns* out, std::string* err) {
 }
 
 std::string tcpdump_listing(const bpf::Insns& prog, int dump) {
-  return dump >= 3 ? bpf::format_ddd(prog) : dump == 2 ? bpf::format_dd(prog) : bpf::disassemble(prog);
+  return dump >= 3   ? bpf::format_ddd(prog)
+         : dump == 2 ? bpf::format_dd(prog)
+                     : bpf::disassemble(prog);
 }
 
 }  // namespace pktpath::cli

@@ -14,28 +14,30 @@
 namespace pktpath::cli {
 
 struct TcpdumpArgs {
-  std::string dev;            // -i DEV, or "any"; empty: none given
-  uint64_t count = 0;         // -c N (0: none)
+  std::string dev;                        // -i DEV, or "any"; empty: none given
+  uint64_t count = 0;                     // -c N (0: none)
   uint32_t snaplen = kTapDefaultSnaplen;  // -s N (0 means 262144, as tcpdump)
-  std::string write;          // -w FILE, "-" for standard output
-  std::string read;           // -r FILE
-  int dump = 0;               // -d / -dd / -ddd: the number of d's (3 and more: -ddd)
-  int verbose = 0;            // -v, -vv, -vvv: accepted; output stays the terse form
-  bool link_header = false;   // -e
-  bool packet_buffered = false;  // -U
-  bool json = false;          // --json (pktpath's own)
+  std::string write;                      // -w FILE, "-" for standard output
+  std::string read;                       // -r FILE
+  int dump = 0;                           // -d / -dd / -ddd: the number of d's (3 and more: -ddd)
+  int verbose = 0;                        // -v, -vv, -vvv: accepted; output stays the terse form
+  bool link_header = false;               // -e
+  bool packet_buffered = false;           // -U
+  bool json = false;                      // --json (pktpath's own)
   TapDirection direction = TapDirection::InOut;  // -Q in|out|inout
-  std::string filter;         // the words after the options, joined with spaces
+  std::string filter;                            // the words after the options, joined with spaces
   bool any() const { return dev == "any"; }
 };
 
 // `cmd` names the command in messages ("capture", "tcpdump"). On error: false, with
 // err.word the offending word and err.msg naming it.
-bool parse_tcpdump_args(const std::vector<std::string>& words, const std::string& cmd, TcpdumpArgs& out,
-                        ::pktpath::Error& err);
+bool parse_tcpdump_args(const std::vector<std::string>& words, const std::string& cmd,
+                        TcpdumpArgs& out, ::pktpath::Error& err);
 
 // The link type a filter is compiled for: DLT_LINUX_SLL for -i any, else DLT_EN10MB.
-inline int tcpdump_linktype(const TcpdumpArgs& a) { return a.any() ? kTapLinkCooked : kTapLinkEthernet; }
+inline int tcpdump_linktype(const TcpdumpArgs& a) {
+  return a.any() ? kTapLinkCooked : kTapLinkEthernet;
+}
 
 }  // namespace pktpath::cli
 

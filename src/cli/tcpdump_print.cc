@@ -4,13 +4,12 @@
 #include "cli/tcpdump_print.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "bpf/packet_view.h"
 #include "bpf/parse.h"
@@ -21,7 +20,9 @@ namespace pktpath::cli {
 namespace {
 
 uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t be32(const uint8_t* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
+uint32_t be32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
 
 std::string mac_string(const uint8_t* m, unsigned n = 6) {
   std::string s;
@@ -37,11 +38,16 @@ std::string addr_string(const uint8_t* a, int alen) {
 
 const char* ethertype_name(uint16_t et) {
   switch (et) {
-    case 0x0800: return "IPv4";
-    case 0x0806: return "ARP";
-    case 0x86dd: return "IPv6";
-    case 0x8100: return "802.1Q";
-    default: return "Unknown";
+    case 0x0800:
+      return "IPv4";
+    case 0x0806:
+      return "ARP";
+    case 0x86dd:
+      return "IPv6";
+    case 0x8100:
+      return "802.1Q";
+    default:
+      return "Unknown";
   }
 }
 
@@ -55,14 +61,15 @@ void hex_dump(std::string& o, const uint8_t* p, uint32_t n) {
       else
         hex += fmt::format(" {:02x}", p[i]);
     }
-    for (uint32_t i = off; i < std::min(n, off + 16); ++i) ascii += (p[i] >= 0x20 && p[i] < 0x7f) ? char(p[i]) : '.';
+    for (uint32_t i = off; i < std::min(n, off + 16); ++i)
+      ascii += (p[i] >= 0x20 && p[i] < 0x7f) ? char(p[i]) : '.';
     o += fmt::format("\n\t0x{:04x}: {:<40}  {}", off, hex, ascii);
   }
 }
 
 // print-icmp.c / print-icmp6.c, terse: echo (and a few types tcpdump names simply).
-void icmp(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, bool v6, const std::string& src,
-          const std::string& dst) {
+void icmp(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, bool v6,
+          const std::string& src, const std::string& dst) {
   o += fmt::format("{} > {}: {}", src, dst, v6 ? "ICMP6, " : "ICMP ");
   if (caplen < 8) {
     o += v6 ? "[|icmp6]" : "[|icmp]";
@@ -71,7 +78,8 @@ void icmp(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, bo
   const uint8_t type = p[0], code = p[1];
   const uint8_t echo_request = v6 ? 128 : 8, echo_reply = v6 ? 129 : 0;
   if (type == echo_request || type == echo_reply)
-    o += fmt::format("echo {}, id {}, seq {}", type == echo_request ? "request" : "reply", be16(p + 4), be16(p + 6));
+    o += fmt::format("echo {}, id {}, seq {}", type == echo_request ? "request" : "reply",
+                     be16(p + 4), be16(p + 6));
   else if (!v6 && type == 11 && code <= 1)
     o += code == 0 ? "time exceeded in-transit" : "ip reassembly time exceeded";
   else if (v6 && (type == 135 || type == 136) && caplen >= 24)
@@ -99,7 +107,8 @@ std::string PacketPrinter::format(const pcap_pkthdr& h, const uint8_t* data) {
   const time_t sec = h.ts.tv_sec;
   tm t;
   gmtime_r(&sec, &t);
-  o += fmt::format("{:02}:{:02}:{:02}.{:06} ", t.tm_hour, t.tm_min, t.tm_sec, static_cast<unsigned>(h.ts.tv_usec));
+  o += fmt::format("{:02}:{:02}:{:02}.{:06} ", t.tm_hour, t.tm_min, t.tm_sec,
+                   static_cast<unsigned>(h.ts.tv_usec));
   Cursor c{data, h.caplen, h.len};
   if (linktype_ == DLT_EN10MB)
     ether(o, c);
@@ -117,8 +126,9 @@ void PacketPrinter::ether(std::string& o, Cursor c) {
     return;
   }
   uint16_t et = be16(c.p + 12);
-  const std::string hdr = fmt::format("{} > {}, ethertype {} (0x{:04x}), length {}: ", mac_string(c.p + 6),
-                                      mac_string(c.p), ethertype_name(et), et, c.length);
+  const std::string hdr =
+      fmt::format("{} > {}, ethertype {} (0x{:04x}), length {}: ", mac_string(c.p + 6),
+                  mac_string(c.p), ethertype_name(et), et, c.length);
   Cursor pl = c.skip(14);
   const bool known = et == 0x0800 || et == 0x0806 || et == 0x86dd || et == 0x8100;
   if (link_header_ || !known) o += hdr;
@@ -156,10 +166,14 @@ void PacketPrinter::cooked(std::string& o, Cursor c) {
 
 void PacketPrinter::by_ethertype(std::string& o, uint16_t et, Cursor c, bool prefix) {
   switch (et) {
-    case 0x0800: return ipv4(o, c, prefix);
-    case 0x86dd: return ipv6(o, c, prefix);
-    case 0x0806: return arp(o, c, prefix);
-    default: hex_dump(o, c.p, c.caplen);
+    case 0x0800:
+      return ipv4(o, c, prefix);
+    case 0x86dd:
+      return ipv6(o, c, prefix);
+    case 0x0806:
+      return arp(o, c, prefix);
+    default:
+      hex_dump(o, c.p, c.caplen);
   }
 }
 
@@ -187,10 +201,14 @@ void PacketPrinter::ipv4(std::string& o, Cursor c, bool prefix) {
     return;
   }
   switch (proto) {
-    case 6: return tcp(o, pl, len, c.p + 12, c.p + 16, 4);
-    case 17: return udp(o, pl, len, src, dst);
-    case 1: return icmp(o, pl.p, pl.caplen, len, false, src, dst);
-    default: o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, proto, len);
+    case 6:
+      return tcp(o, pl, len, c.p + 12, c.p + 16, 4);
+    case 17:
+      return udp(o, pl, len, src, dst);
+    case 1:
+      return icmp(o, pl.p, pl.caplen, len, false, src, dst);
+    default:
+      o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, proto, len);
   }
 }
 
@@ -201,16 +219,21 @@ void PacketPrinter::ipv6(std::string& o, Cursor c, bool prefix) {
     return;
   }
   const uint32_t plen = be16(c.p + 4);
-  if (c.length < plen + 40) o += fmt::format("truncated-ip6 - {} bytes missing!", plen + 40 - c.length);
+  if (c.length < plen + 40)
+    o += fmt::format("truncated-ip6 - {} bytes missing!", plen + 40 - c.length);
   const std::string src = addr_string(c.p + 8, 16), dst = addr_string(c.p + 24, 16);
   const uint8_t nh = c.p[6];
   Cursor pl = c.skip(40);
   pl.caplen = std::min(pl.caplen, plen);
   switch (nh) {
-    case 6: return tcp(o, pl, plen, c.p + 8, c.p + 24, 16);
-    case 17: return udp(o, pl, plen, src, dst);
-    case 58: return icmp(o, pl.p, pl.caplen, plen, true, src, dst);
-    default: o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, nh, plen);
+    case 6:
+      return tcp(o, pl, plen, c.p + 8, c.p + 24, 16);
+    case 17:
+      return udp(o, pl, plen, src, dst);
+    case 58:
+      return icmp(o, pl.p, pl.caplen, plen, true, src, dst);
+    default:
+      o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, nh, plen);
   }
 }
 
@@ -225,7 +248,8 @@ void PacketPrinter::arp(std::string& o, Cursor c, bool prefix) {
   const uint8_t *sha = c.p + 8, *spa = c.p + 14, *tha = c.p + 18, *tpa = c.p + 24;
   if (op == 1) {
     o += "Request who-has " + addr_string(tpa, 4);
-    if (std::any_of(tha, tha + 6, [](uint8_t b) { return b != 0; })) o += " (" + mac_string(tha) + ")";
+    if (std::any_of(tha, tha + 6, [](uint8_t b) { return b != 0; }))
+      o += " (" + mac_string(tha) + ")";
     o += " tell " + addr_string(spa, 4);
   } else if (op == 2) {
     o += "Reply " + addr_string(spa, 4) + " is-at " + mac_string(sha);
@@ -235,7 +259,8 @@ void PacketPrinter::arp(std::string& o, Cursor c, bool prefix) {
   o += fmt::format(", length {}", c.length);
 }
 
-void PacketPrinter::udp(std::string& o, Cursor c, uint32_t length, const std::string& src, const std::string& dst) {
+void PacketPrinter::udp(std::string& o, Cursor c, uint32_t length, const std::string& src,
+                        const std::string& dst) {
   if (c.caplen < 8) {
     o += fmt::format("{} > {}: [|udp]", src, dst);
     return;
@@ -248,8 +273,8 @@ void PacketPrinter::udp(std::string& o, Cursor c, uint32_t length, const std::st
     o += fmt::format("UDP, length {}", ulen - 8);
 }
 
-void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t* src, const uint8_t* dst,
-                        int alen) {
+void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t* src,
+                        const uint8_t* dst, int alen) {
   const std::string s = addr_string(src, alen), d = addr_string(dst, alen);
   if (c.caplen < 4) {
     o += fmt::format("{} > {}: [|tcp]", s, d);
@@ -337,8 +362,12 @@ void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t
       uint32_t datalen = 0;
       auto need = [&](uint32_t n) { return n <= left; };
       switch (opt) {
-        case 0: o += "eol"; break;
-        case 1: o += "nop"; break;
+        case 0:
+          o += "eol";
+          break;
+        case 1:
+          o += "nop";
+          break;
         case 2:
           o += "mss";
           datalen = 2;
@@ -351,7 +380,9 @@ void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t
           if (!need(1)) goto bad;
           o += fmt::format(" {}", p[0]);
           break;
-        case 4: o += "sackOK"; break;
+        case 4:
+          o += "sackOK";
+          break;
         case 5:
           o += "sack";
           datalen = len - 2;
@@ -426,7 +457,8 @@ bool tcpdump_read(const ReadRequest& r, std::FILE* out, Error& err) {
     co.savefile = r.path;  // the file's own link type and snapshot length, as tcpdump -r
     std::string msg;
     if (bpf::compile_expression(r.filter, co, &insns, &msg))
-      if (auto p = bpf::Program::load(insns, bpf::default_engine(), bpf::Acceptance::Userland, &msg))
+      if (auto p =
+              bpf::Program::load(insns, bpf::default_engine(), bpf::Acceptance::Userland, &msg))
         prog.emplace(std::move(*p));
     if (!prog) {
       pcap_close(pc);
@@ -445,9 +477,10 @@ bool tcpdump_read(const ReadRequest& r, std::FILE* out, Error& err) {
       return false;
     }
   }
-  std::fprintf(stderr, "reading from file %s, link-type %s (%s), snapshot length %d\n", r.path.c_str(),
-               pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?", link_description(dlt),
-               pcap_snapshot(pc));
+  std::fprintf(stderr, "reading from file %s, link-type %s (%s), snapshot length %d\n",
+               r.path.c_str(),
+               pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?",
+               link_description(dlt), pcap_snapshot(pc));
   PacketPrinter printer(dlt, r.link_header);
   uint64_t n = 0;
   pcap_pkthdr* h;

@@ -31,8 +31,10 @@ class PacketPrinter {
   void ipv4(std::string& o, Cursor c, bool prefix);
   void ipv6(std::string& o, Cursor c, bool prefix);
   void arp(std::string& o, Cursor c, bool prefix);
-  void tcp(std::string& o, Cursor c, uint32_t length, const uint8_t* src, const uint8_t* dst, int alen);
-  void udp(std::string& o, Cursor c, uint32_t length, const std::string& src, const std::string& dst);
+  void tcp(std::string& o, Cursor c, uint32_t length, const uint8_t* src, const uint8_t* dst,
+           int alen);
+  void udp(std::string& o, Cursor c, uint32_t length, const std::string& src,
+           const std::string& dst);
 
   int linktype_;
   bool link_header_;

@@ -36,7 +36,8 @@ Bytes cat(Bytes a, const Bytes& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
-const Bytes kMacA = {0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}, kMacB = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66},
+const Bytes kMacA = {0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff},
+            kMacB = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66},
             kBcast = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 Bytes eth(const Bytes& dst, const Bytes& src, uint16_t et, const Bytes& payload) {
@@ -68,8 +69,8 @@ Bytes ip6(uint8_t s_last, uint8_t d_last, uint8_t nh, const Bytes& payload) {
   }
   return cat(b, payload);
 }
-Bytes tcp(uint16_t sp, uint16_t dp, uint32_t seq, uint32_t ack, uint8_t flags, uint16_t win, const Bytes& opts = {},
-          size_t data = 0) {
+Bytes tcp(uint16_t sp, uint16_t dp, uint32_t seq, uint32_t ack, uint8_t flags, uint16_t win,
+          const Bytes& opts = {}, size_t data = 0) {
   Bytes b;
   put16(b, sp);
   put16(b, dp);
@@ -139,10 +140,13 @@ std::vector<Bytes> ether_frames() {
       eth(kMacA, kMacB, 0x0800, ipv4(b, a, 6, tcp(7000, 40000, 5001, 1012, 0x11, 509))),
       eth(kMacB, kMacA, 0x0800, ipv4(a, b, 6, tcp(40000, 7000, 1012, 0, 0x04, 0))),
       eth(kMacB, kMacA, 0x0800, ipv4(a, b, 6, tcp(40001, 7001, 5, 8, 0xe2 | 0x20, 512))),
-      eth(kMacB, kMacA, 0x0800, ipv4(a, b, 6, tcp(7001, 7002, 0xffffffff, 0xfffffff0, 0x10, 512, {}, 2))),
+      eth(kMacB, kMacA, 0x0800,
+          ipv4(a, b, 6, tcp(7001, 7002, 0xffffffff, 0xfffffff0, 0x10, 512, {}, 2))),
       eth(kMacB, kMacA, 0x0800, ipv4(a, b, 17, udp(1234, 9999, 12))),
-      eth(kMacB, kMacA, 0x0800, ipv4(ip4(192, 168, 2, 1), ip4(192, 168, 2, 2), 1, icmp(8, 0, 1, 1, 56))),
-      eth(kMacA, kMacB, 0x0800, ipv4(ip4(192, 168, 2, 2), ip4(192, 168, 2, 1), 1, icmp(0, 0, 1, 1, 56))),
+      eth(kMacB, kMacA, 0x0800,
+          ipv4(ip4(192, 168, 2, 1), ip4(192, 168, 2, 2), 1, icmp(8, 0, 1, 1, 56))),
+      eth(kMacA, kMacB, 0x0800,
+          ipv4(ip4(192, 168, 2, 2), ip4(192, 168, 2, 1), 1, icmp(0, 0, 1, 1, 56))),
       eth(kMacB, kMacA, 0x0800, ipv4(a, b, 1, icmp(11, 0, 0, 0, 28))),
       eth(kMacB, kMacA, 0x86dd, ip6(1, 2, 17, udp(1234, 9999, 20))),
       eth(kMacB, kMacA, 0x86dd, ip6(1, 2, 58, icmp(128, 0, 7, 3, 16))),
@@ -165,8 +169,10 @@ std::vector<Bytes> ether_frames() {
 
 std::vector<Bytes> cooked_frames() {
   const uint32_t a = ip4(10, 0, 0, 1), b = ip4(10, 0, 0, 2);
-  return {sll(0, 0x0800, ipv4(a, b, 17, udp(1234, 9999, 12))), sll(4, 0x0800, ipv4(a, b, 1, icmp(8, 0, 1, 1, 56))),
-          sll(1, 0x0806, arp(1, kMacA, a, Bytes(6, 0), b)), sll(3, 0x86dd, ip6(1, 2, 17, udp(1, 2, 0))),
+  return {sll(0, 0x0800, ipv4(a, b, 17, udp(1234, 9999, 12))),
+          sll(4, 0x0800, ipv4(a, b, 1, icmp(8, 0, 1, 1, 56))),
+          sll(1, 0x0806, arp(1, kMacA, a, Bytes(6, 0), b)),
+          sll(3, 0x86dd, ip6(1, 2, 17, udp(1, 2, 0))),
           sll(2, 0x0800, ipv4(a, b, 6, tcp(40000, 7000, 1, 0, 0x02, 512)))};
 }
 
@@ -180,7 +186,8 @@ void write_pcap(const std::string& path, int dlt, const std::vector<Bytes>& fram
     h.ts.tv_sec = 1764590400 + static_cast<time_t>(i);
     h.ts.tv_usec = static_cast<suseconds_t>(i * 1001);
     h.caplen = h.len = static_cast<uint32_t>(frames[i].size());
-    if (i + 1 == frames.size() && dlt == DLT_EN10MB) h.len = h.caplen;  // the cut frame: as captured
+    if (i + 1 == frames.size() && dlt == DLT_EN10MB)
+      h.len = h.caplen;  // the cut frame: as captured
     pcap_dump(reinterpret_cast<u_char*>(d), &h, frames[i].data());
   }
   pcap_dump_close(d);
@@ -220,7 +227,8 @@ std::vector<std::string> words(const std::string& line) {
 TEST(TcpdumpArgs, CombinedFlagsJoinedValuesAndFilterWords) {
   cli::TcpdumpArgs a;
   cli::ScriptError err;
-  ASSERT_TRUE(cli::parse_tcpdump_args(words("-nni eth0 -c10 -s0 -vvv -pU -e -Qin -w - udp port 9"), "tcpdump", a, err))
+  ASSERT_TRUE(cli::parse_tcpdump_args(words("-nni eth0 -c10 -s0 -vvv -pU -e -Qin -w - udp port 9"),
+                                      "tcpdump", a, err))
       << err.msg;
   EXPECT_EQ(a.dev, "eth0");
   EXPECT_EQ(a.count, 10u);
@@ -234,11 +242,13 @@ TEST(TcpdumpArgs, CombinedFlagsJoinedValuesAndFilterWords) {
 
   // Values in the next word; options after the filter words (getopt permutes); `--`.
   cli::TcpdumpArgs b;
-  ASSERT_TRUE(cli::parse_tcpdump_args(words("-i any tcp and port 80 -c 5 -s 96 -Q OUT -y EN10MB -ddd"), "tcpdump",
-                                      b, err) == false);  // -y EN10MB is not -i any's type
+  ASSERT_TRUE(
+      cli::parse_tcpdump_args(words("-i any tcp and port 80 -c 5 -s 96 -Q OUT -y EN10MB -ddd"),
+                              "tcpdump", b, err) == false);  // -y EN10MB is not -i any's type
   EXPECT_EQ(err.word, "-y");
   cli::TcpdumpArgs c;
-  ASSERT_TRUE(cli::parse_tcpdump_args(words("-i any tcp and port 80 -c 5 -s 96 -Q OUT -ddd -- -e"), "tcpdump", c, err))
+  ASSERT_TRUE(cli::parse_tcpdump_args(words("-i any tcp and port 80 -c 5 -s 96 -Q OUT -ddd -- -e"),
+                                      "tcpdump", c, err))
       << err.msg;
   EXPECT_TRUE(c.any());
   EXPECT_EQ(c.count, 5u);
@@ -248,7 +258,8 @@ TEST(TcpdumpArgs, CombinedFlagsJoinedValuesAndFilterWords) {
   EXPECT_FALSE(c.link_header);
   EXPECT_EQ(c.filter, "tcp and port 80 -e");
   cli::TcpdumpArgs d;
-  ASSERT_TRUE(cli::parse_tcpdump_args({"-r", "x.pcap", "-d", "-d", "ip and udp"}, "tcpdump", d, err));
+  ASSERT_TRUE(
+      cli::parse_tcpdump_args({"-r", "x.pcap", "-d", "-d", "ip and udp"}, "tcpdump", d, err));
   EXPECT_EQ(d.read, "x.pcap");
   EXPECT_EQ(d.dump, 2);
   EXPECT_EQ(d.filter, "ip and udp");
@@ -281,7 +292,8 @@ TEST(TcpdumpArgs, BadInputNamesTheWord) {
   // The command: usage errors exit 2, naming the word; a live capture needs a script.
   RunOut r = pktpath({"tcpdump", "-nx"});
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("pktpath: tcpdump: unknown option -x in \"-nx\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pktpath: tcpdump: unknown option -x in \"-nx\""), std::string::npos)
+      << r.err;
   r = pktpath({"tcpdump", "-r", "f.pcap", "-c", "0"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("invalid packet count \"0\""), std::string::npos) << r.err;
@@ -294,8 +306,9 @@ TEST(TcpdumpArgs, BadInputNamesTheWord) {
   // As a script line: the file, the line and the word.
   r = script("ip link add dev foo type dummy\ntcpdump -ni foo -c 0 udp\n");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find(":2: tcpdump: -c: invalid packet count \"0\" (expected 1 or more) (at \"0\")"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(":2: tcpdump: -c: invalid packet count \"0\" (expected 1 or more) (at \"0\")"),
+      std::string::npos)
       << r.err;
 }
 
@@ -306,7 +319,8 @@ TEST(TcpdumpListing, DdAndDddAsTcpdumpPrintsThem) {
   const std::string en = temp("dump_en.pcap"), cooked = temp("dump_sll.pcap");
   write_pcap(en, DLT_EN10MB, ether_frames());
   write_pcap(cooked, DLT_LINUX_SLL, cooked_frames());
-  for (const std::string filter : {"", "udp", "tcp port 80 and host 10.0.0.1", "ip6 or arp", "icmp[icmptype] == 8"})
+  for (const std::string filter :
+       {"", "udp", "tcp port 80 and host 10.0.0.1", "ip6 or arp", "icmp[icmptype] == 8"})
     for (const std::string d : {"-d", "-dd", "-ddd"}) {
       const std::string quoted = "'" + filter + "'";
       const std::string want = run_tcpdump("-r " + en + " " + d + " " + quoted);
@@ -340,11 +354,18 @@ TEST(TcpdumpRead, LinesAsTcpdumpNPrintsThem) {
     std::string file, opts, filter;
   };
   const std::vector<Case> cases = {
-      {en, "-n", ""},        {en, "-n -e", ""},       {en, "-nn", "tcp or icmp6"}, {en, "-n -c 3", "udp or arp"},
-      {en, "-nec2", "ip6"}, {cooked, "-n", ""},      {cooked, "-n -e", ""},      {cooked, "-n", "udp or arp"},
+      {en, "-n", ""},
+      {en, "-n -e", ""},
+      {en, "-nn", "tcp or icmp6"},
+      {en, "-n -c 3", "udp or arp"},
+      {en, "-nec2", "ip6"},
+      {cooked, "-n", ""},
+      {cooked, "-n -e", ""},
+      {cooked, "-n", "udp or arp"},
   };
   for (const auto& c : cases) {
-    const std::string want = run_tcpdump(c.opts + " -r " + c.file + (c.filter.empty() ? "" : " '" + c.filter + "'"));
+    const std::string want =
+        run_tcpdump(c.opts + " -r " + c.file + (c.filter.empty() ? "" : " '" + c.filter + "'"));
     ASSERT_FALSE(want.empty()) << c.opts << " " << c.filter;
     std::vector<std::string> args = {"tcpdump"};
     for (const auto& w : words(c.opts)) args.push_back(w);
@@ -382,10 +403,11 @@ const char* const kUp = "ip link add dev foo type dummy\nip link set dev foo up\
 
 TEST(TcpdumpScript, DirectionSelectsReceivedOrSent) {
   const std::string in = temp("q_in.pcap"), out = temp("q_out.pcap"), both = temp("q_both.pcap");
-  RunOut r = script(std::string(kUp) + "tcpdump -ni foo -Q in -w " + in + "\ncapture -i foo -Qout -w " + out +
-                     "\ntcpdump -i foo -Q inout -w " + both +
-                     "\npktgen -i foo -n 5 --mode netif_receive\nsend dev foo count 3\ncapture stop\n",
-                 true);
+  RunOut r =
+      script(std::string(kUp) + "tcpdump -ni foo -Q in -w " + in + "\ncapture -i foo -Qout -w " +
+                 out + "\ntcpdump -i foo -Q inout -w " + both +
+                 "\npktgen -i foo -n 5 --mode netif_receive\nsend dev foo count 3\ncapture stop\n",
+             true);
   ASSERT_EQ(r.rc, 0) << r.err;
   std::vector<PcapRecord> a, b, c;
   ASSERT_TRUE(read_pcap_file(in, &a));
@@ -412,14 +434,17 @@ TEST(TcpdumpScript, DirectionSelectsReceivedOrSent) {
 
 TEST(TcpdumpScript, AnyCapturesEveryDeviceCooked) {
   const std::string path = temp("any.pcap");
-  RunOut r = script(std::string(kUp) +
-                     "ip link add dev bar type dummy\nip link set dev bar up\n"
-                     "tcpdump -i any -w " + path + " 'udp and (inbound or outbound)'\n"
-                     "send dev foo count 2\nsend dev bar count 3\n"
-                     "pktgen -i bar -n 4 --mode netif_receive\n"
-                     "ip link add dev baz type dummy\nip link set dev baz up\nsend dev baz count 1\n"
-                     "capture stop -i any\n",
-                 true);
+  RunOut r =
+      script(std::string(kUp) +
+                 "ip link add dev bar type dummy\nip link set dev bar up\n"
+                 "tcpdump -i any -w " +
+                 path +
+                 " 'udp and (inbound or outbound)'\n"
+                 "send dev foo count 2\nsend dev bar count 3\n"
+                 "pktgen -i bar -n 4 --mode netif_receive\n"
+                 "ip link add dev baz type dummy\nip link set dev baz up\nsend dev baz count 1\n"
+                 "capture stop -i any\n",
+             true);
   ASSERT_EQ(r.rc, 0) << r.err;
   std::vector<PcapRecord> recs;
   int dlt = 0;
@@ -443,11 +468,13 @@ TEST(TcpdumpScript, AnyCapturesEveryDeviceCooked) {
   std::remove(path.c_str());
   // An engine switch reloads the cooked program (rewritten again); a device deleted under
   // the tap takes nothing with it.
-  r = script(std::string(kUp) +
-                 "ip link add dev bar type dummy\nip link set dev bar up\ntcpdump -i any 'udp and inbound'\n"
-                 "pktgen -i foo -n 64 --mode netif_receive --repeat 1 --ab bpf_engine=switch|threaded\n"
-                 "ip link del dev bar\npktgen -i foo -n 8 --mode netif_receive\ncapture stop\n",
-             true);
+  r = script(
+      std::string(kUp) +
+          "ip link add dev bar type dummy\nip link set dev bar up\ntcpdump -i any 'udp and "
+          "inbound'\n"
+          "pktgen -i foo -n 64 --mode netif_receive --repeat 1 --ab bpf_engine=switch|threaded\n"
+          "ip link del dev bar\npktgen -i foo -n 8 --mode netif_receive\ncapture stop\n",
+      true);
   ASSERT_EQ(r.rc, 0) << r.err;
   bool seen = false;
   std::istringstream docs(r.out);
@@ -488,21 +515,24 @@ TEST(TcpdumpScript, WriteDashIsAPcapOnStdout) {
 // then the counts; -c N prints N. `capture` without -w counts only.
 TEST(TcpdumpScript, PrintsPacketsAndHonoursCount) {
   const std::string file = temp("print.pcap");
-  RunOut r = script(std::string(kUp) + "capture -i foo -w " + file + " udp\ntcpdump -ni foo -c 3 udp\ncapture -i foo\n" +
-                 "send dev foo count 5\n");
+  RunOut r = script(std::string(kUp) + "capture -i foo -w " + file +
+                    " udp\ntcpdump -ni foo -c 3 udp\ncapture -i foo\n" + "send dev foo count 5\n");
   ASSERT_EQ(r.rc, 0) << r.err;
   std::vector<std::string> lines;
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  const std::regex pkt(R"(^\d\d:\d\d:\d\d\.\d{6} IP \d+\.\d+\.\d+\.\d+\.\d+ > \d+\.\d+\.\d+\.\d+\.\d+: UDP, length \d+$)");
+  const std::regex pkt(
+      R"(^\d\d:\d\d:\d\d\.\d{6} IP \d+\.\d+\.\d+\.\d+\.\d+ > \d+\.\d+\.\d+\.\d+\.\d+: UDP, length \d+$)");
   size_t n = 0;
   for (const auto& l : lines) n += std::regex_match(l, pkt);
   EXPECT_EQ(n, 3u) << r.out;
   // Three captures: 5 written, 3 of 5 printed, 5 counted.
-  EXPECT_NE(r.out.find("3 packets captured\n5 packets received by filter\n2 packets dropped by kernel\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("3 packets captured\n5 packets received by filter\n2 packets dropped by kernel\n"),
+      std::string::npos)
       << r.out;
-  EXPECT_NE(r.err.find("listening on foo, link-type EN10MB (Ethernet)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("listening on foo, link-type EN10MB (Ethernet)"), std::string::npos)
+      << r.err;
   // The lines are tcpdump's for the same packets, timestamps aside.
   if (have_tcpdump()) {
     std::string want = run_tcpdump("-n -c 3 -r " + file);
