@@ -547,5 +547,33 @@ TEST(TcpdumpScript, PrintsPacketsAndHonoursCount) {
   std::remove(file.c_str());
 }
 
+// -U: each record is in the file as soon as its packet passed (not at the next 64 KiB);
+// -Q in on the tap itself: a transmitted packet is not offered.
+class TcpdumpTap : public CaptureFixture {};
+
+TEST_F(TcpdumpTap, PacketBufferedWritesAndDirection) {
+  NetDevice* d = make("foo", "dummy");
+  const std::string buffered = temp("U.pcap"), plain = temp("noU.pcap");
+  TapSpec u = tap_spec("", kTapDefaultSnaplen, 0, buffered);
+  u.packet_buffered = true;
+  u.direction = TapDirection::In;
+  auto tu = attach(d, u);
+  auto tp = attach(d, tap_spec("", kTapDefaultSnaplen, 0, plain));
+  EXPECT_EQ(receive_ip(d, ip4(10, 0, 0, 2)), NET_RX_SUCCESS);
+  EXPECT_EQ(send_ip(d, ip4(10, 0, 0, 3)), NET_XMIT_SUCCESS);
+  std::vector<PcapRecord> recs;
+  ASSERT_TRUE(read_pcap_file(buffered, &recs));
+  EXPECT_EQ(recs.size(), 1u);  // written already; the transmitted one not offered
+  std::ifstream f(plain, std::ios::binary | std::ios::ate);
+  EXPECT_EQ(f.tellg(), 0);  // still in the tap's buffer
+  EXPECT_EQ(tap_detach(tu).seen, 1u);
+  EXPECT_EQ(tap_detach(tp).captured, 2u);
+  recs.clear();
+  ASSERT_TRUE(read_pcap_file(plain, &recs));
+  EXPECT_EQ(recs.size(), 2u);
+  std::remove(buffered.c_str());
+  std::remove(plain.c_str());
+}
+
 }  // namespace
 }  // namespace pktpath::testing
