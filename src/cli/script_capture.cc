@@ -86,7 +86,7 @@ bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
                  static_cast<unsigned long long>(c.captured), static_cast<unsigned long long>(c.received_by_filter),
                  static_cast<unsigned long long>(c.dropped));
   }
-  if (c.write_errno && a.print_path.empty())
+  if (c.write_errno)
     return fail(err, s.pcap_path,
                 "capture: " + s.pcap_path + ": write failed: " + std::strerror(c.write_errno) + " (" +
                     std::to_string(c.dropped) + " packets not written)");
@@ -114,7 +114,7 @@ struct CaptureLine final : ExtLine {
     const bool json = r.json() || args.json;
     NetDevice* d = args.any() ? nullptr : r.table().find(args.dev);
     if (!d && !args.any()) return fail(err, args.dev, cmd + ": -i: cannot find device \"" + args.dev + "\"");
-    if (!spec.pcap_path.empty() && spec.pcap_path != "-" && !r.limits().write_files)
+    if (!spec.pcap_path.empty() && !r.limits().write_files)
       return fail(err, spec.pcap_path, cmd + ": -w: writing files is off in this runner");
     r.drain_pending();
     TapSpec sp = spec;
