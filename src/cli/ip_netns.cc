@@ -1,6 +1,6 @@
 // iproute2's namespace verbs as script lines:
 //   ip netns add|del|list [NAME]           named namespaces besides the script's first
-//   ip netns exec NAME <line>              an ip|tc|nft|pktgen|capture|sysctl line run there
+//   ip netns exec NAME <line>              an ip|tc|nft|pktgen|capture|tcpdump|sysctl line run there
 //   ip -n NAME <ip line>, tc -n NAME ...   the same, as `ip -n` / `tc -n` (also -netns)
 //   ip link set [dev] D netns NAME         moves D (dev_change_net_namespace)
 // The script's first namespace is the default (init_net): it has no name and is not
@@ -133,9 +133,9 @@ std::optional<bool> parse_netns_ext(const std::vector<std::string>& w, ExtComman
     }
     if (verb == "exec") {
       if (!want_words(w, 5, err, "ip netns exec NAME COMMAND")) return false;
-      static const char* const kAllowed[] = {"ip", "tc", "nft", "pktgen", "capture", "sysctl"};
+      static const char* const kAllowed[] = {"ip", "tc", "nft", "pktgen", "capture", "tcpdump", "sysctl"};
       if (std::find(std::begin(kAllowed), std::end(kAllowed), w[4]) == std::end(kAllowed))
-        return fail(err, w[4], "ip netns exec runs ip, tc, nft, pktgen, capture or sysctl lines");
+        return fail(err, w[4], "ip netns exec runs ip, tc, nft, pktgen, capture, tcpdump or sysctl lines");
       auto line = std::make_shared<NetnsExec>();
       line->name = w[3];
       line->cmd = std::make_shared<ScriptCommand>();

@@ -1,20 +1,29 @@
-// The `capture` script line: tcpdump on a device of this script's instance.
+// The `capture` script line, and `tcpdump`, its alias: tcpdump on a device of this
+// script's instance, with tcpdump's options (cli/tcpdump_args.h).
 //
-//   capture -i DEV [-c N] [-s SNAPLEN] [-w FILE.pcap] ['pcap filter']
+//   capture|tcpdump -i DEV|any [-c N] [-s SNAPLEN] [-w FILE|-] [-Q in|out|inout] [-U] [-e] ['filter']
+//   capture|tcpdump -r FILE [-c N] [-e] [-w FILE] ['filter']   # print (or copy) a file
+//   capture|tcpdump [-i any] -d|-dd|-ddd ['filter']              # the compiled filter
 //   capture stop [-i DEV]
 //
 // A capture attaches a tap (core/tap.h) that stays until `capture stop` (every capture,
 // or those on DEV) or the end of the script, then prints tcpdump's closing counts, or
-// with --json {"captured", "received_by_filter", "dropped", ...}. The filter is compiled
-// with libpcap when the line is parsed, so a bad expression stops the script before
-// anything runs.
+// with --json {"captured", "received_by_filter", "dropped", ...}. `tcpdump` without -w
+// also prints a line per packet there: its tap writes a temporary pcap file (the
+// datapath does no formatting) that is printed, as -r prints, when the capture stops.
+// The filter is compiled with libpcap when the line is parsed, so a bad expression stops
+// the script before anything runs.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "bpf/parse.h"
 #include "cli/script.h"
 #include "cli/script_exec.h"
+#include "cli/tcpdump_args.h"
+#include "cli/tcpdump_print.h"
 #include "core/tap.h"
 
 namespace pktpath::cli {
@@ -24,10 +33,15 @@ struct CaptureState {
     std::string dev;
     std::shared_ptr<Tap> tap;
     bool json = false;
+    std::string print_path;   // the temporary file of a printing capture (removed at stop)
+    bool link_header = false;  // -e
   };
   std::vector<Active> active;  // attach order
   ~CaptureState() {
-    for (auto& a : active) tap_detach(a.tap);
+    for (auto& a : active) {
+      tap_detach(a.tap);
+      if (!a.print_path.empty()) std::remove(a.print_path.c_str());
+    }
   }
 };
 
@@ -44,6 +58,14 @@ CaptureState& state_of(ScriptRunner& r) {
 bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
   const TapCounts c = tap_detach(a.tap);
   const TapSpec& s = a.tap->spec();
+  // With -w - the file is standard output: the counts go to stderr, as tcpdump's do.
+  std::FILE* const to = s.pcap_path == "-" ? stderr : r.out();
+  if (!a.print_path.empty()) {
+    std::string msg;
+    const bool printed = print_pcap_file(a.print_path, a.link_header, r.out(), &msg);
+    std::remove(a.print_path.c_str());
+    if (!printed) return fail(err, a.dev, "capture: cannot read back the packets: " + msg);
+  }
   if (r.json() || a.json) {
     nlohmann::json j = {{"captured", c.captured},
                         {"received_by_filter", c.received_by_filter},
@@ -58,9 +80,9 @@ bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
       j["engine"] = bpf::engine_name(p->engine());
       j["filter_rules"] = bpf::acceptance_name(p->acceptance());
     }
-    std::fprintf(r.out(), "%s\n", j.dump().c_str());
+    std::fprintf(to, "%s\n", j.dump().c_str());
   } else {
-    std::fprintf(r.out(), "%llu packets captured\n%llu packets received by filter\n%llu packets dropped by kernel\n",
+    std::fprintf(to, "%llu packets captured\n%llu packets received by filter\n%llu packets dropped by kernel\n",
                  static_cast<unsigned long long>(c.captured), static_cast<unsigned long long>(c.received_by_filter),
                  static_cast<unsigned long long>(c.dropped));
   }
@@ -71,28 +93,76 @@ bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
   return true;
 }
 
+// A temporary file for a printing capture's packets; empty when none can be made.
+std::string temp_pcap_path() {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/pktpath-tcpdump-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) return {};
+  close(fd);
+  return path;
+}
+
 struct CaptureLine final : ExtLine {
-  std::string dev;
+  std::string cmd;  // "capture" or "tcpdump"
+  TcpdumpArgs args;
   TapSpec spec;
-  bool json = false;
+  bool print = false;  // a line per packet at the stop (tcpdump without -w)
   bool execute(ScriptRunner& r, ScriptError& err) const override {
-    NetDevice* d = r.table().find(dev);
-    if (!d) return fail(err, dev, "capture: -i: cannot find device \"" + dev + "\"");
+    if (args.dump) return dump(r, err);
+    if (!args.read.empty()) return read(r, err);
+    const bool json = r.json() || args.json;
+    NetDevice* d = args.any() ? nullptr : r.table().find(args.dev);
+    if (!d && !args.any()) return fail(err, args.dev, cmd + ": -i: cannot find device \"" + args.dev + "\"");
     if (!spec.pcap_path.empty() && !r.limits().write_files)
-      return fail(err, spec.pcap_path, "capture: -w: writing files is off in this runner");
+      return fail(err, spec.pcap_path, cmd + ": -w: writing files is off in this runner");
     r.drain_pending();
+    TapSpec sp = spec;
+    CaptureState::Active a{args.dev, nullptr, args.json, {}, args.link_header};
+    if (print && !json) {
+      if (!r.limits().write_files)
+        return fail(err, cmd, cmd + ": printing packets needs a temporary file; writing files is off in this runner");
+      a.print_path = temp_pcap_path();
+      if (a.print_path.empty()) return fail(err, cmd, cmd + ": cannot make a temporary file: " + std::strerror(errno));
+      sp.pcap_path = a.print_path;
+    }
+    if (sp.pcap_path == "-") std::fflush(r.out());  // what the script printed comes first
     std::string msg;
-    auto tap = tap_attach(*d, spec, &msg);
-    if (!tap) return fail(err, spec.pcap_path.empty() ? dev : spec.pcap_path, "capture: " + msg);
-    if (const bpf::Program* p = tap->program(); p && p->acceptance() == bpf::Acceptance::Userland)
+    a.tap = args.any() ? tap_attach_all(r.net(), std::move(sp), &msg) : tap_attach(*d, std::move(sp), &msg);
+    if (!a.tap) {
+      if (!a.print_path.empty()) std::remove(a.print_path.c_str());
+      return fail(err, spec.pcap_path.empty() ? args.dev : spec.pcap_path, cmd + ": " + msg);
+    }
+    if (const bpf::Program* p = a.tap->program(); p && p->acceptance() == bpf::Acceptance::Userland)
       std::fprintf(stderr,
-                   "capture: note: the kernel's checker refuses this filter; it runs in userland "
+                   "%s: note: the kernel's checker refuses this filter; it runs in userland "
                    "(libpcap's rules%s), as libpcap does when the kernel refuses a filter\n",
-                   p->bounded() ? ", bounded" : "");
-    if (!r.json() && !json)
-      std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n", dev.c_str(),
-                   spec.snaplen);
-    state_of(r).active.push_back({dev, std::move(tap), json});
+                   cmd.c_str(), p->bounded() ? ", bounded" : "");
+    if (!json)
+      std::fprintf(stderr, "listening on %s, link-type %s, snapshot length %u bytes\n", args.dev.c_str(),
+                   args.any() ? "LINUX_SLL (Linux cooked v1)" : "EN10MB (Ethernet)", spec.snaplen);
+    state_of(r).active.push_back(std::move(a));
+    return true;
+  }
+  // -d, -dd, -ddd: the listing, nothing captured.
+  bool dump(ScriptRunner& r, ScriptError& err) const {
+    bpf::Insns prog = spec.insns;
+    std::string msg;
+    if (!args.read.empty() && !tcpdump_compile(args, &prog, &msg))
+      return fail(err, args.filter, cmd + ": filter: " + msg);
+    const std::string text = tcpdump_listing(prog, args.dump);
+    std::fwrite(text.data(), 1, text.size(), r.out());
+    return true;
+  }
+  // -r FILE: printed (or copied with -w) now, to the script's output.
+  bool read(ScriptRunner& r, ScriptError& err) const {
+    if (!args.write.empty() && !r.limits().write_files)
+      return fail(err, args.write, cmd + ": -w: writing files is off in this runner");
+    ReadRequest rq{args.read, args.filter, args.write, args.count, args.link_header, args.packet_buffered};
+    if (!tcpdump_read(rq, r.out(), err)) {
+      err.msg = cmd + ": " + err.msg;
+      return false;
+    }
     return true;
   }
 };
@@ -120,13 +190,6 @@ struct CaptureStopLine final : ExtLine {
   }
 };
 
-// A value option: the next word, which must exist.
-bool value_of(const std::vector<std::string>& w, size_t& i, std::string& v, ScriptError& err) {
-  if (i + 1 >= w.size()) return fail(err, w[i], "capture: " + w[i] + ": missing value");
-  v = w[++i];
-  return true;
-}
-
 }  // namespace
 
 bool ScriptRunner::finish(ScriptError& err) {
@@ -139,61 +202,41 @@ bool ScriptRunner::finish(ScriptError& err) {
 }
 
 std::optional<bool> parse_capture_ext(const std::vector<std::string>& w, ExtCommand& out, ScriptError& err) {
-  if (w.empty() || w[0] != "capture") return std::nullopt;
+  if (w.empty() || (w[0] != "capture" && w[0] != "tcpdump")) return std::nullopt;
   if (w.size() >= 2 && w[1] == "stop") {
     auto line = std::make_shared<CaptureStopLine>();
     size_t i = 2;
     if (i < w.size() && w[i] == "-i") {
-      if (!value_of(w, i, line->dev, err)) return false;
+      if (i + 1 >= w.size()) return fail(err, w[i], w[0] + " stop: -i: missing value");
+      line->dev = w[++i];
       ++i;
     }
-    if (i < w.size()) return fail(err, w[i], "capture stop: unexpected \"" + w[i] + "\" (expected `capture stop [-i DEV]`)");
+    if (i < w.size())
+      return fail(err, w[i], w[0] + " stop: unexpected \"" + w[i] + "\" (expected `" + w[0] + " stop [-i DEV]`)");
     out.line = std::move(line);
     return true;
   }
   auto line = std::make_shared<CaptureLine>();
-  std::string filter;
-  for (size_t i = 1; i < w.size(); ++i) {
-    const std::string& f = w[i];
-    std::string v;
-    if (f == "--json") {
-      line->json = true;
-    } else if (f == "-i") {
-      if (!value_of(w, i, v, err)) return false;
-      if (v.empty()) return fail(err, f, "capture: -i: empty device name");
-      line->dev = v;
-    } else if (f == "-c") {
-      if (!value_of(w, i, v, err)) return false;
-      uint64_t n = 0;
-      if (!parse_u64(v, n) || n == 0) return fail(err, v, "capture: -c: invalid packet count \"" + v + "\" (expected 1 or more)");
-      line->spec.count = n;
-    } else if (f == "-s") {
-      if (!value_of(w, i, v, err)) return false;
-      uint32_t n = 0;
-      if (!parse_u32(v, n) || n > kTapDefaultSnaplen)
-        return fail(err, v, "capture: -s: invalid snaplen \"" + v + "\" (expected 0..262144; 0 = 262144)");
-      line->spec.snaplen = n == 0 ? kTapDefaultSnaplen : n;
-    } else if (f == "-w") {
-      if (!value_of(w, i, v, err)) return false;
-      if (v.empty() || v == "-") return fail(err, f, "capture: -w: expected a file name");
-      line->spec.pcap_path = v;
-    } else if (f.size() > 1 && f[0] == '-') {
-      return fail(err, f, "capture: unknown option \"" + f + "\" (expected -i, -c, -s, -w or a filter)");
-    } else {
-      // tcpdump joins the words after its options into one expression.
-      if (!filter.empty()) filter += ' ';
-      filter += f;
-    }
-  }
-  if (line->dev.empty()) return fail(err, "capture", "capture: -i DEV is required");
-  if (!filter.empty()) {
-    bpf::CompileOptions opt;
-    opt.snaplen = static_cast<int>(line->spec.snaplen);
+  line->cmd = w[0];
+  TcpdumpArgs& a = line->args;
+  if (!parse_tcpdump_args(std::vector<std::string>(w.begin() + 1, w.end()), w[0], a, err)) return false;
+  // -r and -d need no device; a live capture does.
+  if (a.read.empty() && !a.dump && a.dev.empty()) return fail(err, w[0], w[0] + ": -i DEV is required");
+  TapSpec& s = line->spec;
+  s.snaplen = a.snaplen;
+  s.count = a.count;
+  s.pcap_path = a.write;
+  s.direction = a.direction;
+  s.linktype = tcpdump_linktype(a);
+  s.packet_buffered = a.packet_buffered;
+  line->print = w[0] == "tcpdump" && a.write.empty();
+  // Compiled now (a savefile's filter when the file is read), so a bad expression stops
+  // the script before anything runs; -d lists what an empty filter compiles to.
+  if (a.read.empty() && (!a.filter.empty() || a.dump)) {
     std::string msg;
-    if (!bpf::compile_expression(filter, opt, &line->spec.insns, &msg))
-      return fail(err, filter, "capture: filter: " + msg);
-    line->spec.has_filter = true;
-    line->spec.filter = filter;
+    if (!tcpdump_compile(a, &s.insns, &msg)) return fail(err, a.filter, w[0] + ": filter: " + msg);
+    s.has_filter = !a.filter.empty();
+    s.filter = a.filter;
   }
   out.line = std::move(line);
   return true;

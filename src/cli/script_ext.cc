@@ -1,4 +1,4 @@
-// Dispatch of the lines that parse into ExtCommands: tc (cli/tc/), nft, capture.
+// Dispatch of the lines that parse into ExtCommands: tc (cli/tc/), nft, capture/tcpdump.
 #include "cli/script.h"
 #include "cli/tc/tc.h"
 #include "sched/clsact.h"
@@ -21,7 +21,7 @@ std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtComm
   if (w[0] == "sysctl") return parse_sysctl_ext(w, out, err);
   if (w[0] == "tc") return parse_tc_ext(w, out, err);
   if (w[0] == "nft") return parse_nft_ext(w, out, err);
-  if (w[0] == "capture") return parse_capture_ext(w, out, err);
+  if (w[0] == "capture" || w[0] == "tcpdump") return parse_capture_ext(w, out, err);
   if (w[0] == "cat") return parse_proc_ext(w, out, err);
   return std::nullopt;
 }

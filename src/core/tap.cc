@@ -3,15 +3,18 @@
 
 #include <pcap/pcap.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 
 #include "core/bpf_engine.h"
 #include "core/bpf_view.h"
+#include "core/dev_table.h"
 #include "core/net.h"
 #include "core/rcu.h"
 
@@ -23,16 +26,27 @@ inline constexpr uint64_t kTapWriteBuffer = 64 * 1024;  // -w: bytes buffered pe
 struct TapAccess {
   static std::shared_ptr<Tap> make() { return std::shared_ptr<Tap>(new Tap()); }
   static Tap& mut(const std::shared_ptr<Tap>& t) { return *t; }
+  // The tap itself: filter loaded on `net`'s engine, file opened; not yet published.
+  // Called with the Net's tap mutex held (the engine cannot change meanwhile).
+  static std::shared_ptr<Tap> build(Net& net, TapSpec& spec, std::string* err);
 };
 
 namespace {
 
 constexpr uint8_t kPacketOutgoing = 4;  // PACKET_OUTGOING (if_packet.h)
 
-// Per-Net writer side: the lock and the attached taps per device, in attach order.
+constexpr uint32_t kEthHeaderLen = 14;
+
+void tap_netdev_event(void* priv, NetdevEvent ev, NetDevice& dev);
+
+// Per-Net writer side: the lock, the attached taps per device in attach order, and the
+// taps on every device (the Net's ptype_all), which each device's list ends with.
 struct TapNet final : PernetState {
   std::mutex mu;
   std::map<NetDevice*, std::vector<std::shared_ptr<Tap>>> attached;
+  std::vector<std::shared_ptr<Tap>> all;
+  std::once_flag subscribe_once;
+  NetdevSubscription sub;  // NETDEV_UP: a device that comes up gets the `all` taps
 };
 
 const PernetRegistrar tap_pernet{{"taps", [](Net&) -> std::unique_ptr<PernetState> {
@@ -46,12 +60,45 @@ TapNet& tap_net(Net& net) { return net.generic<TapNet>(tap_pernet.id); }
 void publish(TapNet& tn, NetDevice& dev) {
   std::unique_ptr<const TapList> fresh;
   auto it = tn.attached.find(&dev);
-  if (it != tn.attached.end() && !it->second.empty()) {
+  const bool own = it != tn.attached.end() && !it->second.empty();
+  if (own || !tn.all.empty()) {
     auto l = std::make_unique<TapList>();
-    for (const auto& t : it->second) l->taps.push_back(t.get());
+    if (own)
+      for (const auto& t : it->second) l->taps.push_back(t.get());
+    for (const auto& t : tn.all) l->taps.push_back(t.get());
     fresh = std::move(l);
   }
   rcu_replace(dev.taps_head(), std::move(fresh));
+}
+
+void tap_netdev_event(void* priv, NetdevEvent ev, NetDevice& dev) {
+  if (ev != NetdevEvent::UP) return;
+  auto& tn = *static_cast<TapNet*>(priv);
+  RcuWriterScope rcu_scope;
+  std::lock_guard g(tn.mu);
+  if (!tn.all.empty()) publish(tn, dev);
+}
+
+// libpcap's fix_program/fix_offset for a cooked (DLT_LINUX_SLL) filter that the kernel
+// runs on a SOCK_DGRAM socket, whose data starts at the network header: packet offsets
+// past the 16-byte cooked header move down by 16, the packet type (0) and protocol (14)
+// fields become ancillary loads. Any other offset inside the header cannot be done in
+// the kernel (libpcap filters in userland then); false for those.
+bool cook_filter(bpf::Insns& insns) {
+  for (bpf::Insn& in : insns) {
+    const uint16_t cls = bpf::bpf_class(in.code), mode = bpf::bpf_mode(in.code);
+    if ((cls != BPF_LD && cls != BPF_LDX) || (mode != BPF_ABS && mode != BPF_IND && mode != BPF_MSH)) continue;
+    if (bpf::in_ancillary_window(in.k)) continue;
+    if (in.k >= kSllHeaderLen)
+      in.k -= kSllHeaderLen;
+    else if (in.k == 0)
+      in.k = bpf::ancillary_k(SKF_AD_PKTTYPE);
+    else if (in.k == 14)
+      in.k = bpf::ancillary_k(SKF_AD_PROTOCOL);
+    else if (static_cast<int32_t>(in.k) > 0)
+      return false;
+  }
+  return true;
 }
 
 // The kernel's rules first (a packet socket's filter); a filter the kernel refuses runs
@@ -118,7 +165,9 @@ bool Tap::flush_locked() const {
 
 // One snapshot into the pcap file. The linear head is written in place; a packet whose
 // snapshot reaches into fragments is gathered first (skb_copy_bits, as tpacket_rcv does).
-bool Tap::write_pcap(const Packet& p, uint32_t snap) const {
+// A cooked tap writes the 16-byte SLL header (packet type, ARPHRD_ETHER, the source
+// address, the protocol) and the packet from its network header, gathered in copy_buf_.
+bool Tap::write_pcap(const Packet& p, uint32_t snap, bool outgoing) const {
   pcap_pkthdr h;
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);  // ktime_get_real_ts64; vDSO, not a syscall
@@ -129,7 +178,22 @@ bool Tap::write_pcap(const Packet& p, uint32_t snap) const {
   LockGuard g(write_lock_);
   if (PP_UNLIKELY(write_errno_ != 0)) return false;
   const uint8_t* bytes = p.data();
-  if (snap > p.headlen()) {
+  if (PP_UNLIKELY(spec_.linktype == kTapLinkCooked)) {
+    const uint32_t net = std::min(p.len, kEthHeaderLen);
+    h.len = p.len - net + kSllHeaderLen;
+    h.caplen = snap = std::min(std::min(snap, p.len - net) + kSllHeaderLen, spec_.snaplen);
+    uint8_t* c = copy_buf_.get();
+    const uint16_t pkttype = outgoing ? 4 : p.pkt_type;  // PACKET_OUTGOING
+    c[0] = static_cast<uint8_t>(pkttype >> 8);
+    c[1] = static_cast<uint8_t>(pkttype);
+    c[2] = 0, c[3] = 1;  // ARPHRD_ETHER
+    c[4] = 0, c[5] = 6;  // address length
+    std::memset(c + 6, 0, 8);
+    if (net == kEthHeaderLen) p.copy_bits(6, c + 6, 6);  // the Ethernet source
+    std::memcpy(c + 14, &p.protocol, 2);
+    if (snap > kSllHeaderLen && !p.copy_bits(net, c + kSllHeaderLen, snap - kSllHeaderLen)) return false;
+    bytes = c;
+  } else if (snap > p.headlen()) {
     if (snap > copy_buf_len_ || !p.copy_bits(0, copy_buf_.get(), snap)) return false;
     bytes = copy_buf_.get();
   }
@@ -144,6 +208,7 @@ bool Tap::write_pcap(const Packet& p, uint32_t snap) const {
   }
   ++pending_packets_;
   pending_bytes_ += rec;
+  if (PP_UNLIKELY(spec_.packet_buffered)) flush_locked();  // a failure counts its packet lost
   return true;
 }
 
@@ -151,6 +216,8 @@ bool Tap::write_pcap(const Packet& p, uint32_t snap) const {
 // clipped to the packet; then the packet is queued (here: written or counted), or
 // counted as a drop when the consumer cannot take it.
 void Tap::deliver(Cpu& cpu, const Packet& p, bool outgoing) const {
+  // -Q: a packet of the other direction is not offered (PACKET_IGNORE_OUTGOING for -Q in).
+  if (PP_UNLIKELY(!(static_cast<uint8_t>(spec_.direction) & (outgoing ? 2 : 1)))) return;
   TapCpuStats& s = stats_[cpu.id()];
   s.seen.add();
   uint32_t res = p.len;
@@ -160,6 +227,15 @@ void Tap::deliver(Cpu& cpu, const Packet& p, bool outgoing) const {
     bpf::PacketView v;
     if (needs != bpf::kViewNeedsNothing) {
       bpf::view_fill_data(v, p, 14);
+      if (PP_UNLIKELY(spec_.linktype == kTapLinkCooked)) {
+        // SOCK_DGRAM: the program sees the packet from its network header.
+        const uint32_t off = v.net_off;
+        v.data += off;
+        v.headlen -= off;
+        v.len -= off;
+        v.wire_len -= off;
+        v.net_off = 0;
+      }
       if (PP_UNLIKELY(needs & bpf::kViewNeedsMeta)) {
         bpf::DeviceInfo di;
         if (p.dev) di.ifindex = p.dev->ifindex();
@@ -173,14 +249,14 @@ void Tap::deliver(Cpu& cpu, const Packet& p, bool outgoing) const {
   }
   s.passed.add();
   uint32_t snap = std::min(res, p.len);
-  snap = std::min(snap, spec_.snaplen);
+  snap = std::min(snap, spec_.snaplen);  // cooked: of the network part (write_pcap)
   // -c N: tcpdump stops reading after N; here the tap stays attached and counts what
   // passes its filter afterwards as not captured (dropped), so passed = captured + dropped.
   if (spec_.count != 0 && claimed_.fetch_add(1, std::memory_order_relaxed) >= spec_.count) {
     s.dropped.add();
     return;
   }
-  if (dumper_ && !write_pcap(p, snap)) {
+  if (dumper_ && !write_pcap(p, snap, outgoing)) {
     s.dropped.add();
     return;
   }
@@ -195,28 +271,48 @@ void dev_queue_xmit_nit(Cpu& cpu, const Packet& p, NetDevice& dev) {
   if (const TapList* taps = dev.taps()) dev_taps_deliver(cpu, p, *taps, true);
 }
 
-std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) {
+std::shared_ptr<Tap> TapAccess::build(Net& net, TapSpec& spec, std::string* err) {
   if (spec.snaplen == 0) spec.snaplen = kTapDefaultSnaplen;
   std::shared_ptr<Tap> t = TapAccess::make();
   Tap& m = TapAccess::mut(t);
   m.stats_ = std::make_unique<TapCpuStats[]>(kMaxCpus);
-  RcuWriterScope rcu_scope;
-  TapNet& tn = tap_net(dev.net());
-  std::lock_guard g(tn.mu);
+  const bool cooked = spec.linktype == kTapLinkCooked;
+  if (!cooked && spec.linktype != kTapLinkEthernet) {
+    if (err) *err = "link type " + std::to_string(spec.linktype) + " is not supported (EN10MB or LINUX_SLL)";
+    return nullptr;
+  }
   if (spec.has_filter) {
-    m.owned_ = load_program(spec.insns, net_bpf_config(dev.net()), err);
+    bpf::Insns insns = spec.insns;
+    if (cooked && !cook_filter(insns)) {
+      if (err)
+        *err = "the filter reads the cooked header beyond its packet type and protocol, which a "
+               "tap on every device cannot run";
+      return nullptr;
+    }
+    m.owned_ = load_program(insns, net_bpf_config(net), err);
     if (!m.owned_) return nullptr;
     m.prog_.store(m.owned_.get(), std::memory_order_release);
   }
   // The file last, so that a rejected filter leaves no empty file behind.
   if (!spec.pcap_path.empty()) {
-    pcap_t* pc = pcap_open_dead(DLT_EN10MB, static_cast<int>(spec.snaplen));
+    pcap_t* pc = pcap_open_dead(cooked ? DLT_LINUX_SLL : DLT_EN10MB, static_cast<int>(spec.snaplen));
     if (!pc) {
       if (err) *err = "pcap_open_dead failed";
       return nullptr;
     }
     m.pcap_ = pc;
-    pcap_dumper_t* d = pcap_dump_open(pc, spec.pcap_path.c_str());
+    pcap_dumper_t* d = nullptr;
+    if (spec.pcap_path == "-") {
+      // Standard output through a stream of its own, so that closing the file leaves
+      // the process's stdout open.
+      const int fd = dup(STDOUT_FILENO);
+      FILE* f = fd >= 0 ? fdopen(fd, "w") : nullptr;
+      if (!f && fd >= 0) close(fd);
+      d = f ? pcap_dump_fopen(pc, f) : nullptr;
+      if (!d && f) std::fclose(f);
+    } else {
+      d = pcap_dump_open(pc, spec.pcap_path.c_str());
+    }
     if (!d) {
       if (err) *err = std::string("cannot write ") + spec.pcap_path + ": " + pcap_geterr(pc);
       return nullptr;  // ~Tap closes pc
@@ -226,12 +322,36 @@ std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) 
     std::setvbuf(pcap_dump_file(d), nullptr, _IOFBF, kTapWriteBuffer);
     m.pending_bytes_ = 24;  // the file header, still in the buffer
     m.copy_buf_len_ = std::min<uint32_t>(spec.snaplen, kTapDefaultSnaplen);
-    m.copy_buf_ = std::make_unique<uint8_t[]>(m.copy_buf_len_);
+    m.copy_buf_ = std::make_unique<uint8_t[]>(m.copy_buf_len_ + (cooked ? kSllHeaderLen : 0));
   }
   m.spec_ = std::move(spec);
-  m.dev_ = &dev;
+  return t;
+}
+
+std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err) {
+  RcuWriterScope rcu_scope;
+  TapNet& tn = tap_net(dev.net());
+  std::lock_guard g(tn.mu);
+  std::shared_ptr<Tap> t = TapAccess::build(dev.net(), spec, err);
+  if (!t) return nullptr;
+  TapAccess::mut(t).dev_ = &dev;
   tn.attached[&dev].push_back(t);
   publish(tn, dev);
+  return t;
+}
+
+std::shared_ptr<Tap> tap_attach_all(Net& net, TapSpec spec, std::string* err) {
+  TapNet& tn = tap_net(net);
+  // Subscribed once per Net, outside tn.mu (the event handler takes the chain's mutex,
+  // then tn.mu).
+  std::call_once(tn.subscribe_once, [&] { tn.sub.subscribe(net.devices().notifier(), tap_netdev_event, &tn); });
+  RcuWriterScope rcu_scope;
+  std::lock_guard g(tn.mu);
+  std::shared_ptr<Tap> t = TapAccess::build(net, spec, err);
+  if (!t) return nullptr;
+  TapAccess::mut(t).all_net_ = &net;
+  tn.all.push_back(t);
+  for (NetDevice* d : net.devices().list()) publish(tn, *d);
   return t;
 }
 
@@ -250,6 +370,12 @@ TapCounts tap_detach(const std::shared_ptr<Tap>& tap) {
       if (v.empty()) tn.attached.erase(dev);
       publish(tn, *dev);  // waits: no reader holds the tap any more
       m.dev_ = nullptr;
+    } else if (Net* net = m.all_net_) {
+      TapNet& tn = tap_net(*net);
+      std::lock_guard g(tn.mu);
+      tn.all.erase(std::remove(tn.all.begin(), tn.all.end(), tap), tn.all.end());
+      for (NetDevice* d : net->devices().list()) publish(tn, *d);
+      m.all_net_ = nullptr;
     }
     if (m.dumper_) {
       LockGuard wg(m.write_lock_);
@@ -285,19 +411,23 @@ bool tap_set_bpf_engine(Net& net, const BpfLoadConfig& cfg, std::string* err) {
   std::lock_guard g(tn.mu);
   std::vector<std::unique_ptr<const bpf::Program>> old;
   bool ok = true;
-  for (auto& [dev, taps] : tn.attached)
-    for (const auto& t : taps) {
-      Tap& m = TapAccess::mut(t);
-      if (!m.owned_) continue;
-      auto fresh = load_program(m.spec_.insns, cfg, err);
-      if (!fresh) {
-        ok = false;
-        continue;
-      }
-      m.prog_.store(fresh.get(), std::memory_order_release);
-      old.push_back(std::move(m.owned_));
-      m.owned_ = std::move(fresh);
+  auto reload = [&](const std::shared_ptr<Tap>& t) {
+    Tap& m = TapAccess::mut(t);
+    if (!m.owned_) return;
+    bpf::Insns insns = m.spec_.insns;
+    if (m.spec_.linktype == kTapLinkCooked) cook_filter(insns);  // succeeded at attach
+    auto fresh = load_program(insns, cfg, err);
+    if (!fresh) {
+      ok = false;
+      return;
     }
+    m.prog_.store(fresh.get(), std::memory_order_release);
+    old.push_back(std::move(m.owned_));
+    m.owned_ = std::move(fresh);
+  };
+  for (auto& [dev, taps] : tn.attached)
+    for (const auto& t : taps) reload(t);
+  for (const auto& t : tn.all) reload(t);
   if (!old.empty()) rcu_synchronize();
   return ok;
 }

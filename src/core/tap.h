@@ -1,6 +1,7 @@
 // Packet taps: the ptype_all delivery of the kernel as seen by a packet socket (tcpdump).
 //
-// A tap is attached to one device. It sees every packet received on the device (from
+// A tap is attached to one device, or to every device of a Net (tcpdump -i any: a socket
+// bound to no device, on the Net's ptype_all; tap_attach_all). It sees every packet received on the device (from
 // netif_receive_skb, before tc ingress, as __netif_receive_skb_core delivers to
 // dev->ptype_all) and every packet the device transmits (just before the driver gets it,
 // as xmit_one calls dev_queue_xmit_nit). It runs its optional classic BPF filter
@@ -36,15 +37,27 @@
 namespace pktpath {
 
 inline constexpr uint32_t kTapDefaultSnaplen = 262144;  // tcpdump's default (-s 0 too)
+inline constexpr int kTapLinkEthernet = 1;   // DLT_EN10MB
+inline constexpr int kTapLinkCooked = 113;   // DLT_LINUX_SLL: tcpdump -i any
+inline constexpr uint32_t kSllHeaderLen = 16;
+
+// -Q: the packets a tap is offered (pcap_setdirection); a bit per direction.
+enum class TapDirection : uint8_t { In = 1, Out = 2, InOut = 3 };
 
 // What `capture -i DEV [-c N] [-s SNAPLEN] [-w FILE] [filter]` asks for.
 struct TapSpec {
   uint32_t snaplen = kTapDefaultSnaplen;
   uint64_t count = 0;     // -c: stop capturing after this many; 0 = no limit
   bool has_filter = false;
-  bpf::Insns insns;       // the compiled filter when has_filter
+  bpf::Insns insns;       // the compiled filter when has_filter (for `linktype`)
   std::string filter;     // its source, for reports
-  std::string pcap_path;  // -w: empty = count only
+  std::string pcap_path;  // -w: empty = count only; "-" = standard output
+  TapDirection direction = TapDirection::InOut;
+  // kTapLinkEthernet, or kTapLinkCooked: the file holds Linux cooked (SLL) records and
+  // the filter, compiled for DLT_LINUX_SLL, runs on the network header as the kernel
+  // runs it on a SOCK_DGRAM socket (libpcap's fix_program).
+  int linktype = kTapLinkEthernet;
+  bool packet_buffered = false;  // -U: the file is flushed after every packet
 };
 
 // tcpdump's closing counts (plus what the tap saw at all).
@@ -69,7 +82,8 @@ class Tap {
   Tap& operator=(const Tap&) = delete;
 
   const TapSpec& spec() const { return spec_; }
-  // The device it is attached to; nullptr once detached or the device is gone.
+  // The device it is attached to; nullptr once detached, the device is gone, or for a
+  // tap on every device.
   NetDevice* device() const { return dev_; }
   TapCounts counts() const;
   // The engine the filter runs on (nullopt without a filter).
@@ -82,15 +96,17 @@ class Tap {
   // The writer side (tap.cc), under its mutex.
   friend struct TapAccess;
   friend std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err);
+  friend std::shared_ptr<Tap> tap_attach_all(Net& net, TapSpec spec, std::string* err);
   friend TapCounts tap_detach(const std::shared_ptr<Tap>& tap);
   friend void tap_device_gone(NetDevice& dev);
   friend bool tap_set_bpf_engine(Net& net, const BpfLoadConfig& cfg, std::string* err);
   Tap() = default;
-  bool write_pcap(const Packet& p, uint32_t snap) const;
+  bool write_pcap(const Packet& p, uint32_t snap, bool outgoing) const;
   bool flush_locked() const;  // write_lock_ held
 
   TapSpec spec_;
   NetDevice* dev_ = nullptr;
+  Net* all_net_ = nullptr;  // tap_attach_all: on every device of this Net until detached
   std::atomic<const bpf::Program*> prog_{nullptr};
   std::unique_ptr<const bpf::Program> owned_;  // what prog_ points to (writer side)
   std::unique_ptr<TapCpuStats[]> stats_;
@@ -99,7 +115,7 @@ class Tap {
   mutable SpinLock write_lock_;
   void* pcap_ = nullptr;    // pcap_t* of pcap_open_dead
   void* dumper_ = nullptr;  // pcap_dumper_t*
-  std::unique_ptr<uint8_t[]> copy_buf_;  // snapshot of a packet with fragments
+  std::unique_ptr<uint8_t[]> copy_buf_;  // snapshot of a packet with fragments, or cooked
   uint32_t copy_buf_len_ = 0;
   // Write accounting under write_lock_: the tap flushes the file's buffer itself before
   // it would overflow, so it knows which packets a failed write lost.
@@ -121,6 +137,9 @@ void dev_taps_deliver(Cpu& cpu, const Packet& p, const TapList& list, bool outgo
 // Attach a tap: compiles nothing (spec.insns is already compiled), loads the filter on
 // the device's Net's engine (net_bpf_config), opens the pcap file. nullptr with *err on failure (nothing attached).
 std::shared_ptr<Tap> tap_attach(NetDevice& dev, TapSpec spec, std::string* err);
+// A tap on every device of `net`, present and future (a device gets it when it comes up):
+// tcpdump -i any. Same spec; spec.linktype is normally kTapLinkCooked.
+std::shared_ptr<Tap> tap_attach_all(Net& net, TapSpec spec, std::string* err);
 // Detach (idempotent): unpublish, wait for the readers, flush and close the file.
 // Returns the final counts.
 TapCounts tap_detach(const std::shared_ptr<Tap>& tap);

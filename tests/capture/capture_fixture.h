@@ -1,16 +1,20 @@
 // Fixture for tap tests: the tc fixture (devices, a bound Cpu, receive/send helpers) plus
-// IPv4 packets with a chosen destination, tap attach helpers and a pcap reader.
+// IPv4 packets with a chosen destination, tap attach helpers, a pcap reader and the CLI
+// run in-process.
 #pragma once
 
 #include <arpa/inet.h>
 #include <pcap/pcap.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "../tc/tc_fixture.h"
 #include "bpf/parse.h"
+#include "cli/command.h"
 #include "core/tap.h"
 
 namespace pktpath::testing {
@@ -104,6 +108,35 @@ inline bool read_pcap_file(const std::string& path, std::vector<PcapRecord>* out
   while (pcap_next_ex(pc, &h, &data) == 1) out->push_back({h->caplen, h->len, {data, data + h->caplen}});
   pcap_close(pc);
   return true;
+}
+
+struct RunOut {
+  int rc;
+  std::string out, err;
+};
+
+// `pktpath ARGS...` in this process, its stdout and stderr captured.
+inline RunOut run_pktpath(const std::vector<std::string>& args) {
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = cli::run_main(args);
+  std::fflush(stdout);
+  return {rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
+}
+
+// `pktpath run [--json] SCRIPT` on the text.
+inline RunOut run_script(const std::string& text, bool json) {
+  const std::string path = ::testing::TempDir() + "pktpath_capture_script_" + std::to_string(::getpid()) + ".pp";
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  std::vector<std::string> args = {"run"};
+  if (json) args.push_back("--json");
+  args.push_back(path);
+  RunOut r = run_pktpath(args);
+  std::remove(path.c_str());
+  return r;
 }
 
 }  // namespace pktpath::testing

@@ -15,28 +15,6 @@
 namespace pktpath::testing {
 namespace {
 
-struct RunOut {
-  int rc;
-  std::string out, err;
-};
-
-RunOut run_script(const std::string& text, bool json) {
-  const std::string path = ::testing::TempDir() + "pktpath_capture_script_" + std::to_string(::getpid()) + ".pp";
-  {
-    std::ofstream f(path);
-    f << text;
-  }
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  std::vector<std::string> args = {"run"};
-  if (json) args.push_back("--json");
-  args.push_back(path);
-  const int rc = cli::run_main(args);
-  RunOut r{rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
-  std::remove(path.c_str());
-  return r;
-}
-
 std::vector<nlohmann::json> json_lines(const std::string& out) {
   std::vector<nlohmann::json> v;
   std::istringstream in(out);
@@ -87,7 +65,7 @@ TEST(CaptureScript, BadLinesNameTheWord) {
       {"capture -i foo -s 300000", "300000", "invalid snaplen"},
       {"capture -i foo -s x1", "x1", "invalid snaplen"},
       {"capture -i foo -w", "-w", "missing value"},
-      {"capture -i foo -w -", "-w", "file name"},
+      {"capture -i foo -Q up", "up", "unknown capture direction"},
       {"capture -i foo -x", "-x", "unknown option"},
       {"capture -i foo 'net 300.1.2.0/24'", "net 300.1.2.0/24", "filter"},
       {"capture -i foo 'udp and'", "udp and", "filter"},

@@ -62,7 +62,7 @@ TEST(NetnsScript, BadLines) {
       {"ip netns exec nosuch ip link show", "Cannot open network namespace \"nosuch\": No such file or directory (at \"nosuch\")"},
       {"ip -n nosuch link show", "Cannot open network namespace \"nosuch\""},
       {"ip netns add a/b", "Invalid netns name \"a/b\" (at \"a/b\")"},
-      {"ip netns exec blue send dev foo count 1", "ip netns exec runs ip, tc, nft, pktgen, capture or sysctl lines"},
+      {"ip netns exec blue send dev foo count 1", "ip netns exec runs ip, tc, nft, pktgen, capture, tcpdump or sysctl lines"},
       {"ip netns frob", "Command \"frob\" is unknown"},
       {"ip netns add blue", "File exists"},
       {"ip link set dev nosuch netns blue", "cannot find device \"nosuch\""},

@@ -1,0 +1,529 @@
+// tcpdump's terse per-packet lines (print-ether.c, print-sll.c, print-ip.c, print-ip6.c,
+// print-arp.c, print-icmp.c, print-icmp6.c, print-tcp.c, print-udp.c), for the headers
+// named in tcpdump_print.h.
+#include "cli/tcpdump_print.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "bpf/packet_view.h"
+#include "bpf/parse.h"
+#include "bpf/program.h"
+
+namespace pktpath::cli {
+
+namespace {
+
+uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint32_t be32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+std::string mac_string(const uint8_t* m, unsigned n = 6) {
+  std::string s;
+  for (unsigned i = 0; i < n; ++i) s += fmt::format("{}{:02x}", i ? ":" : "", m[i]);
+  return s;
+}
+
+std::string addr_string(const uint8_t* a, int alen) {
+  char buf[INET6_ADDRSTRLEN];
+  inet_ntop(alen == 4 ? AF_INET : AF_INET6, a, buf, sizeof(buf));
+  return buf;
+}
+
+const char* ethertype_name(uint16_t et) {
+  switch (et) {
+    case 0x0800:
+      return "IPv4";
+    case 0x0806:
+      return "ARP";
+    case 0x86dd:
+      return "IPv6";
+    case 0x8100:
+      return "802.1Q";
+    default:
+      return "Unknown";
+  }
+}
+
+// hex_and_ascii_print: "\n\t0x0000:  0102 ...  .." lines, 16 bytes each.
+void hex_dump(std::string& o, const uint8_t* p, uint32_t n) {
+  for (uint32_t off = 0; off < n; off += 16) {
+    std::string hex, ascii;
+    for (uint32_t i = off; i < std::min(n, off + 16); i += 2) {
+      if (i + 1 < n && i + 1 < off + 16)
+        hex += fmt::format(" {:02x}{:02x}", p[i], p[i + 1]);
+      else
+        hex += fmt::format(" {:02x}", p[i]);
+    }
+    for (uint32_t i = off; i < std::min(n, off + 16); ++i)
+      ascii += (p[i] >= 0x20 && p[i] < 0x7f) ? char(p[i]) : '.';
+    o += fmt::format("\n\t0x{:04x}: {:<40}  {}", off, hex, ascii);
+  }
+}
+
+// print-icmp.c / print-icmp6.c, terse: echo (and a few types tcpdump names simply).
+void icmp(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, bool v6,
+          const std::string& src, const std::string& dst) {
+  o += fmt::format("{} > {}: {}", src, dst, v6 ? "ICMP6, " : "ICMP ");
+  if (caplen < 8) {
+    o += v6 ? "[|icmp6]" : "[|icmp]";
+    return;
+  }
+  const uint8_t type = p[0], code = p[1];
+  const uint8_t echo_request = v6 ? 128 : 8, echo_reply = v6 ? 129 : 0;
+  if (type == echo_request || type == echo_reply)
+    o += fmt::format("echo {}, id {}, seq {}", type == echo_request ? "request" : "reply",
+                     be16(p + 4), be16(p + 6));
+  else if (!v6 && type == 11 && code <= 1)
+    o += code == 0 ? "time exceeded in-transit" : "ip reassembly time exceeded";
+  else if (v6 && (type == 135 || type == 136) && caplen >= 24)
+    o += fmt::format("neighbor {}, {} {}", type == 135 ? "solicitation" : "advertisement",
+                     type == 135 ? "who has" : "tgt is", addr_string(p + 8, 16));
+  else
+    o += fmt::format("type-#{}", type);
+  o += fmt::format(", length {}", length);
+}
+
+}  // namespace
+
+// The bytes still captured (caplen) and the packet's remaining length on the wire.
+struct PacketPrinter::Cursor {
+  const uint8_t* p;
+  uint32_t caplen;
+  uint32_t length;
+  Cursor skip(uint32_t n) const {
+    return {p + std::min(n, caplen), caplen > n ? caplen - n : 0, length > n ? length - n : 0};
+  }
+};
+
+std::string PacketPrinter::format(const pcap_pkthdr& h, const uint8_t* data) {
+  std::string o;
+  const time_t sec = h.ts.tv_sec;
+  tm t;
+  gmtime_r(&sec, &t);
+  o += fmt::format("{:02}:{:02}:{:02}.{:06} ", t.tm_hour, t.tm_min, t.tm_sec,
+                   static_cast<unsigned>(h.ts.tv_usec));
+  Cursor c{data, h.caplen, h.len};
+  if (linktype_ == DLT_EN10MB)
+    ether(o, c);
+  else if (linktype_ == DLT_LINUX_SLL)
+    cooked(o, c);
+  else
+    hex_dump(o, data, h.caplen);
+  o += '\n';
+  return o;
+}
+
+void PacketPrinter::ether(std::string& o, Cursor c) {
+  if (c.caplen < 14) {
+    o += "[|ether]";
+    return;
+  }
+  uint16_t et = be16(c.p + 12);
+  const std::string hdr =
+      fmt::format("{} > {}, ethertype {} (0x{:04x}), length {}: ", mac_string(c.p + 6),
+                  mac_string(c.p), ethertype_name(et), et, c.length);
+  Cursor pl = c.skip(14);
+  const bool known = et == 0x0800 || et == 0x0806 || et == 0x86dd || et == 0x8100;
+  if (link_header_ || !known) o += hdr;
+  if (et == 0x8100) {
+    if (pl.caplen < 4) {
+      o += "[|vlan]";
+      return;
+    }
+    const uint16_t tci = be16(pl.p);
+    et = be16(pl.p + 2);
+    if (link_header_)
+      o += fmt::format("vlan {}, p {}{}, ethertype {} (0x{:04x}), ", tci & 0xfff, tci >> 13,
+                       (tci & 0x1000) ? ", DEI" : "", ethertype_name(et), et);
+    pl = pl.skip(4);
+  }
+  by_ethertype(o, et, pl, !link_header_);
+}
+
+// print-sll.c: with -e, the packet type, the source address, the protocol and the length.
+void PacketPrinter::cooked(std::string& o, Cursor c) {
+  if (c.caplen < 16) {
+    o += "[|sll]";
+    return;
+  }
+  const uint16_t pkttype = be16(c.p), halen = be16(c.p + 4), et = be16(c.p + 14);
+  if (link_header_) {
+    static const char* const kTypes[] = {"In", "B", "M", "P", "Out"};
+    const std::string type = pkttype < 5 ? kTypes[pkttype] : fmt::format("#{}", pkttype);
+    o += fmt::format("{:>3} ", type);
+    if (halen > 0) o += mac_string(c.p + 6, std::min<uint16_t>(halen, 8)) + " ";
+    o += fmt::format("ethertype {} (0x{:04x}), length {}: ", ethertype_name(et), et, c.length);
+  }
+  by_ethertype(o, et, c.skip(16), !link_header_);
+}
+
+void PacketPrinter::by_ethertype(std::string& o, uint16_t et, Cursor c, bool prefix) {
+  switch (et) {
+    case 0x0800:
+      return ipv4(o, c, prefix);
+    case 0x86dd:
+      return ipv6(o, c, prefix);
+    case 0x0806:
+      return arp(o, c, prefix);
+    default:
+      hex_dump(o, c.p, c.caplen);
+  }
+}
+
+void PacketPrinter::ipv4(std::string& o, Cursor c, bool prefix) {
+  if (prefix) o += "IP ";
+  if (c.caplen < 20 || (c.p[0] >> 4) != 4) {
+    o += "[|ip]";
+    return;
+  }
+  const uint32_t hlen = (c.p[0] & 0xf) * 4u;
+  uint32_t len = be16(c.p + 2);
+  if (hlen < 20 || len < hlen) {
+    o += fmt::format("bad-hlen {}", hlen);
+    return;
+  }
+  if (c.length < len) o += fmt::format("truncated-ip - {} bytes missing! ", len - c.length);
+  const std::string src = addr_string(c.p + 12, 4), dst = addr_string(c.p + 16, 4);
+  const uint8_t proto = c.p[9];
+  const uint16_t off = be16(c.p + 6) & 0x1fff;
+  Cursor pl = c.skip(hlen);
+  pl.caplen = std::min(pl.caplen, len - hlen);  // the snapshot ends with the IP payload
+  len -= hlen;
+  if (off != 0) {
+    o += fmt::format("{} > {}: ip-proto-{}", src, dst, proto);
+    return;
+  }
+  switch (proto) {
+    case 6:
+      return tcp(o, pl, len, c.p + 12, c.p + 16, 4);
+    case 17:
+      return udp(o, pl, len, src, dst);
+    case 1:
+      return icmp(o, pl.p, pl.caplen, len, false, src, dst);
+    default:
+      o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, proto, len);
+  }
+}
+
+void PacketPrinter::ipv6(std::string& o, Cursor c, bool prefix) {
+  if (prefix) o += "IP6 ";
+  if (c.caplen < 40 || (c.p[0] >> 4) != 6) {
+    o += "[|ip6]";
+    return;
+  }
+  const uint32_t plen = be16(c.p + 4);
+  if (c.length < plen + 40)
+    o += fmt::format("truncated-ip6 - {} bytes missing!", plen + 40 - c.length);
+  const std::string src = addr_string(c.p + 8, 16), dst = addr_string(c.p + 24, 16);
+  const uint8_t nh = c.p[6];
+  Cursor pl = c.skip(40);
+  pl.caplen = std::min(pl.caplen, plen);
+  switch (nh) {
+    case 6:
+      return tcp(o, pl, plen, c.p + 8, c.p + 24, 16);
+    case 17:
+      return udp(o, pl, plen, src, dst);
+    case 58:
+      return icmp(o, pl.p, pl.caplen, plen, true, src, dst);
+    default:
+      o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, nh, plen);
+  }
+}
+
+void PacketPrinter::arp(std::string& o, Cursor c, bool prefix) {
+  if (prefix) o += "ARP, ";
+  // Ethernet/IPv4 ARP only: hardware 1, protocol 0x0800, lengths 6 and 4.
+  if (c.caplen < 28 || be16(c.p) != 1 || be16(c.p + 2) != 0x0800 || c.p[4] != 6 || c.p[5] != 4) {
+    o += "[|arp]";
+    return;
+  }
+  const uint16_t op = be16(c.p + 6);
+  const uint8_t *sha = c.p + 8, *spa = c.p + 14, *tha = c.p + 18, *tpa = c.p + 24;
+  if (op == 1) {
+    o += "Request who-has " + addr_string(tpa, 4);
+    if (std::any_of(tha, tha + 6, [](uint8_t b) { return b != 0; }))
+      o += " (" + mac_string(tha) + ")";
+    o += " tell " + addr_string(spa, 4);
+  } else if (op == 2) {
+    o += "Reply " + addr_string(spa, 4) + " is-at " + mac_string(sha);
+  } else {
+    o += fmt::format("Unknown opcode ({})", op);
+  }
+  o += fmt::format(", length {}", c.length);
+}
+
+void PacketPrinter::udp(std::string& o, Cursor c, uint32_t length, const std::string& src,
+                        const std::string& dst) {
+  if (c.caplen < 8) {
+    o += fmt::format("{} > {}: [|udp]", src, dst);
+    return;
+  }
+  const uint16_t sport = be16(c.p), dport = be16(c.p + 2), ulen = be16(c.p + 4);
+  o += fmt::format("{}.{} > {}.{}: ", src, sport, dst, dport);
+  if (ulen < 8 || ulen > length)
+    o += fmt::format("UDP, bad length {} > {}", ulen, length);
+  else
+    o += fmt::format("UDP, length {}", ulen - 8);
+}
+
+void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t* src,
+                        const uint8_t* dst, int alen) {
+  const std::string s = addr_string(src, alen), d = addr_string(dst, alen);
+  if (c.caplen < 4) {
+    o += fmt::format("{} > {}: [|tcp]", s, d);
+    return;
+  }
+  const uint16_t sport = be16(c.p), dport = be16(c.p + 2);
+  o += fmt::format("{}.{} > {}.{}: ", s, sport, d, dport);
+  if (c.caplen < 20) {
+    o += "[|tcp]";
+    return;
+  }
+  uint32_t hlen = (c.p[12] >> 4) * 4u;
+  if (hlen < 20) {
+    o += fmt::format(" tcp {} [bad hdr length {} - too short, < 20]", length - hlen, hlen);
+    return;
+  }
+  uint32_t seq = be32(c.p + 4), ack = be32(c.p + 8);
+  const uint16_t win = be16(c.p + 14), urp = be16(c.p + 18);
+  const uint8_t flags = c.p[13];
+  std::string f;
+  static const char kFlags[] = "FSRP.UEW";
+  for (int i = 0; i < 8; ++i)
+    if (flags & (1 << i)) f += kFlags[i];
+  o += "Flags [" + (f.empty() ? std::string("none") : f) + "]";
+  uint32_t thseq = 0, thack = 0;
+  bool rev = false;
+  if (flags & 0x10) {
+    // One entry for both directions: the lower port (or address) first.
+    rev = sport > dport || (sport == dport && std::memcmp(src, dst, alen) > 0);
+    const std::string a(reinterpret_cast<const char*>(rev ? dst : src), alen);
+    const std::string b(reinterpret_cast<const char*>(rev ? src : dst), alen);
+    const uint32_t ports = rev ? uint32_t{dport} << 16 | sport : uint32_t{sport} << 16 | dport;
+    auto key = std::make_tuple(a, b, ports);
+    auto it = tcp_seq_.find(key);
+    if (it == tcp_seq_.end() || (flags & 0x02)) {
+      TcpBase& th = tcp_seq_[key];
+      if (rev)
+        th.ack = seq, th.seq = ack - 1;
+      else
+        th.seq = seq, th.ack = ack - 1;
+      thseq = th.seq, thack = th.ack;
+    } else {
+      if (rev)
+        seq -= it->second.ack, ack -= it->second.seq;
+      else
+        seq -= it->second.seq, ack -= it->second.ack;
+      thseq = it->second.seq, thack = it->second.ack;
+    }
+  }
+  if (hlen > length) {
+    o += fmt::format(" [bad hdr length {} - too long, > {}]", hlen, length);
+    return;
+  }
+  length -= hlen;
+  if (length > 0 || (flags & 0x07)) {
+    o += fmt::format(", seq {}", seq);
+    if (length > 0) o += fmt::format(":{}", seq + length);
+  }
+  if (flags & 0x10) o += fmt::format(", ack {}", ack);
+  o += fmt::format(", win {}", win);
+  if (flags & 0x20) o += fmt::format(", urg {}", urp);
+  if (hlen > 20) {
+    o += ", options [";
+    const uint8_t* p = c.p + 20;
+    uint32_t left = hlen - 20;
+    if (c.caplen < hlen) {
+      o += " [|tcp]";
+      return;
+    }
+    bool first = true;
+    while (left > 0) {
+      if (!first) o += ',';
+      first = false;
+      const uint8_t opt = *p++;
+      uint32_t len = 1;
+      if (opt > 1) {
+        len = *p++;
+        if (len < 2 || len > left) {
+          o += "[bad opt]]";
+          return;
+        }
+        --left;
+      }
+      --left;
+      uint32_t datalen = 0;
+      auto need = [&](uint32_t n) { return n <= left; };
+      switch (opt) {
+        case 0:
+          o += "eol";
+          break;
+        case 1:
+          o += "nop";
+          break;
+        case 2:
+          o += "mss";
+          datalen = 2;
+          if (!need(2)) goto bad;
+          o += fmt::format(" {}", be16(p));
+          break;
+        case 3:
+          o += "wscale";
+          datalen = 1;
+          if (!need(1)) goto bad;
+          o += fmt::format(" {}", p[0]);
+          break;
+        case 4:
+          o += "sackOK";
+          break;
+        case 5:
+          o += "sack";
+          datalen = len - 2;
+          if (datalen % 8 != 0) {
+            o += " invalid sack";
+          } else {
+            o += fmt::format(" {} ", datalen / 8);
+            for (uint32_t i = 0; i < datalen; i += 8) {
+              if (!need(i + 8)) goto bad;
+              uint32_t b = be32(p + i), e = be32(p + i + 4);
+              const uint32_t base = rev ? thseq : thack;
+              o += fmt::format("{{{}:{}}}", b - base, e - base);
+            }
+          }
+          break;
+        case 8:
+          o += "TS";
+          datalen = 8;
+          if (!need(8)) goto bad;
+          o += fmt::format(" val {} ecr {}", be32(p), be32(p + 4));
+          break;
+        default:
+          o += fmt::format("unknown-{}", opt);
+          datalen = len - 2;
+          if (datalen) o += " 0x";
+          for (uint32_t i = 0; i < datalen; ++i) {
+            if (!need(i + 1)) goto bad;
+            o += fmt::format("{:02x}", p[i]);
+          }
+      }
+      p += datalen;
+      left -= datalen;
+      if (datalen + (opt > 1 ? 2 : 1) != len) o += fmt::format("[len {}]", len);
+      if (opt == 0) break;
+    }
+    o += "]";
+  }
+  o += fmt::format(", length {}", length);
+  return;
+bad:
+  o += "[bad opt]]";
+}
+
+namespace {
+
+bool open_offline(const std::string& path, pcap_t** pc, std::string* err) {
+  char errbuf[PCAP_ERRBUF_SIZE];
+  *pc = pcap_open_offline(path.c_str(), errbuf);
+  if (!*pc) *err = errbuf;
+  return *pc != nullptr;
+}
+
+const char* link_description(int dlt) {
+  const char* d = pcap_datalink_val_to_description(dlt);
+  return d ? d : "unknown";
+}
+
+}  // namespace
+
+bool tcpdump_read(const ReadRequest& r, std::FILE* out, Error& err) {
+  pcap_t* pc = nullptr;
+  if (!open_offline(r.path, &pc, &err.msg)) {
+    err.word = r.path;
+    return false;
+  }
+  const int dlt = pcap_datalink(pc);
+  // On pktpath's engine, under libpcap's userland rules (a savefile's filter).
+  std::optional<bpf::Program> prog;
+  if (!r.filter.empty()) {
+    bpf::Insns insns;
+    bpf::CompileOptions co;
+    co.savefile = r.path;  // the file's own link type and snapshot length, as tcpdump -r
+    std::string msg;
+    if (bpf::compile_expression(r.filter, co, &insns, &msg))
+      if (auto p =
+              bpf::Program::load(insns, bpf::default_engine(), bpf::Acceptance::Userland, &msg))
+        prog.emplace(std::move(*p));
+    if (!prog) {
+      pcap_close(pc);
+      err.word = r.filter;
+      err.msg = "filter: " + msg;
+      return false;
+    }
+  }
+  pcap_dumper_t* dumper = nullptr;
+  if (!r.write.empty()) {
+    dumper = pcap_dump_open(pc, r.write.c_str());
+    if (!dumper) {
+      err.word = r.write;
+      err.msg = std::string("cannot write ") + r.write + ": " + pcap_geterr(pc);
+      pcap_close(pc);
+      return false;
+    }
+  }
+  std::fprintf(stderr, "reading from file %s, link-type %s (%s), snapshot length %d\n",
+               r.path.c_str(),
+               pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?",
+               link_description(dlt), pcap_snapshot(pc));
+  PacketPrinter printer(dlt, r.link_header);
+  uint64_t n = 0;
+  pcap_pkthdr* h;
+  const u_char* data;
+  int rc = 0;
+  while ((r.count == 0 || n < r.count) && (rc = pcap_next_ex(pc, &h, &data)) == 1) {
+    if (prog) {
+      bpf::PacketView v = bpf::PacketView::linear(data, h->caplen);
+      v.wire_len = h->len;
+      if (dlt == DLT_LINUX_SLL) v.net_off = std::min<uint32_t>(h->caplen, 16);
+      if (prog->run(v) == 0) continue;
+    }
+    ++n;
+    if (dumper) {
+      pcap_dump(reinterpret_cast<u_char*>(dumper), h, data);
+      if (r.packet_buffered) pcap_dump_flush(dumper);
+    } else {
+      const std::string line = printer.format(*h, data);
+      std::fwrite(line.data(), 1, line.size(), out);
+    }
+  }
+  bool ok = true;
+  if ((r.count == 0 || n < r.count) && rc == PCAP_ERROR) {
+    err.word = r.path;
+    err.msg = r.path + ": " + pcap_geterr(pc);
+    ok = false;
+  }
+  if (dumper) pcap_dump_close(dumper);
+  pcap_close(pc);
+  return ok;
+}
+
+bool print_pcap_file(const std::string& path, bool link_header, std::FILE* out, std::string* err) {
+  pcap_t* pc = nullptr;
+  if (!open_offline(path, &pc, err)) return false;
+  PacketPrinter printer(pcap_datalink(pc), link_header);
+  pcap_pkthdr* h;
+  const u_char* data;
+  std::string text;
+  while (pcap_next_ex(pc, &h, &data) == 1) text += printer.format(*h, data);
+  pcap_close(pc);
+  std::fwrite(text.data(), 1, text.size(), out);
+  return true;
+}
+
+}  // namespace pktpath::cli
