@@ -45,6 +45,11 @@ struct ListHead {
     unlink();
     add_tail(h);
   }
+  uint32_t length() const {
+    uint32_t n = 0;
+    for (const ListHead* l = next; l != this; l = l->next) ++n;
+    return n;
+  }
 };
 
 struct Flow {
@@ -205,8 +210,8 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
     x.ce_mark = cstats_.ce_mark;
     x.memory_usage = memory_usage_;
     x.drop_overmemory = drop_overmemory_;
-    for (const ListHead* l = new_flows_.next; l != &new_flows_; l = l->next) ++x.new_flows_len;
-    for (const ListHead* l = old_flows_.next; l != &old_flows_; l = l->next) ++x.old_flows_len;
+    x.new_flows_len = new_flows_.length();
+    x.old_flows_len = old_flows_.length();
     return x;
   }
 

@@ -186,7 +186,7 @@ class SfqQdisc final : public PeekDequeuedQdisc {
   }
   // sfq has no change op in Linux 6.1 (tc qdisc change answers EOPNOTSUPP).
   bool change(NetDevice&, const QdiscOptions&, std::string& err) override {
-    err = "sfq: change is not supported, use replace";
+    err = "sfq: change is not supported (delete it and add it again)";
     return false;
   }
 
