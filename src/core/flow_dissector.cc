@@ -95,10 +95,10 @@ uint32_t flow_hash_from_headers(const Packet& p, uint64_t key) {
       dport = rd16(d + l4_off + 2);
     }
     // consistentify: the lower address (then port) first, so both directions match.
-    if (addr_words && std::lexicographical_compare(w + 4, w + 4 + addr_words, w, w + addr_words)) {
+    int cmp = 0;
+    for (unsigned i = 0; i < addr_words && cmp == 0; ++i) cmp = w[4 + i] < w[i] ? -1 : w[4 + i] > w[i] ? 1 : 0;
+    if (cmp < 0 || (cmp == 0 && dport < sport)) {
       std::swap_ranges(w, w + addr_words, w + 4);
-      std::swap(sport, dport);
-    } else if (addr_words && std::equal(w, w + addr_words, w + 4) && dport < sport) {
       std::swap(sport, dport);
     }
     w[8] = static_cast<uint32_t>(sport) << 16 | dport;

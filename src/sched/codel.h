@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/clock.h"
 #include "core/flow_dissector.h"
 #include "core/inet_ecn.h"
 #include "core/packet.h"
@@ -103,15 +104,17 @@ inline bool codel_should_drop(const Packet* p, CodelVars& v, const CodelParams& 
 }
 
 // mirrors codel_dequeue. Q provides `Packet* dequeue(CodelVars&)` (takes the head and
-// updates the owner's backlog, read through `backlog`) and `void drop(Packet*)`.
+// updates the owner's backlog, read through `backlog`) and `void drop(Packet*)`. The
+// clock is read only when there is a packet, as codel_get_time is.
 template <class Q>
 Packet* codel_dequeue(Q& q, const uint32_t& backlog, const CodelParams& prm, CodelVars& v, CodelStats& st,
-                      codel_time_t now) {
+                      const Clock& clock) {
   Packet* p = q.dequeue(v);
   if (!p) {
     v.dropping = false;
     return nullptr;
   }
+  const codel_time_t now = codel_time_from_ns(clock.now_ns());
   bool drop = codel_should_drop(p, v, prm, st, backlog, now);
   if (v.dropping) {
     if (!drop) {

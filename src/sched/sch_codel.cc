@@ -118,7 +118,7 @@ class CodelQdisc final : public PeekDequeuedQdisc {
   // mirrors codel_qdisc_dequeue
   Packet* dequeue_inner(Cpu& cpu) override {
     CodelCtx ctx{*this, cpu};
-    Packet* p = codel_dequeue(ctx, backlog_, params_, vars_, cstats_, codel_time_from_ns(cpu.clock().now_ns()));
+    Packet* p = codel_dequeue(ctx, backlog_, params_, vars_, cstats_, cpu.clock());
     codel_dequeue_done(*this, cpu, cstats_, p);
     return p;
   }

@@ -278,7 +278,6 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
 
   // mirrors fq_codel_dequeue
   Packet* dequeue_inner(Cpu& cpu) override {
-    const codel_time_t now = codel_time_from_ns(cpu.clock().now_ns());
     Packet* p = nullptr;
     for (;;) {
       ListHead* head = &new_flows_;
@@ -293,7 +292,7 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
         continue;
       }
       CodelCtx ctx{*this, cpu, flow};
-      p = codel_dequeue(ctx, backlog_, cparams_, flow.cvars, cstats_, now);
+      p = codel_dequeue(ctx, backlog_, cparams_, flow.cvars, cstats_, cpu.clock());
       if (!p) {
         // Force a pass through old_flows so new flows cannot starve them.
         if (head == &new_flows_ && !old_flows_.empty())

@@ -243,6 +243,22 @@ TEST_F(CodelTest, FqCodelOverlimitDropsHalfTheFattestFlow) {
   expect_accounted(*q, 90 + 10 + 1 + 45 + 1);
 }
 
+// Over memory_limit (packets charged their slot: header and 2048-byte buffer) the fat
+// flow loses packets too, counted in drop_overmemory as well as drop_overlimit.
+TEST_F(CodelTest, FqCodelMemoryLimit) {
+  FqCodelOptions o;
+  o.memory_limit = 10 * (sizeof(Packet) + 2048);
+  o.drop_batch = 1;
+  auto q = create("fq_codel", o);
+  for (uint32_t i = 0; i < 12; ++i) enq(*q, plain(i, 1000, 0x10000000));
+  EXPECT_EQ(q->qlen(), 10u);
+  const QdiscXstats xs = q->xstats(0);
+  EXPECT_EQ(xs.get<FqCodelXstats>()->drop_overmemory, 2u);
+  EXPECT_EQ(xs.get<FqCodelXstats>()->drop_overlimit, 2u);
+  dequeued = drain_marks(*q).size();
+  expect_accounted(*q, 12);
+}
+
 TEST_F(CodelTest, FqCodelDropBatchBoundsTheDrop) {
   FqCodelOptions o;
   o.limit = 100;

@@ -9,6 +9,7 @@
 #include "aqm_frames.h"
 #include "core/clock.h"
 #include "qdisc_unit.h"
+#include "core/flow_dissector.h"
 #include "sched/sch_sfq.h"
 
 namespace pktpath::testing {
@@ -140,6 +141,25 @@ TEST_F(SfqTest, OptionsDumpAndErrors) {
   std::string err;
   EXPECT_FALSE(q->change(*dev_, SfqOptions{}, err));
   EXPECT_NE(err.find("not supported"), std::string::npos);
+}
+
+// skb_get_hash: computed once from the headers and kept; both directions of a flow hash
+// alike; ports and the perturbation key change it.
+TEST_F(SfqTest, FlowHashIsSymmetricAndKeyed) {
+  Packet* ab = udp_frame(cpu, 0, 1000, 2000);
+  Packet* ba = udp_frame(cpu, 0, 2000, 1000);
+  uint8_t* ip = ba->data() + 14;  // swap the addresses of the second
+  std::swap_ranges(ip + 12, ip + 16, ip + 16);
+  Packet* other = udp_frame(cpu, 0, 1001, 2000);
+  const uint32_t h = skb_get_hash(*ab);
+  EXPECT_NE(h, 0u);
+  EXPECT_EQ(ab->hash, h);
+  EXPECT_EQ(skb_get_hash(*ba), h);
+  EXPECT_NE(skb_get_hash(*other), h);
+  EXPECT_NE(skb_get_hash_perturb(*ab, 1), skb_get_hash_perturb(*ab, 2));
+  ab->hash = 77;  // a hash already set (a driver's, or skbedit's) is kept
+  EXPECT_EQ(skb_get_hash(*ab), 77u);
+  for (Packet* p : {ab, ba, other}) cpu.free(p);
 }
 
 // pfifo_head_drop keeps the newest `limit` packets; each overflow drops the head.
