@@ -96,7 +96,8 @@ uint32_t flow_hash_from_headers(const Packet& p, uint64_t key) {
     }
     // consistentify: the lower address (then port) first, so both directions match.
     int cmp = 0;
-    for (unsigned i = 0; i < addr_words && cmp == 0; ++i) cmp = w[4 + i] < w[i] ? -1 : w[4 + i] > w[i] ? 1 : 0;
+    for (unsigned i = 0; i < addr_words && cmp == 0; ++i)
+      cmp = w[4 + i] < w[i] ? -1 : w[4 + i] > w[i] ? 1 : 0;
     if (cmp < 0 || (cmp == 0 && dport < sport)) {
       std::swap_ranges(w, w + addr_words, w + 4);
       std::swap(sport, dport);

@@ -21,14 +21,22 @@ inline constexpr unsigned kCodelShift = 10;
 inline constexpr codel_time_t kCodelDisabledThreshold = 0x7fffffff;  // INT_MAX
 inline constexpr unsigned kRecInvSqrtShift = 16;                     // 32 - bits of rec_inv_sqrt
 
-inline codel_time_t codel_time_from_ns(uint64_t ns) { return static_cast<codel_time_t>(ns >> kCodelShift); }
-inline codel_time_t codel_time_from_us(uint64_t us) { return static_cast<codel_time_t>((us * 1000) >> kCodelShift); }
+inline codel_time_t codel_time_from_ns(uint64_t ns) {
+  return static_cast<codel_time_t>(ns >> kCodelShift);
+}
+inline codel_time_t codel_time_from_us(uint64_t us) {
+  return static_cast<codel_time_t>((us * 1000) >> kCodelShift);
+}
 // mirrors codel_time_to_us
 inline uint32_t codel_time_to_us(codel_time_t t) {
   return static_cast<uint32_t>((static_cast<uint64_t>(t) << kCodelShift) / 1000);
 }
-inline bool codel_time_after(codel_time_t a, codel_time_t b) { return static_cast<codel_tdiff_t>(a - b) > 0; }
-inline bool codel_time_after_eq(codel_time_t a, codel_time_t b) { return static_cast<codel_tdiff_t>(a - b) >= 0; }
+inline bool codel_time_after(codel_time_t a, codel_time_t b) {
+  return static_cast<codel_tdiff_t>(a - b) > 0;
+}
+inline bool codel_time_after_eq(codel_time_t a, codel_time_t b) {
+  return static_cast<codel_tdiff_t>(a - b) >= 0;
+}
 inline bool codel_time_before(codel_time_t a, codel_time_t b) { return codel_time_after(b, a); }
 
 struct CodelParams {
@@ -62,11 +70,15 @@ struct CodelStats {
 inline void codel_set_enqueue_time(Packet& p, codel_time_t now) {
   p.cb[0] = (p.cb[0] & 0xffffffff00000000ull) | now;
 }
-inline codel_time_t codel_get_enqueue_time(const Packet& p) { return static_cast<codel_time_t>(p.cb[0]); }
+inline codel_time_t codel_get_enqueue_time(const Packet& p) {
+  return static_cast<codel_time_t>(p.cb[0]);
+}
 inline void codel_set_mem_usage(Packet& p, uint32_t m) {
   p.cb[0] = (p.cb[0] & 0xffffffffull) | static_cast<uint64_t>(m) << 32;
 }
-inline uint32_t codel_get_mem_usage(const Packet& p) { return static_cast<uint32_t>(p.cb[0] >> 32); }
+inline uint32_t codel_get_mem_usage(const Packet& p) {
+  return static_cast<uint32_t>(p.cb[0] >> 32);
+}
 
 // mirrors codel_Newton_step: rec_inv_sqrt = rec_inv_sqrt/2 * (3 - count * rec_inv_sqrt^2)
 inline void codel_newton_step(CodelVars& v) {
@@ -79,7 +91,8 @@ inline void codel_newton_step(CodelVars& v) {
 }
 
 // mirrors codel_control_law: t + interval / sqrt(count)
-inline codel_time_t codel_control_law(codel_time_t t, codel_time_t interval, uint32_t rec_inv_sqrt) {
+inline codel_time_t codel_control_law(codel_time_t t, codel_time_t interval,
+                                      uint32_t rec_inv_sqrt) {
   return t + reciprocal_scale(interval, rec_inv_sqrt << kRecInvSqrtShift);
 }
 
@@ -107,8 +120,8 @@ inline bool codel_should_drop(const Packet* p, CodelVars& v, const CodelParams& 
 // updates the owner's backlog, read through `backlog`) and `void drop(Packet*)`. The
 // clock is read only when there is a packet, as codel_get_time is.
 template <class Q>
-Packet* codel_dequeue(Q& q, const uint32_t& backlog, const CodelParams& prm, CodelVars& v, CodelStats& st,
-                      const Clock& clock) {
+Packet* codel_dequeue(Q& q, const uint32_t& backlog, const CodelParams& prm, CodelVars& v,
+                      CodelStats& st, const Clock& clock) {
   Packet* p = q.dequeue(v);
   if (!p) {
     v.dropping = false;
@@ -173,7 +186,8 @@ end:
 // here minds, so they learn at once.
 inline void codel_dequeue_done(Qdisc& q, const Cpu& cpu, CodelStats& st, const Packet* p) {
   if (st.drop_count) {
-    q.tree_reduce_backlog(cpu, static_cast<int32_t>(st.drop_count), static_cast<int32_t>(st.drop_len));
+    q.tree_reduce_backlog(cpu, static_cast<int32_t>(st.drop_count),
+                          static_cast<int32_t>(st.drop_len));
     st.drop_count = 0;
     st.drop_len = 0;
   }

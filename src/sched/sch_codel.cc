@@ -1,5 +1,7 @@
 // codel: one FIFO under CoDel (net/sched/sch_codel.c): tail drop at `limit` packets,
 // CoDel's drops (or CE marks with ecn) at the head on dequeue. Locked.
+#include "sched/sch_codel.h"
+
 #include <memory>
 #include <string>
 
@@ -7,7 +9,6 @@
 #include "sched/codel.h"
 #include "sched/peek_dequeued.h"
 #include "sched/qdisc.h"
-#include "sched/sch_codel.h"
 
 namespace pktpath {
 
@@ -77,7 +78,8 @@ class CodelQdisc final : public PeekDequeuedQdisc {
     o.limit = limit_;
     o.interval_us = codel_time_to_us(params_.interval);
     o.ecn = params_.ecn;
-    if (params_.ce_threshold != kCodelDisabledThreshold) o.ce_threshold_us = codel_time_to_us(params_.ce_threshold);
+    if (params_.ce_threshold != kCodelDisabledThreshold)
+      o.ce_threshold_us = codel_time_to_us(params_.ce_threshold);
     return o;
   }
 
@@ -93,9 +95,11 @@ class CodelQdisc final : public PeekDequeuedQdisc {
     x.ecn_mark = cstats_.ecn_mark;
     x.ce_mark = cstats_.ce_mark;
     if (vars_.dropping) {
-      const codel_tdiff_t delta = static_cast<codel_tdiff_t>(vars_.drop_next - codel_time_from_ns(now_ns));
-      x.drop_next_us = delta >= 0 ? static_cast<int32_t>(codel_time_to_us(static_cast<codel_time_t>(delta)))
-                                  : -static_cast<int32_t>(codel_time_to_us(static_cast<codel_time_t>(-delta)));
+      const codel_tdiff_t delta =
+          static_cast<codel_tdiff_t>(vars_.drop_next - codel_time_from_ns(now_ns));
+      x.drop_next_us =
+          delta >= 0 ? static_cast<int32_t>(codel_time_to_us(static_cast<codel_time_t>(delta)))
+                     : -static_cast<int32_t>(codel_time_to_us(static_cast<codel_time_t>(-delta)));
     }
     return x;
   }
@@ -133,6 +137,7 @@ class CodelQdisc final : public PeekDequeuedQdisc {
 
 }  // namespace
 
-const QdiscRegistrar kCodel{{"codel", [] { return std::unique_ptr<Qdisc>(new CodelQdisc); }}};  // codel_qdisc_ops
+const QdiscRegistrar kCodel{
+    {"codel", [] { return std::unique_ptr<Qdisc>(new CodelQdisc); }}};  // codel_qdisc_ops
 
 }  // namespace pktpath

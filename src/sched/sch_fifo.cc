@@ -21,13 +21,16 @@ const char* fifo_name(FifoKind k) {
 
 class FifoQdisc final : public Qdisc {
  public:
-  explicit FifoQdisc(FifoKind k) : Qdisc(fifo_name(k), 0), bytes_(k == FifoKind::Bytes), head_drop_(k == FifoKind::HeadDrop) {}
+  explicit FifoQdisc(FifoKind k)
+      : Qdisc(fifo_name(k), 0), bytes_(k == FifoKind::Bytes), head_drop_(k == FifoKind::HeadDrop) {}
 
-  // mirrors bfifo_enqueue / pfifo_enqueue: tail drop over the limit.
+  // mirrors bfifo_enqueue / pfifo_enqueue / pfifo_tail_enqueue: over the limit the
+  // newcomer is dropped, or for pfifo_head_drop the head (limit 0 drops the newcomer, as
+  // the kernel's fix for an empty head-drop queue does).
   int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) override {
     const bool fits = bytes_ ? backlog_ + p->len <= limit_ : count_ < limit_;
     if (PP_UNLIKELY(!fits)) {
-      if (head_drop_ && count_ > 0) return head_drop_enqueue(cpu, p, to_free);
+      if (head_drop_ && limit_ > 0) return head_drop_enqueue(cpu, p, to_free);
       stats_dropped(cpu);
       to_free.push_back(p);
       return NET_XMIT_DROP;
@@ -115,8 +118,10 @@ class FifoQdisc final : public Qdisc {
 }  // namespace
 
 // pfifo_qdisc_ops, bfifo_qdisc_ops
-const QdiscRegistrar kPfifo{{"pfifo", [] { return std::unique_ptr<Qdisc>(new FifoQdisc(FifoKind::Packets)); }}};
-const QdiscRegistrar kBfifo{{"bfifo", [] { return std::unique_ptr<Qdisc>(new FifoQdisc(FifoKind::Bytes)); }}};
+const QdiscRegistrar kPfifo{
+    {"pfifo", [] { return std::unique_ptr<Qdisc>(new FifoQdisc(FifoKind::Packets)); }}};
+const QdiscRegistrar kBfifo{
+    {"bfifo", [] { return std::unique_ptr<Qdisc>(new FifoQdisc(FifoKind::Bytes)); }}};
 // pfifo_head_drop_qdisc_ops
 const QdiscRegistrar kPfifoHeadDrop{
     {"pfifo_head_drop", [] { return std::unique_ptr<Qdisc>(new FifoQdisc(FifoKind::HeadDrop)); }}};

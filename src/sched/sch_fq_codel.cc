@@ -3,6 +3,8 @@
 // before old ones (old_flows); each flow's head is judged by CoDel on dequeue. Over the
 // packet or memory limit, the fattest flow loses up to half its backlog (drop_batch at
 // most). Flow tables are allocated at init; nothing is allocated per packet. Locked.
+#include "sched/sch_fq_codel.h"
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -13,7 +15,6 @@
 #include "sched/codel.h"
 #include "sched/peek_dequeued.h"
 #include "sched/qdisc.h"
-#include "sched/sch_fq_codel.h"
 
 namespace pktpath {
 
@@ -106,7 +107,8 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
     if (memory_limited) drop_overmemory_ += dropped;
     // This flow lost packets: NET_XMIT_CN, and the parents count this one as the drop.
     if (ret == idx) {
-      tree_reduce_backlog(cpu, static_cast<int32_t>(dropped - 1), static_cast<int32_t>(dropped_len - pkt_len));
+      tree_reduce_backlog(cpu, static_cast<int32_t>(dropped - 1),
+                          static_cast<int32_t>(dropped_len - pkt_len));
       return NET_XMIT_CN;
     }
     tree_reduce_backlog(cpu, static_cast<int32_t>(dropped), static_cast<int32_t>(dropped_len));
@@ -196,7 +198,8 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
     o.drop_batch = drop_batch_;
     o.memory_limit = memory_limit_;
     o.flows = flows_cnt_;
-    if (cparams_.ce_threshold != kCodelDisabledThreshold) o.ce_threshold_us = codel_time_to_us(cparams_.ce_threshold);
+    if (cparams_.ce_threshold != kCodelDisabledThreshold)
+      o.ce_threshold_us = codel_time_to_us(cparams_.ce_threshold);
     return o;
   }
 
@@ -327,6 +330,7 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
 
 }  // namespace
 
-const QdiscRegistrar kFqCodel{{"fq_codel", [] { return std::unique_ptr<Qdisc>(new FqCodelQdisc); }}};  // fq_codel_qdisc_ops
+const QdiscRegistrar kFqCodel{
+    {"fq_codel", [] { return std::unique_ptr<Qdisc>(new FqCodelQdisc); }}};  // fq_codel_qdisc_ops
 
 }  // namespace pktpath

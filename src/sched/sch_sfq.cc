@@ -6,6 +6,8 @@
 // allocated at init. The perturbation comes from a fixed-seed generator, so runs repeat;
 // it changes every `perturb` seconds of the Cpu's clock, checked on enqueue instead of a
 // timer, and queued packets are rehashed then as the kernel does. Locked.
+#include "sched/sch_sfq.h"
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -14,7 +16,6 @@
 #include "core/netdevice.h"
 #include "sched/peek_dequeued.h"
 #include "sched/qdisc.h"
-#include "sched/sch_sfq.h"
 
 namespace pktpath {
 
@@ -31,7 +32,9 @@ inline constexpr uint64_t kNsPerSec = 1000000000ull;
 inline constexpr uint64_t kPerturbSeed = 0x5f3759df9e3779b9ull;
 
 // SFQ_ALLOT_SIZE: bytes in units of 8, rounded up.
-inline int32_t allot_size(uint32_t x) { return static_cast<int32_t>((x + (1u << kSfqAllotShift) - 1) >> kSfqAllotShift); }
+inline int32_t allot_size(uint32_t x) {
+  return static_cast<int32_t>((x + (1u << kSfqAllotShift) - 1) >> kSfqAllotShift);
+}
 
 // splitmix64: the perturbation sequence (prandom_u32's place), one state per qdisc.
 inline uint64_t splitmix64(uint64_t& s) {
@@ -53,10 +56,10 @@ struct SfqSlot {
   Packet* head = nullptr;  // skblist_next
   Packet* tail = nullptr;  // skblist_prev
   sfq_index qlen = 0;
-  sfq_index next = 0;      // next slot in the round-robin ring
+  sfq_index next = 0;  // next slot in the round-robin ring
   SfqHead dep{};
-  uint16_t hash = 0;       // the bucket (index in ht)
-  int16_t allot = 0;       // credit, in units of 8 bytes
+  uint16_t hash = 0;  // the bucket (index in ht)
+  int16_t allot = 0;  // credit, in units of 8 bytes
   uint32_t backlog = 0;
 };
 
@@ -130,7 +133,9 @@ class SfqQdisc final : public PeekDequeuedQdisc {
   void reset(Cpu& cpu) override {
     reset_counters(cpu);
     for (uint32_t i = 0; i < maxflows_; ++i)
-      while (slots_[i].qlen) cpu.free_reason(slot_dequeue_head_counted(static_cast<sfq_index>(i)), DropReason::QDISC_DROP);
+      while (slots_[i].qlen)
+        cpu.free_reason(slot_dequeue_head_counted(static_cast<sfq_index>(i)),
+                        DropReason::QDISC_DROP);
     init_tables();
   }
 
@@ -204,11 +209,14 @@ class SfqQdisc final : public PeekDequeuedQdisc {
   }
 
  private:
-  SfqHead& dep_head(sfq_index v) { return v < kSfqMaxFlows ? slots_[v].dep : dep_[v - kSfqMaxFlows]; }
+  SfqHead& dep_head(sfq_index v) {
+    return v < kSfqMaxFlows ? slots_[v].dep : dep_[v - kSfqMaxFlows];
+  }
 
   // mirrors sfq_classify without filters
   uint32_t classify(const Packet& p) const {
-    if ((p.priority & 0xffff0000u) == handle() && (p.priority & 0xffffu) > 0 && (p.priority & 0xffffu) <= divisor_)
+    if ((p.priority & 0xffff0000u) == handle() && (p.priority & 0xffffu) > 0 &&
+        (p.priority & 0xffffu) <= divisor_)
       return (p.priority & 0xffffu) - 1;
     return skb_get_hash_perturb(p, perturbation_) & (divisor_ - 1);  // sfq_hash
   }
@@ -445,6 +453,7 @@ class SfqQdisc final : public PeekDequeuedQdisc {
 
 }  // namespace
 
-const QdiscRegistrar kSfq{{"sfq", [] { return std::unique_ptr<Qdisc>(new SfqQdisc); }}};  // sfq_qdisc_ops
+const QdiscRegistrar kSfq{
+    {"sfq", [] { return std::unique_ptr<Qdisc>(new SfqQdisc); }}};  // sfq_qdisc_ops
 
 }  // namespace pktpath

@@ -19,8 +19,8 @@ inline uint16_t ipv4_csum(const uint8_t* h, unsigned len = 20) {
 
 // An Ethernet + IPv4 + UDP frame of `size` bytes (>= 42): 10.0.0.1 -> 10.0.0.2, the
 // given ports and TOS, valid header checksum, zero payload, `mark` set.
-inline Packet* udp_frame(Cpu& cpu, uint32_t mark, uint16_t sport, uint16_t dport = 9, uint8_t tos = 0,
-                         uint32_t size = 1000) {
+inline Packet* udp_frame(Cpu& cpu, uint32_t mark, uint16_t sport, uint16_t dport = 9,
+                         uint8_t tos = 0, uint32_t size = 1000) {
   Packet* p = cpu.alloc();
   uint8_t* f = p->put(size);
   std::memset(f, 0, size);

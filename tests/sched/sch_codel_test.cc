@@ -1,6 +1,8 @@
 // codel and fq_codel (sch_codel.cc, sch_fq_codel.cc, codel.h) on a virtual clock: CoDel's
 // drop times against the kernel's arithmetic worked out by hand, ECN marking, DRR order,
 // the fat-flow batch drop, and accounting (enqueued = dequeued + dropped + queued).
+#include "sched/sch_codel.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include "core/clock.h"
 #include "qdisc_unit.h"
 #include "sched/codel.h"
-#include "sched/sch_codel.h"
 #include "sched/sch_fq_codel.h"
 
 namespace pktpath::testing {
@@ -87,7 +88,7 @@ TEST(CodelMath, NewtonStepAndControlLawMatchTheKernelArithmetic) {
   }
   EXPECT_NEAR(v.rec_inv_sqrt / 65536.0, 1 / std::sqrt(400.0), 0.001);
   EXPECT_EQ(codel_time_from_us(5000), 4882u);
-  EXPECT_EQ(codel_time_to_us(4882), 4999u);  // tc shows 5ms
+  EXPECT_EQ(codel_time_to_us(4882), 4999u);       // tc shows 5ms
   EXPECT_TRUE(codel_time_after(1, 0xffffffffu));  // serial-number order across the wrap
 }
 
@@ -127,7 +128,8 @@ TEST_F(CodelTest, FqCodelOneFlowDropsAtTheSameTimes) {
   FqCodelOptions o;
   o.ecn = false;
   auto q = create("fq_codel", o);
-  for (uint32_t i = 0; i < 600; ++i) ASSERT_EQ(enq(*q, plain(i, 1000, 0x12345678)), NET_XMIT_SUCCESS);
+  for (uint32_t i = 0; i < 600; ++i)
+    ASSERT_EQ(enq(*q, plain(i, 1000, 0x12345678)), NET_XMIT_SUCCESS);
   EXPECT_EQ(run_steps(*q, 440), kDropSteps);
   expect_accounted(*q, 600);
   const QdiscXstats xs = q->xstats(0);
@@ -142,15 +144,18 @@ TEST_F(CodelTest, FqCodelOneFlowDropsAtTheSameTimes) {
 // checksum stays right.
 TEST_F(CodelTest, FqCodelMarksEctPacketsWithValidChecksum) {
   auto q = create("fq_codel");  // ecn is fq_codel's default
-  for (uint32_t i = 0; i < 300; ++i) ASSERT_EQ(enq(*q, udp_frame(cpu, i, 1000, 9, /*ECT(0)*/ 0x02)), NET_XMIT_SUCCESS);
+  for (uint32_t i = 0; i < 300; ++i)
+    ASSERT_EQ(enq(*q, udp_frame(cpu, i, 1000, 9, /*ECT(0)*/ 0x02)), NET_XMIT_SUCCESS);
   std::vector<Packet*> out;
   EXPECT_TRUE(run_steps(*q, 260, &out).empty());
   ASSERT_EQ(out.size(), 260u);
   std::vector<uint32_t> marked;
   for (uint32_t k = 0; k < out.size(); ++k) {
     EXPECT_EQ(ipv4_csum(out[k]->data() + 14), 0) << "step " << k + 1;
-    if (frame_tos(out[k]) == 0x03) marked.push_back(k + 1);
-    else EXPECT_EQ(frame_tos(out[k]), 0x02);
+    if (frame_tos(out[k]) == 0x03)
+      marked.push_back(k + 1);
+    else
+      EXPECT_EQ(frame_tos(out[k]), 0x02);
     cpu.free(out[k]);
   }
   // The first three CoDel events, as in the drop schedule.

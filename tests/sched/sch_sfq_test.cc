@@ -1,6 +1,8 @@
 // sfq and pfifo_head_drop (sch_sfq.cc, sch_fifo.cc): round-robin fairness, overflow from
 // the longest slot (tail or head), per-flow depth, the perturbation's determinism, and
 // accounting (enqueued = dequeued + dropped + queued, the Cpu's drops the qdisc's).
+#include "sched/sch_sfq.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,9 +10,8 @@
 
 #include "aqm_frames.h"
 #include "core/clock.h"
-#include "qdisc_unit.h"
 #include "core/flow_dissector.h"
-#include "sched/sch_sfq.h"
+#include "qdisc_unit.h"
 
 namespace pktpath::testing {
 namespace {
@@ -25,7 +26,9 @@ class SfqTest : public QdiscUnit {
     dequeued += m.size();
     return m;
   }
-  void expect_accounted(Qdisc& q, uint64_t enqueued) { QdiscUnit::expect_accounted(q, enqueued, dequeued); }
+  void expect_accounted(Qdisc& q, uint64_t enqueued) {
+    QdiscUnit::expect_accounted(q, enqueued, dequeued);
+  }
   uint64_t dequeued = 0;
 };
 
@@ -47,7 +50,8 @@ TEST_F(SfqTest, RoundRobinSharesBetweenFlows) {
     if (m < 200) as.push_back(m);
   EXPECT_TRUE(std::is_sorted(as.begin(), as.end()));
   // The first round: A's quantum (1514 bytes = 190 units of 8) covers two 1000-byte packets.
-  EXPECT_EQ(std::vector<uint32_t>(order.begin(), order.begin() + 4), (std::vector<uint32_t>{100, 101, 200, 201}));
+  EXPECT_EQ(std::vector<uint32_t>(order.begin(), order.begin() + 4),
+            (std::vector<uint32_t>{100, 101, 200, 201}));
   expect_accounted(*q, 25);
 }
 
@@ -68,9 +72,9 @@ TEST_F(SfqTest, OverflowDropsFromTheLongestSlot) {
     EXPECT_EQ(drops(DropReason::QDISC_DROP) - before, 2u);
     std::vector<uint32_t> order = drain(*q);
     std::sort(order.begin(), order.end());
-    const std::vector<uint32_t> expect = headdrop
-        ? std::vector<uint32_t>{103, 104, 105, 106, 107, 108, 201, 202, 203, 204}
-        : std::vector<uint32_t>{101, 102, 103, 104, 105, 106, 201, 202, 203, 204};
+    const std::vector<uint32_t> expect =
+        headdrop ? std::vector<uint32_t>{103, 104, 105, 106, 107, 108, 201, 202, 203, 204}
+                 : std::vector<uint32_t>{101, 102, 103, 104, 105, 106, 201, 202, 203, 204};
     EXPECT_EQ(order, expect);
     EXPECT_EQ(12u, dequeued + q->stats().drops + q->qlen());
   }
@@ -105,9 +109,11 @@ TEST_F(SfqTest, PerturbationIsDeterministicAndRehashKeepsPackets) {
   o.perturb_period = 1;
   o.divisor = 16;
   auto run = [&](Qdisc& q) {
-    for (uint32_t i = 0; i < 40; ++i) enq(q, udp_frame(cpu, i, static_cast<uint16_t>(1000 + i % 8)));
+    for (uint32_t i = 0; i < 40; ++i)
+      enq(q, udp_frame(cpu, i, static_cast<uint16_t>(1000 + i % 8)));
     clock.advance(2'000'000'000);  // past the period: the next enqueue rehashes
-    for (uint32_t i = 40; i < 48; ++i) enq(q, udp_frame(cpu, i, static_cast<uint16_t>(1000 + i % 8)));
+    for (uint32_t i = 40; i < 48; ++i)
+      enq(q, udp_frame(cpu, i, static_cast<uint16_t>(1000 + i % 8)));
     return drain_marks(q);
   };
   auto q1 = create("sfq", o);

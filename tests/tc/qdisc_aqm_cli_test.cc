@@ -49,10 +49,12 @@ class AqmCli : public ::testing::Test {
 TEST_F(AqmCli, FqCodelShowAndStats) {
   run("tc qdisc add dev t0 root handle 1: fq_codel");
   EXPECT_EQ(show("tc qdisc show dev t0"),
-            "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms "
+            "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms "
+            "interval 100ms "
             "memory_limit 32Mb ecn drop_batch 64\n");
   EXPECT_EQ(show("tc -s qdisc show dev t0"),
-            "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms "
+            "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms "
+            "interval 100ms "
             "memory_limit 32Mb ecn drop_batch 64\n"
             " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
             " backlog 0b 0p requeues 0\n"
@@ -64,13 +66,16 @@ TEST_F(AqmCli, FqCodelShowAndStats) {
   EXPECT_NE(e.msg.find("flows cannot change"), std::string::npos) << e.msg;
   run("tc qdisc change dev t0 root handle 1: fq_codel limit 500 noecn");
   EXPECT_EQ(show("tc qdisc show dev t0"),
-            "qdisc fq_codel 1: root refcnt 2 limit 500p flows 1024 quantum 1514 target 5ms interval 100ms "
+            "qdisc fq_codel 1: root refcnt 2 limit 500p flows 1024 quantum 1514 target 5ms "
+            "interval 100ms "
             "memory_limit 32Mb drop_batch 64\n");
   run("tc qdisc del dev t0 root");
-  run("tc qdisc add dev t0 root handle 1: fq_codel limit 100 flows 64 quantum 300 target 2ms interval 50ms "
+  run("tc qdisc add dev t0 root handle 1: fq_codel limit 100 flows 64 quantum 300 target 2ms "
+      "interval 50ms "
       "ce_threshold 1ms memory_limit 4mb drop_batch 8 noecn");
   EXPECT_EQ(show("tc qdisc show dev t0"),
-            "qdisc fq_codel 1: root refcnt 2 limit 100p flows 64 quantum 300 target 2ms ce_threshold 999us "
+            "qdisc fq_codel 1: root refcnt 2 limit 100p flows 64 quantum 300 target 2ms "
+            "ce_threshold 999us "
             "interval 50ms memory_limit 4Mb drop_batch 8\n");
   const auto j = nlohmann::json::parse(show("tc -s -j qdisc show dev t0"))[0];
   EXPECT_EQ(j["kind"], "fq_codel");
@@ -82,7 +87,8 @@ TEST_F(AqmCli, FqCodelShowAndStats) {
   EXPECT_EQ(j["options"]["memory_limit"], 4 << 20);
   EXPECT_EQ(j["options"]["drop_batch"], 8);
   EXPECT_FALSE(j["options"].contains("ecn"));
-  for (const char* k : {"maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark", "new_flows_len", "old_flows_len"})
+  for (const char* k : {"maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark",
+                        "new_flows_len", "old_flows_len"})
     EXPECT_TRUE(j.contains(k)) << k;
 }
 
@@ -97,20 +103,24 @@ TEST_F(AqmCli, CodelShowAndStats) {
   const auto j = nlohmann::json::parse(show("tc -s -j qdisc show dev t0"))[0];
   EXPECT_EQ(j["options"]["limit"], 500);
   EXPECT_EQ(j["options"]["ecn"], true);
-  for (const char* k : {"count", "lastcount", "ldelay", "drop_next", "maxpacket", "ecn_mark", "drop_overlimit"})
+  for (const char* k :
+       {"count", "lastcount", "ldelay", "drop_next", "maxpacket", "ecn_mark", "drop_overlimit"})
     EXPECT_TRUE(j.contains(k)) << k;
 }
 
 TEST_F(AqmCli, SfqAndPfifoHeadDropShow) {
   run("tc qdisc add dev t0 root handle 3: sfq");
-  EXPECT_EQ(show("tc qdisc show dev t0"), "qdisc sfq 3: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024\n");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc sfq 3: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024\n");
   ScriptError e;  // sfq has no change op: replace of the same handle fails
   EXPECT_FALSE(try_run("tc qdisc replace dev t0 root handle 3: sfq limit 64", e));
   EXPECT_NE(e.msg.find("not supported"), std::string::npos) << e.msg;
   run("tc qdisc del dev t0 root");
-  run("tc qdisc add dev t0 root handle 3: sfq perturb 10 quantum 3000 limit 64 depth 20 headdrop divisor 256");
+  run("tc qdisc add dev t0 root handle 3: sfq perturb 10 quantum 3000 limit 64 depth 20 headdrop "
+      "divisor 256");
   EXPECT_EQ(show("tc qdisc show dev t0"),
-            "qdisc sfq 3: root refcnt 2 limit 64p quantum 3000b depth 20 headdrop divisor 256 perturb 10sec\n");
+            "qdisc sfq 3: root refcnt 2 limit 64p quantum 3000b depth 20 headdrop divisor 256 "
+            "perturb 10sec\n");
   const auto j = nlohmann::json::parse(show("tc -j qdisc show dev t0"))[0];
   EXPECT_EQ(j["options"]["limit"], 64);
   EXPECT_EQ(j["options"]["headdrop"], true);

@@ -12,10 +12,13 @@ Result<QdiscOptions> codel_parse_opt(Lexer& lx) {
   CodelOptions o;
   while (!lx.done()) {
     const std::string& k = lx.next();
-    auto known = parse_codel_word(lx, k, o.limit, o.target_us, o.interval_us, o.ce_threshold_us, o.ecn);
+    auto known =
+        parse_codel_word(lx, k, o.limit, o.target_us, o.interval_us, o.ce_threshold_us, o.ecn);
     if (!known) return unexpected(known.error());
     if (!*known)
-      return unexpected("unknown option \"" + k + "\" (codel takes limit, target, interval, ecn, noecn, ce_threshold)", k);
+      return unexpected("unknown option \"" + k +
+                            "\" (codel takes limit, target, interval, ecn, noecn, ce_threshold)",
+                        k);
   }
   return QdiscOptions(o);
 }
@@ -43,7 +46,8 @@ void codel_print_xstats(const QdiscXstats& xs, KindPrint& out) {
   }
   out.json["drop_next"] = x->drop_next_us;
   if (x->drop_next_us < 0)
-    out.text += " drop_next -" + sprint_time(static_cast<uint64_t>(-static_cast<int64_t>(x->drop_next_us)));
+    out.text +=
+        " drop_next -" + sprint_time(static_cast<uint64_t>(-static_cast<int64_t>(x->drop_next_us)));
   else
     out.text += " drop_next " + sprint_time(static_cast<uint64_t>(x->drop_next_us));
   out.text += "\n";
@@ -53,7 +57,8 @@ void codel_print_xstats(const QdiscXstats& xs, KindPrint& out) {
   if (x->ce_mark) print_xstat(out, " ", "ce_mark", x->ce_mark);
 }
 
-const QdiscUtilRegistrar kCodel{{"codel", codel_parse_opt, codel_print_opt, false, codel_print_xstats}};
+const QdiscUtilRegistrar kCodel{
+    {"codel", codel_parse_opt, codel_print_opt, false, codel_print_xstats}};
 
 }  // namespace
 }  // namespace pktpath::cli::tc

@@ -19,9 +19,12 @@ inline Result<uint32_t> codel_time_us(const std::string& k, const std::string& v
 
 // limit, target, interval, ce_threshold, ecn, noecn (`k` was just read); false: not one
 // of them. Zero limit, target or interval are not sent, as tc does.
-inline Result<bool> parse_codel_word(Lexer& lx, const std::string& k, std::optional<uint32_t>& limit,
-                                     std::optional<uint32_t>& target, std::optional<uint32_t>& interval,
-                                     std::optional<uint32_t>& ce_threshold, std::optional<bool>& ecn) {
+inline Result<bool> parse_codel_word(Lexer& lx, const std::string& k,
+                                     std::optional<uint32_t>& limit,
+                                     std::optional<uint32_t>& target,
+                                     std::optional<uint32_t>& interval,
+                                     std::optional<uint32_t>& ce_threshold,
+                                     std::optional<bool>& ecn) {
   if (k == "ecn" || k == "noecn") {
     ecn = k == "ecn";
     return true;
@@ -52,8 +55,8 @@ inline void print_codel_limit(KindPrint& out, std::optional<uint32_t> limit) {
 }
 
 // target, ce_threshold, interval: text as sprint_time, JSON in microseconds.
-inline void print_codel_times(KindPrint& out, std::optional<uint32_t> target, std::optional<uint32_t> ce,
-                              std::optional<uint32_t> interval) {
+inline void print_codel_times(KindPrint& out, std::optional<uint32_t> target,
+                              std::optional<uint32_t> ce, std::optional<uint32_t> interval) {
   if (target) {
     out.text += "target " + sprint_time(*target) + " ";
     out.json["target"] = *target;

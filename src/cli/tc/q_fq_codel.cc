@@ -13,7 +13,8 @@ Result<QdiscOptions> fq_codel_parse_opt(Lexer& lx) {
   FqCodelOptions o;
   while (!lx.done()) {
     const std::string& k = lx.next();
-    auto common = parse_codel_word(lx, k, o.limit, o.target_us, o.interval_us, o.ce_threshold_us, o.ecn);
+    auto common =
+        parse_codel_word(lx, k, o.limit, o.target_us, o.interval_us, o.ce_threshold_us, o.ecn);
     if (!common) return unexpected(common.error());
     if (*common) continue;
     if (k == "flows" || k == "quantum" || k == "drop_batch") {
@@ -31,10 +32,11 @@ Result<QdiscOptions> fq_codel_parse_opt(Lexer& lx) {
     } else if (k == "ce_threshold_selector") {
       return unexpected("fq_codel option \"" + k + "\" is not supported", k);
     } else {
-      return unexpected("unknown option \"" + k +
-                            "\" (fq_codel takes limit, flows, target, interval, quantum, ecn, noecn, "
-                            "ce_threshold, memory_limit, drop_batch)",
-                        k);
+      return unexpected(
+          "unknown option \"" + k +
+              "\" (fq_codel takes limit, flows, target, interval, quantum, ecn, noecn, "
+              "ce_threshold, memory_limit, drop_batch)",
+          k);
     }
   }
   return QdiscOptions(o);
@@ -81,7 +83,8 @@ void fq_codel_print_xstats(const QdiscXstats& xs, KindPrint& out) {
   print_xstat(out, " ", "old_flows_len", x->old_flows_len);
 }
 
-const QdiscUtilRegistrar kFqCodel{{"fq_codel", fq_codel_parse_opt, fq_codel_print_opt, false, fq_codel_print_xstats}};
+const QdiscUtilRegistrar kFqCodel{
+    {"fq_codel", fq_codel_parse_opt, fq_codel_print_opt, false, fq_codel_print_xstats}};
 
 }  // namespace
 }  // namespace pktpath::cli::tc

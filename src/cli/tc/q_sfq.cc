@@ -36,9 +36,10 @@ Result<QdiscOptions> sfq_parse_opt(Lexer& lx) {
                k == "probability" || k == "ecn" || k == "harddrop") {
       return unexpected("sfq option \"" + k + "\" is not supported (no RED)", k);
     } else {
-      return unexpected("unknown option \"" + k +
-                            "\" (sfq takes limit, perturb, quantum, divisor, flows, depth, headdrop)",
-                        k);
+      return unexpected(
+          "unknown option \"" + k +
+              "\" (sfq takes limit, perturb, quantum, divisor, flows, depth, headdrop)",
+          k);
     }
   }
   return QdiscOptions(o);

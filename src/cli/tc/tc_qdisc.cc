@@ -81,7 +81,8 @@ struct QdiscShowLine final : ExtLine {
     if (qs.empty()) qs.emplace_back(&noop_qdisc(), true);
     std::vector<QdiscRow> out;
     for (auto [q, is_root] : qs)
-      out.push_back(QdiscRow{q->kind(), q->handle(), is_root, q->parent(), q->dump(), q->stats(), q->xstats(now_ns)});
+      out.push_back(QdiscRow{q->kind(), q->handle(), is_root, q->parent(), q->dump(), q->stats(),
+                             q->xstats(now_ns)});
     // clsact / ingress: listed after the tree, at parent ffff:fff1.
     if (const char* k = ktc::ingress_qdisc_kind(d)) {
       QdiscRow row{k, kIngressHandle, false, TC_H_INGRESS, {}, {}, {}};
