@@ -164,6 +164,23 @@ TEST_F(CodelTest, FqCodelMarksEctPacketsWithValidChecksum) {
   expect_accounted(*q, 300);
 }
 
+// ce_threshold: packets whose sojourn exceeds it leave marked CE (ce_mark), with or
+// without CoDel's drops.
+TEST_F(CodelTest, CodelCeThresholdMarks) {
+  CodelOptions o;
+  o.ce_threshold_us = 2000;  // 1953 units
+  auto q = create("codel", o);
+  for (uint32_t i = 0; i < 4; ++i) enq(*q, udp_frame(cpu, i, 1000, 9, 0x02));
+  std::vector<Packet*> out;
+  run_steps(*q, 4, &out);  // sojourns 1000, 2000, 3000, 4000 units
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(frame_tos(out[0]), 0x02);
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(frame_tos(out[i]), 0x03) << i;
+  for (Packet* p : out) cpu.free(p);
+  EXPECT_EQ(q->xstats(0).get<CodelXstats>()->ce_mark, 3u);
+  expect_accounted(*q, 4);
+}
+
 TEST_F(CodelTest, FqCodelDropsNotEctPacketsEvenWithEcn) {
   auto q = create("fq_codel");
   for (uint32_t i = 0; i < 300; ++i) enq(*q, udp_frame(cpu, i, 1000, 9, /*Not-ECT*/ 0));

@@ -80,6 +80,38 @@ TEST_F(SfqTest, OverflowDropsFromTheLongestSlot) {
   }
 }
 
+// Every slot holding one packet: the overflow drops the next slot in the ring, which
+// leaves the ring (sfq_drop's d == 1 case).
+TEST_F(SfqTest, OverflowWithAllSlotsAtDepthOne) {
+  SfqOptions o;
+  o.limit = 3;
+  auto q = create("sfq", o);
+  for (uint16_t i = 0; i < 4; ++i) enq(*q, udp_frame(cpu, i, static_cast<uint16_t>(3000 + i)));
+  EXPECT_EQ(q->qlen(), 3u);
+  EXPECT_EQ(q->stats().drops, 1u);
+  const std::vector<uint32_t> left = drain(*q);
+  EXPECT_EQ(left.size(), 3u);
+  expect_accounted(*q, 4);
+}
+
+// peek holds the packet dequeue then returns; it stays counted as queued meanwhile.
+TEST_F(SfqTest, PeekThenDequeueReturnsThePeekedPacket) {
+  auto q = create("sfq");
+  a(*q, 1);
+  b(*q, 2);
+  a(*q, 3);
+  Packet* p = q->peek(cpu);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(q->peek(cpu), p);
+  EXPECT_EQ(q->qlen(), 3u);
+  EXPECT_EQ(q->dequeue(cpu), p);
+  cpu.free(p);
+  ++dequeued;
+  EXPECT_EQ(q->qlen(), 2u);
+  EXPECT_EQ(drain(*q).size(), 2u);
+  expect_accounted(*q, 3);
+}
+
 // A slot at `depth` packets refuses more (tail drop), or with headdrop swaps its oldest
 // for the newcomer (NET_XMIT_CN).
 TEST_F(SfqTest, DepthLimitsOneFlow) {
