@@ -71,6 +71,17 @@ QdiscStats Qdisc::own_stats() const {
 
 QdiscStats Qdisc::stats() const { return own_stats(); }
 
+void Qdisc::tree_reduce_backlog(const Cpu& cpu, int32_t n, int32_t len) {
+  if (n == 0 && len == 0) return;
+  const uint64_t drops = n > 0 ? static_cast<uint64_t>(n) : 0;
+  for (Qdisc* a = parent_q_; a != nullptr; a = a->parent_q_) {
+    QdiscStatsBlock& s = a->st(cpu);
+    s.qlen.add(static_cast<uint64_t>(-int64_t{n}));
+    s.backlog.add(static_cast<uint64_t>(-int64_t{len}));
+    s.drops.add(drops);
+  }
+}
+
 void Qdisc::reset_requeued(Cpu& cpu) {
   LockGuard g(lock_);
   while (Packet* p = gso_list.pop_front()) cpu.free_reason(p, DropReason::QDISC_DROP);

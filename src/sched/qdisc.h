@@ -98,6 +98,12 @@ class Qdisc : public CpuWork {
   // kind without options. The CLI's tc/q_<kind>.cc prints them.
   virtual QdiscOptions dump() const { return {}; }
   virtual QdiscStats stats() const;
+  // Kind-specific statistics (ops->dump_stats' gnet_stats_copy_app) as the kind's typed
+  // struct, or empty; `now_ns` is the reader's clock (codel reports drop_next against it).
+  virtual QdiscXstats xstats(uint64_t now_ns) const {
+    (void)now_ns;
+    return {};
+  }
 
   // Classful disciplines: children by class minor (1-based), graft replaces one and
   // returns the old child. attach() points the device's tx queues at this qdisc (or, for
@@ -119,6 +125,10 @@ class Qdisc : public CpuWork {
   void set_handle(uint32_t h) { handle_ = h; }
   uint32_t parent() const { return parent_; }
   void set_parent(uint32_t p) { parent_ = p; }
+  // The qdisc this one is a child of (set by the parent), for qdisc_tree_reduce_backlog;
+  // nullptr at the root and under mq (TCQ_F_NOPARENT).
+  Qdisc* parent_qdisc() const { return parent_q_; }
+  void set_parent_qdisc(Qdisc* q) { parent_q_ = q; }
   NetDevice* dev() const { return dev_; }
   TxQueue* dev_queue() const { return dev_queue_; }
   void set_dev_queue(NetDevice* d, TxQueue* q) {
@@ -203,6 +213,10 @@ class Qdisc : public CpuWork {
     s.bypassed.add(1);
   }
   void stats_dropped(const Cpu& cpu, uint64_t n = 1) { st(cpu).drops.add(n); }
+  // mirrors qdisc_tree_reduce_backlog: `n` packets of `len` bytes that this qdisc counted
+  // as queued left it without being dequeued; every ancestor forgets them and counts the
+  // drops (negative values add back). Root lock held.
+  void tree_reduce_backlog(const Cpu& cpu, int32_t n, int32_t len);
   // The shared block: a locked qdisc's only one (root lock held).
   QdiscStatsBlock& base_stats() { return stats_; }
   QdiscStats own_stats() const;
@@ -222,6 +236,7 @@ class Qdisc : public CpuWork {
   bool running_ = false;  // __QDISC_STATE2_RUNNING, under the root lock
   uint32_t handle_ = 0;
   uint32_t parent_ = 0;
+  Qdisc* parent_q_ = nullptr;
   NetDevice* dev_ = nullptr;
   TxQueue* dev_queue_ = nullptr;
   const char* kind_;

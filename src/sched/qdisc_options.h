@@ -35,5 +35,6 @@ class KindOptions {
 
 using QdiscOptions = KindOptions;
 using ActionOptions = KindOptions;
+using QdiscXstats = KindOptions;  // a kind's extra statistics (TCA_STATS_APP), same scheme
 
 }  // namespace pktpath

@@ -92,8 +92,10 @@ class PrioQdisc final : public Qdisc {
       bands_.resize(o.bands);
     }
     for (auto& c : fresh) bands_.push_back(std::move(c));
-    for (uint32_t i = 0; i < bands_.size(); ++i)
+    for (uint32_t i = 0; i < bands_.size(); ++i) {
       bands_[i]->set_parent((handle() & 0xffff0000u) | (i + 1));
+      bands_[i]->set_parent_qdisc(this);
+    }
     opts_ = o;
     return true;
   }
@@ -110,6 +112,7 @@ class PrioQdisc final : public Qdisc {
     }
     q->set_dev_queue(&dev, &dev.txq(0));
     q->set_parent((handle() & 0xffff0000u) | minor);
+    q->set_parent_qdisc(this);
     std::unique_ptr<Qdisc> old = std::move(bands_[minor - 1]);
     // The old band's packets leave the tree with it (qdisc_tree_flush_backlog).
     QdiscStats os = old->stats();
@@ -117,6 +120,7 @@ class PrioQdisc final : public Qdisc {
     s.qlen.add(-os.qlen);
     s.backlog.add(-os.backlog);
     bands_[minor - 1] = std::move(q);
+    old->set_parent_qdisc(nullptr);
     return old;
   }
 

@@ -116,6 +116,7 @@ class TbfQdisc final : public Qdisc {
     opts_.latency_set = false;
     child_ = std::move(child);
     child_->set_parent(handle() | 1u);
+    child_->set_parent_qdisc(this);
     rate_ = o->rate_bytes_ps;
     max_size_ = o->burst;
     buffer_ns_ = len_to_ns(o->burst);

@@ -100,7 +100,7 @@ const BadLine kBadLines[] = {
     {"tc qdisc", "", "needs \"dev DEV\""},  // bare `tc qdisc` is show: see GoodLines
     {"tc -q qdisc show", "-q", "unknown tc option"},
     {"tc qdisc frob dev foo root pfifo", "frob", "unknown tc qdisc command"},
-    {"tc qdisc add dev foo root fq_codel", "fq_codel", "unknown qdisc kind"},
+    {"tc qdisc add dev foo root cake", "cake", "unknown qdisc kind"},
     {"tc qdisc add dev foo pfifo", "pfifo", "needs \"root\" or \"parent"},
     {"tc qdisc add root pfifo", "pfifo", "needs \"dev DEV\""},
     {"tc qdisc add dev foo root", "", "needs a qdisc kind"},

@@ -46,6 +46,14 @@ class QdiscUnit : public XmitFixture {
     }
     return v;
   }
+  // enqueued = dequeued + dropped + queued, and the Cpu freed exactly the qdisc's drops,
+  // all under QDISC_DROP.
+  void expect_accounted(Qdisc& q, uint64_t enqueued, uint64_t dequeued) {
+    const QdiscStats s = q.stats();
+    EXPECT_EQ(enqueued, dequeued + s.drops + s.qlen);
+    EXPECT_EQ(drops(DropReason::QDISC_DROP), s.drops);
+    EXPECT_EQ(all_drops(), s.drops);
+  }
   NetDevice* dev_ = nullptr;
 };
 

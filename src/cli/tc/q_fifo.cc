@@ -1,4 +1,5 @@
-// pfifo and bfifo (iproute2's tc/q_fifo.c): `limit N` (packets) / `limit SIZE` (bytes).
+// pfifo, pfifo_head_drop and bfifo (iproute2's tc/q_fifo.c): `limit N` (packets) /
+// `limit SIZE` (bytes).
 #include "cli/tc/tc_util.h"
 #include "sched/sch_fifo.h"
 
@@ -31,6 +32,8 @@ void fifo_print_opt(const QdiscOptions& opts, KindPrint& out) {
 
 const QdiscUtilRegistrar kPfifo{{"pfifo", fifo_parse_opt<false>, fifo_print_opt<false>}};
 const QdiscUtilRegistrar kBfifo{{"bfifo", fifo_parse_opt<true>, fifo_print_opt<true>}};
+const QdiscUtilRegistrar kPfifoHeadDrop{
+    {"pfifo_head_drop", fifo_parse_opt<false>, fifo_print_opt<false>}};
 
 }  // namespace
 }  // namespace pktpath::cli::tc

@@ -48,6 +48,7 @@ struct QdiscRow {
   uint32_t parent = 0;
   QdiscOptions opts;
   QdiscStats stats;
+  QdiscXstats xstats;
 };
 
 struct QdiscShowLine final : ExtLine {
@@ -66,23 +67,25 @@ struct QdiscShowLine final : ExtLine {
     r.drain_pending();
     const bool json = flags.json || r.json();
     nlohmann::json arr = nlohmann::json::array();
+    const uint64_t now_ns = r.control_cpu().clock().now_ns();
     for (NetDevice* d : devs)
-      for (const QdiscRow& row : rows(*d)) print(row, *d, json, arr, r.out());
+      for (const QdiscRow& row : rows(*d, now_ns)) print(row, *d, json, arr, r.out());
     if (json) std::fprintf(r.out(), "%s\n", arr.dump().c_str());
     return true;
   }
 
-  static std::vector<QdiscRow> rows(NetDevice& d) {
+  static std::vector<QdiscRow> rows(NetDevice& d, uint64_t now_ns) {
     std::vector<std::pair<Qdisc*, bool>> qs;
     if (d.is_up() || !d.root_is_default()) collect(d.qdisc(), true, false, qs);
     // A down device with no configured qdisc shows noop, as the kernel does.
     if (qs.empty()) qs.emplace_back(&noop_qdisc(), true);
     std::vector<QdiscRow> out;
     for (auto [q, is_root] : qs)
-      out.push_back(QdiscRow{q->kind(), q->handle(), is_root, q->parent(), q->dump(), q->stats()});
+      out.push_back(QdiscRow{q->kind(), q->handle(), is_root, q->parent(), q->dump(), q->stats(),
+                             q->xstats(now_ns)});
     // clsact / ingress: listed after the tree, at parent ffff:fff1.
     if (const char* k = ktc::ingress_qdisc_kind(d)) {
-      QdiscRow row{k, kIngressHandle, false, TC_H_INGRESS, {}, {}};
+      QdiscRow row{k, kIngressHandle, false, TC_H_INGRESS, {}, {}, {}};
       for (ktc::Dir dir : {ktc::Dir::Egress, ktc::Dir::Ingress}) {
         const auto s = ktc::clsact_stats(d, dir);
         row.stats.bytes += s.bytes;
@@ -96,8 +99,11 @@ struct QdiscShowLine final : ExtLine {
   }
 
   void print(const QdiscRow& q, NetDevice& d, bool json, nlohmann::json& arr, std::FILE* out) const {
-    KindPrint opt;
-    if (const QdiscUtil* u = get_qdisc_util(q.kind); u && u->print_qopt) u->print_qopt(q.opts, opt);
+    KindPrint opt, xopt;
+    const QdiscUtil* u = get_qdisc_util(q.kind);
+    if (u && u->print_qopt) u->print_qopt(q.opts, opt);
+    const bool xstats = flags.stats && u && u->print_xstats && !q.xstats.empty();
+    if (xstats) u->print_xstats(q.xstats, xopt);
     const QdiscStats& s = q.stats;
     if (json) {
       nlohmann::json j = {{"kind", q.kind}, {"handle", tc_handle_str(q.handle)}};
@@ -117,6 +123,7 @@ struct QdiscShowLine final : ExtLine {
         j["requeues"] = s.requeues;
         j["backlog"] = s.backlog;
         j["qlen"] = s.qlen;
+        if (xstats) j.update(xopt.json);
       }
       arr.push_back(std::move(j));
       return;
@@ -134,6 +141,7 @@ struct QdiscShowLine final : ExtLine {
                    static_cast<unsigned long long>(s.requeues));
       std::fprintf(out, " backlog %s %llup requeues %llu\n", sprint_size(static_cast<uint32_t>(s.backlog)).c_str(),
                    static_cast<unsigned long long>(s.qlen), static_cast<unsigned long long>(s.requeues));
+      if (xstats) std::fprintf(out, "%s\n", xopt.text.c_str());
     }
   }
 };

@@ -86,6 +86,9 @@ struct QdiscUtil {
   void (*print_qopt)(const QdiscOptions& opts, KindPrint& out) = nullptr;
   // clsact / ingress: add, replace and del only, at parent ffff:fff1.
   bool ingress_hook = false;
+  // The kind's extra statistics (tc -s) -> the lines after "backlog" (without the last
+  // newline) and the keys tc -j adds to the qdisc's object; nullptr: none.
+  void (*print_xstats)(const QdiscXstats& xstats, KindPrint& out) = nullptr;
 };
 void register_qdisc_util(const QdiscUtil& u);
 const QdiscUtil* get_qdisc_util(std::string_view id);

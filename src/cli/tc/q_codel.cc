@@ -1,0 +1,64 @@
+// codel (iproute2's tc/q_codel.c): `limit PACKETS`, `target TIME`, `interval TIME`,
+// `ce_threshold TIME`, `ecn` / `noecn`.
+#include "cli/tc/q_codel_words.h"
+#include "cli/tc/tc_util.h"
+#include "sched/sch_codel.h"
+
+namespace pktpath::cli::tc {
+namespace {
+
+// mirrors codel_parse_opt
+Result<QdiscOptions> codel_parse_opt(Lexer& lx) {
+  CodelOptions o;
+  while (!lx.done()) {
+    const std::string& k = lx.next();
+    auto known =
+        parse_codel_word(lx, k, o.limit, o.target_us, o.interval_us, o.ce_threshold_us, o.ecn);
+    if (!known) return unexpected(known.error());
+    if (!*known)
+      return unexpected("unknown option \"" + k +
+                            "\" (codel takes limit, target, interval, ecn, noecn, ce_threshold)",
+                        k);
+  }
+  return QdiscOptions(o);
+}
+
+// mirrors codel_print_opt
+void codel_print_opt(const QdiscOptions& opts, KindPrint& out) {
+  const auto* o = opts.get<CodelOptions>();
+  if (!o) return;
+  print_codel_limit(out, o->limit);
+  print_codel_times(out, o->target_us, o->ce_threshold_us, o->interval_us);
+  print_codel_ecn(out, o->ecn);
+}
+
+// mirrors codel_print_xstats
+void codel_print_xstats(const QdiscXstats& xs, KindPrint& out) {
+  const auto* x = xs.get<CodelXstats>();
+  if (!x) return;
+  print_xstat(out, "  ", "count", x->count);
+  print_xstat(out, " ", "lastcount", x->lastcount);
+  out.text += " ldelay " + sprint_time(x->ldelay_us);
+  out.json["ldelay"] = x->ldelay_us;
+  if (x->dropping) {
+    out.text += " dropping";
+    out.json["dropping"] = true;
+  }
+  out.json["drop_next"] = x->drop_next_us;
+  if (x->drop_next_us < 0)
+    out.text +=
+        " drop_next -" + sprint_time(static_cast<uint64_t>(-static_cast<int64_t>(x->drop_next_us)));
+  else
+    out.text += " drop_next " + sprint_time(static_cast<uint64_t>(x->drop_next_us));
+  out.text += "\n";
+  print_xstat(out, "  ", "maxpacket", x->maxpacket);
+  print_xstat(out, " ", "ecn_mark", x->ecn_mark);
+  print_xstat(out, " ", "drop_overlimit", x->drop_overlimit);
+  if (x->ce_mark) print_xstat(out, " ", "ce_mark", x->ce_mark);
+}
+
+const QdiscUtilRegistrar kCodel{
+    {"codel", codel_parse_opt, codel_print_opt, false, codel_print_xstats}};
+
+}  // namespace
+}  // namespace pktpath::cli::tc

@@ -1,0 +1,150 @@
+// tc lines for fq_codel, codel, sfq and pfifo_head_drop: iproute2's words, `tc qdisc
+// show` and `tc -s qdisc show` text (with the xstats lines), `tc -j` keys. Their parse
+// errors are in script_tc_test.cc's table.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/script.h"
+#include "cli/script_exec.h"
+
+namespace pktpath::cli {
+namespace {
+
+class AqmCli : public ::testing::Test {
+ protected:
+  AqmCli() : out_(std::tmpfile()), runner_(false, out_) {
+    run("ip link add dev t0 type testdrv");
+    run("ip link set dev t0 up");
+  }
+  ~AqmCli() override { std::fclose(out_); }
+  bool try_run(const std::string& line, ScriptError& e) {
+    std::vector<std::string> w;
+    ScriptCommand c;
+    return tokenize_line(line, w, e) && parse_command(w, c, e) && runner_.execute(c, e);
+  }
+  void run(const std::string& line) {
+    ScriptError e;
+    ASSERT_TRUE(try_run(line, e)) << line << ": " << e.word << ": " << e.msg;
+  }
+  // The output of `line` alone.
+  std::string show(const std::string& line) {
+    std::fflush(out_);
+    const long start = std::ftell(out_);
+    run(line);
+    std::fflush(out_);
+    std::fseek(out_, start, SEEK_SET);
+    std::string s;
+    char b[4096];
+    size_t n;
+    while ((n = std::fread(b, 1, sizeof b, out_)) > 0) s.append(b, n);
+    std::fseek(out_, 0, SEEK_END);
+    return s;
+  }
+  std::FILE* out_;
+  ScriptRunner runner_;
+};
+
+TEST_F(AqmCli, FqCodelShowAndStats) {
+  run("tc qdisc add dev t0 root handle 1: fq_codel");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms "
+            "interval 100ms "
+            "memory_limit 32Mb ecn drop_batch 64\n");
+  EXPECT_EQ(show("tc -s qdisc show dev t0"),
+            "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms "
+            "interval 100ms "
+            "memory_limit 32Mb ecn drop_batch 64\n"
+            " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
+            " backlog 0b 0p requeues 0\n"
+            "  maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n"
+            "  new_flows_len 0 old_flows_len 0\n");
+  // replace of the same handle and kind is a change, and flows cannot change (EINVAL).
+  ScriptError e;
+  EXPECT_FALSE(try_run("tc qdisc replace dev t0 root handle 1: fq_codel flows 64", e));
+  EXPECT_NE(e.msg.find("flows cannot change"), std::string::npos) << e.msg;
+  run("tc qdisc change dev t0 root handle 1: fq_codel limit 500 noecn");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc fq_codel 1: root refcnt 2 limit 500p flows 1024 quantum 1514 target 5ms "
+            "interval 100ms "
+            "memory_limit 32Mb drop_batch 64\n");
+  run("tc qdisc del dev t0 root");
+  run("tc qdisc add dev t0 root handle 1: fq_codel limit 100 flows 64 quantum 300 target 2ms "
+      "interval 50ms "
+      "ce_threshold 1ms memory_limit 4mb drop_batch 8 noecn");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc fq_codel 1: root refcnt 2 limit 100p flows 64 quantum 300 target 2ms "
+            "ce_threshold 999us "
+            "interval 50ms memory_limit 4Mb drop_batch 8\n");
+  const auto j = nlohmann::json::parse(show("tc -s -j qdisc show dev t0"))[0];
+  EXPECT_EQ(j["kind"], "fq_codel");
+  EXPECT_EQ(j["options"]["limit"], 100);
+  EXPECT_EQ(j["options"]["flows"], 64);
+  EXPECT_EQ(j["options"]["quantum"], 300);
+  EXPECT_EQ(j["options"]["target"], 1999);
+  EXPECT_EQ(j["options"]["interval"], 49999);
+  EXPECT_EQ(j["options"]["memory_limit"], 4 << 20);
+  EXPECT_EQ(j["options"]["drop_batch"], 8);
+  EXPECT_FALSE(j["options"].contains("ecn"));
+  for (const char* k : {"maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark",
+                        "new_flows_len", "old_flows_len"})
+    EXPECT_TRUE(j.contains(k)) << k;
+}
+
+TEST_F(AqmCli, CodelShowAndStats) {
+  run("tc qdisc add dev t0 root handle 2: codel limit 500 target 10ms ecn");
+  EXPECT_EQ(show("tc -s qdisc show dev t0"),
+            "qdisc codel 2: root refcnt 2 limit 500p target 10ms interval 100ms ecn\n"
+            " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
+            " backlog 0b 0p requeues 0\n"
+            "  count 0 lastcount 0 ldelay 0us drop_next 0us\n"
+            "  maxpacket 0 ecn_mark 0 drop_overlimit 0\n");
+  const auto j = nlohmann::json::parse(show("tc -s -j qdisc show dev t0"))[0];
+  EXPECT_EQ(j["options"]["limit"], 500);
+  EXPECT_EQ(j["options"]["ecn"], true);
+  for (const char* k :
+       {"count", "lastcount", "ldelay", "drop_next", "maxpacket", "ecn_mark", "drop_overlimit"})
+    EXPECT_TRUE(j.contains(k)) << k;
+}
+
+TEST_F(AqmCli, SfqAndPfifoHeadDropShow) {
+  run("tc qdisc add dev t0 root handle 3: sfq");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc sfq 3: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024\n");
+  ScriptError e;  // sfq has no change op: replace of the same handle fails
+  EXPECT_FALSE(try_run("tc qdisc replace dev t0 root handle 3: sfq limit 64", e));
+  EXPECT_NE(e.msg.find("not supported"), std::string::npos) << e.msg;
+  run("tc qdisc del dev t0 root");
+  run("tc qdisc add dev t0 root handle 3: sfq perturb 10 quantum 3000 limit 64 depth 20 headdrop "
+      "divisor 256");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc sfq 3: root refcnt 2 limit 64p quantum 3000b depth 20 headdrop divisor 256 "
+            "perturb 10sec\n");
+  const auto j = nlohmann::json::parse(show("tc -j qdisc show dev t0"))[0];
+  EXPECT_EQ(j["options"]["limit"], 64);
+  EXPECT_EQ(j["options"]["headdrop"], true);
+  EXPECT_EQ(j["options"]["perturb"], 10);
+  run("tc qdisc replace dev t0 root handle 4: pfifo_head_drop limit 5");
+  EXPECT_EQ(show("tc qdisc show dev t0"), "qdisc pfifo_head_drop 4: root refcnt 2 limit 5p\n");
+}
+
+// As a child: under prio and as mq's per-queue qdisc.
+TEST_F(AqmCli, AsChildren) {
+  run("tc qdisc add dev t0 root handle 1: prio");
+  run("tc qdisc add dev t0 parent 1:1 handle 10: fq_codel");
+  run("tc qdisc add dev t0 parent 1:2 handle 20: sfq");
+  run("send dev t0 count 20 size 200");
+  const std::string out = show("tc qdisc show dev t0");
+  EXPECT_NE(out.find("qdisc fq_codel 10: parent 1:1 limit 10240p"), std::string::npos) << out;
+  EXPECT_NE(out.find("qdisc sfq 20: parent 1:2 limit 127p"), std::string::npos) << out;
+  run("ip link add dev m0 numtxqueues 4 type testdrv");
+  run("ip link set dev m0 up");
+  run("tc qdisc add dev m0 root handle 1: mq");
+  run("tc qdisc add dev m0 parent 1:3 handle 30: codel");
+  const std::string m = show("tc qdisc show dev m0");
+  EXPECT_NE(m.find("qdisc codel 30: parent 1:3 limit 1000p"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace pktpath::cli
