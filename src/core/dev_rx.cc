@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/dev_xmit.h"
-#include "core/flow_hash.h"
+#include "core/flow_dissector.h"
 #include "core/host_sink.h"
 #include "core/tap.h"
 #include "netfilter/nf_hooks.h"
@@ -25,8 +25,7 @@ void eth_type_trans(Packet& p, NetDevice& dev) {
 }
 
 Cpu& get_rps_cpu(const RpsMap& map, Packet& p) {
-  const uint32_t h = skb_get_hash(p);
-  return *map.cpus[(static_cast<uint64_t>(h) * map.cpus.size()) >> 32];  // reciprocal_scale
+  return *map.cpus[reciprocal_scale(skb_get_hash(p), static_cast<uint32_t>(map.cpus.size()))];
 }
 
 int netif_rx(Cpu& cpu, Packet* p) {

@@ -6,7 +6,6 @@
 
 #include "core/cpu.h"
 #include "core/dev_rx.h"
-#include "core/flow_hash.h"
 #include "core/napi.h"
 #include "core/net.h"
 #include "core/packet_pool.h"
@@ -216,27 +215,6 @@ TEST_F(NetifRxTest, RpsSpreadsFlowsAndKeepsEachOnOneCpu) {
   while (cpu.has_pending()) cpu.run_pending();
   c1.drain_cache();
   c2.drain_cache();
-}
-
-TEST(FlowHashTest, PortsAndAddressesChangeItAndItIsNeverZero) {
-  PacketPool pool(PacketPool::Options{.capacity = 16});
-  Cpu cpu(pool);
-  Packet* a = cpu.alloc();
-  uint8_t* d = a->put(60);
-  std::memset(d, 0, 60);
-  d[12] = 0x08;
-  d[14] = 0x45;
-  d[23] = 17;
-  const uint32_t h1 = flow_hash_compute(*a);
-  d[35] = 7;  // source port
-  const uint32_t h2 = flow_hash_compute(*a);
-  d[29] = 9;  // source address
-  const uint32_t h3 = flow_hash_compute(*a);
-  EXPECT_NE(h1, 0u);
-  EXPECT_NE(h1, h2);
-  EXPECT_NE(h2, h3);
-  EXPECT_EQ(skb_get_hash(*a), h3);
-  cpu.free(a);
 }
 
 }  // namespace
