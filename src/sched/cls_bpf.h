@@ -17,25 +17,22 @@
 #include "core/bpf_view.h"
 #include "core/netdevice.h"
 #include "sched/act_api.h"
+#include "sched/cls_api.h"
 
 namespace pktpath::tc {
 
-inline constexpr uint16_t kEthPAll = 0x0003;  // ETH_P_ALL
-
-// What `tc filter add ... bpf ...` asks for, already parsed.
-struct BpfFilterSpec {
-  uint32_t pref = 0;    // 0: automatic (49152, then one less than the current first)
-  uint32_t handle = 0;  // 0: automatic (1, 2, ... within the pref)
-  uint16_t protocol = kEthPAll;  // host order; kEthPAll matches every packet
-  bool da = false;               // direct-action
+// What `tc filter add ... bpf ...` asks for, already parsed (the common words in
+// FilterSpec).
+struct BpfFilterSpec : FilterSpecOf<BpfFilterSpec> {
+  static constexpr const char* kKind = "bpf";
+  bool da = false;  // direct-action
   bpf::Insns insns;
   std::string source;  // how tc shows the program: "bytecode '…'" or "expr '…'"
-  uint32_t classid = 0;
-  bool classid_set = false;
-  ActionList actions;
 };
 
-class BpfFilter {
+// final: a call through a BpfFilter pointer (the hook's only_da, the walk's cls_bpf
+// case) is direct and inlined.
+class BpfFilter final : public TcFilter {
  public:
   // Loads the program on `engine` with the JIT options of the filter's Net
   // (Program::load runs the kernel checker); nullptr with *err on a rejected program.
@@ -46,20 +43,19 @@ class BpfFilter {
   // mirrors cls_bpf_classify for one program: TC_ACT_UNSPEC to go on with the next
   // filter, else the verdict (da) or the action pipeline's verdict. Inline: it runs in
   // the tc hook for every packet.
-  PP_ALWAYS_INLINE int classify(const TcContext& ctx, Packet* p, TcResult& res) const;
+  PP_ALWAYS_INLINE int classify(const TcContext& ctx, Packet* p, TcResult& res) const override;
+  const char* kind() const override { return BpfFilterSpec::kKind; }
+  const FilterSpec& spec_base() const override { return spec_; }
 
   // Writer side: load the program again on another engine and publish it. Returns the
   // program it replaced, for the caller to free after a grace period.
   std::unique_ptr<const bpf::Program> reload(bpf::Engine engine, const bpf::JitOptions& jit, std::string* err);
 
   const BpfFilterSpec& spec() const { return spec_; }
-  uint32_t pref() const { return spec_.pref; }
-  uint32_t handle() const { return spec_.handle; }
   bpf::Engine engine() const { return prog_.load(std::memory_order_relaxed)->engine(); }
-  mutable TcStats stats;  // packets it ran on; matched; drops (da SHOT)
 
  private:
-  explicit BpfFilter(BpfFilterSpec spec) : spec_(std::move(spec)) {}
+  explicit BpfFilter(BpfFilterSpec spec) : TcFilter(spec, true), spec_(std::move(spec)) {}
   // What a program that reads nothing of the packet is handed.
   static inline const bpf::PacketView kNoView{};
   // The classid/action side of classify (not direct-action).
