@@ -55,13 +55,17 @@ class BpfFilter final : public TcFilter {
   bpf::Engine engine() const { return prog_.load(std::memory_order_relaxed)->engine(); }
 
  private:
-  explicit BpfFilter(BpfFilterSpec spec) : TcFilter(spec, true), spec_(std::move(spec)) {}
+  explicit BpfFilter(BpfFilterSpec spec)
+      : TcFilter(spec, true), da_(spec.da), classid_(spec.classid), spec_(std::move(spec)) {}
   // What a program that reads nothing of the packet is handed.
   static inline const bpf::PacketView kNoView{};
   // The classid/action side of classify (not direct-action).
   int classify_actions(const TcContext& ctx, Packet* p, TcResult& res, int filter_res, TcStats::Slot& s) const;
-  BpfFilterSpec spec_;
+  // What classify reads, next to the base's counters (one cache line with them).
   std::atomic<const bpf::Program*> prog_{nullptr};
+  const bool da_;
+  const uint32_t classid_;
+  BpfFilterSpec spec_;
   std::unique_ptr<const bpf::Program> owned_;  // what prog_ points to
 };
 
@@ -103,8 +107,8 @@ PP_ALWAYS_INLINE int BpfFilter::classify(const TcContext& ctx, Packet* p, TcResu
     filter_res = static_cast<int>(prog->run(v));
   }
 
-  if (PP_LIKELY(spec_.da)) {
-    res.classid = spec_.classid;
+  if (PP_LIKELY(da_)) {
+    res.classid = classid_;
     const int ret = cls_bpf_da_opcode(filter_res);
     if (ret != TC_ACT_UNSPEC) {
       s.matched.add();

@@ -25,8 +25,8 @@ class U32Filter final : public FilterOf<U32Spec> {
       std::memcpy(&w, d + toff, 4);
       if ((w ^ k.val) & k.mask) return TC_ACT_UNSPEC;
     }
+    s.matched.add();  // the keys held (tc_u32_pcnt's rhit), terminal or not
     if (!spec_.terminal) return TC_ACT_UNSPEC;
-    s.matched.add();
     return exts_exec(ctx, p, spec_, res);
   }
 };
