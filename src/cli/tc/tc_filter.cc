@@ -187,7 +187,7 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
   if (!verb.empty() && (matches(verb, "show") || matches(verb, "list") || matches(verb, "lst")))
     return parse_filter_show(lx, flags);
   auto line = std::make_shared<FilterLine>();
-  auto& spec = line->req;
+  auto& req = line->req;
   if (verb.empty()) return unexpected("tc filter needs add, replace, change, del or show", "filter");
   if (matches(verb, "add"))
     line->op = FilterLine::Op::Add;
@@ -224,25 +224,25 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
       if (!v) return unexpected(v.error());
       auto n = get_u32(*v, 0);
       if (!n || *n == 0 || *n > 0xffff) return unexpected("bad pref \"" + *v + "\" (1..65535)", *v);
-      spec.pref = *n;
+      req.pref = *n;
     } else if (k == "handle") {
       auto v = value();
       if (!v) return unexpected(v.error());
       // A u32 handle (800::800) or a number.
       auto n = v->find(':') != std::string::npos ? get_u32_handle(*v) : get_u32(*v, 0);
       if (!n || *n == 0) return unexpected("bad handle \"" + *v + "\"", *v);
-      spec.handle = *n;
+      req.handle = *n;
     } else if (k == "protocol") {
       auto v = value();
       if (!v) return unexpected(v.error());
       auto n = get_u32(*v, 0);
-      if (*v == "all") spec.protocol = ktc::kEthPAll;
-      else if (*v == "ip") spec.protocol = 0x0800;
-      else if (*v == "ipv6") spec.protocol = 0x86dd;
-      else if (*v == "arp") spec.protocol = 0x0806;
-      else if (*v == "802.1q" || *v == "802.1Q") spec.protocol = 0x8100;
-      else if (*v == "802.1ad" || *v == "802.1AD") spec.protocol = 0x88a8;
-      else if (n && *n <= 0xffff) spec.protocol = static_cast<uint16_t>(*n);
+      if (*v == "all") req.protocol = ktc::kEthPAll;
+      else if (*v == "ip") req.protocol = 0x0800;
+      else if (*v == "ipv6") req.protocol = 0x86dd;
+      else if (*v == "arp") req.protocol = 0x0806;
+      else if (*v == "802.1q" || *v == "802.1Q") req.protocol = 0x8100;
+      else if (*v == "802.1ad" || *v == "802.1AD") req.protocol = 0x88a8;
+      else if (n && *n <= 0xffff) req.protocol = static_cast<uint16_t>(*n);
       else return unexpected("unknown protocol \"" + *v + "\"", *v);
     } else if (k == "chain") {
       auto v = value();
@@ -265,7 +265,7 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
   if (line->op != FilterLine::Op::Del) {
     if (!have_kind)
       return unexpected("tc filter needs a filter kind (" + ktc::tcf_proto_kinds() + ")", lx.peek());
-  } else if (spec.handle && !spec.pref) {
+  } else if (req.handle && !req.pref) {
     return unexpected("tc filter del with a handle needs pref", "handle");
   }
   return ExtCommand{line};
