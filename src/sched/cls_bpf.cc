@@ -5,6 +5,7 @@
 
 #include "bpf/jit.h"
 #include "bpf/packet_view.h"
+#include "core/bpf_engine.h"
 #include "core/netdevice.h"
 
 namespace pktpath::tc {
@@ -20,6 +21,20 @@ std::unique_ptr<BpfFilter> BpfFilter::create(BpfFilterSpec spec, bpf::Engine eng
 }
 
 BpfFilter::~BpfFilter() = default;
+
+namespace {
+
+// cls_bpf_change: load the program as the filter's Net says.
+std::unique_ptr<TcFilter> bpf_create(const FilterSpec& spec, Net& net, std::string* err) {
+  const auto* s = filter_spec_as<BpfFilterSpec>(spec, err);
+  if (!s) return nullptr;
+  const BpfLoadConfig lc = net_bpf_config(net);
+  return BpfFilter::create(*s, lc.engine, lc.jit, err);
+}
+
+const FilterRegistrar kBpf{{BpfFilterSpec::kKind, bpf_create}};  // cls_bpf_ops
+
+}  // namespace
 
 std::unique_ptr<const bpf::Program> BpfFilter::reload(bpf::Engine engine, const bpf::JitOptions& jit,
                                                      std::string* err) {

@@ -17,25 +17,22 @@
 #include "core/bpf_view.h"
 #include "core/netdevice.h"
 #include "sched/act_api.h"
+#include "sched/cls_api.h"
 
 namespace pktpath::tc {
 
-inline constexpr uint16_t kEthPAll = 0x0003;  // ETH_P_ALL
-
-// What `tc filter add ... bpf ...` asks for, already parsed.
-struct BpfFilterSpec {
-  uint32_t pref = 0;    // 0: automatic (49152, then one less than the current first)
-  uint32_t handle = 0;  // 0: automatic (1, 2, ... within the pref)
-  uint16_t protocol = kEthPAll;  // host order; kEthPAll matches every packet
-  bool da = false;               // direct-action
+// What `tc filter add ... bpf ...` asks for, already parsed (the common words in
+// FilterSpec).
+struct BpfFilterSpec : FilterSpecOf<BpfFilterSpec> {
+  static constexpr const char* kKind = "bpf";
+  bool da = false;  // direct-action
   bpf::Insns insns;
   std::string source;  // how tc shows the program: "bytecode '…'" or "expr '…'"
-  uint32_t classid = 0;
-  bool classid_set = false;
-  ActionList actions;
 };
 
-class BpfFilter {
+// final: a call through a BpfFilter pointer (the hook's only_da, the walk's cls_bpf
+// case) is direct and inlined.
+class BpfFilter final : public TcFilter {
  public:
   // Loads the program on `engine` with the JIT options of the filter's Net
   // (Program::load runs the kernel checker); nullptr with *err on a rejected program.
@@ -46,26 +43,29 @@ class BpfFilter {
   // mirrors cls_bpf_classify for one program: TC_ACT_UNSPEC to go on with the next
   // filter, else the verdict (da) or the action pipeline's verdict. Inline: it runs in
   // the tc hook for every packet.
-  PP_ALWAYS_INLINE int classify(const TcContext& ctx, Packet* p, TcResult& res) const;
+  PP_ALWAYS_INLINE int classify(const TcContext& ctx, Packet* p, TcResult& res) const override;
+  const char* kind() const override { return BpfFilterSpec::kKind; }
+  const FilterSpec& spec_base() const override { return spec_; }
 
   // Writer side: load the program again on another engine and publish it. Returns the
   // program it replaced, for the caller to free after a grace period.
   std::unique_ptr<const bpf::Program> reload(bpf::Engine engine, const bpf::JitOptions& jit, std::string* err);
 
   const BpfFilterSpec& spec() const { return spec_; }
-  uint32_t pref() const { return spec_.pref; }
-  uint32_t handle() const { return spec_.handle; }
   bpf::Engine engine() const { return prog_.load(std::memory_order_relaxed)->engine(); }
-  mutable TcStats stats;  // packets it ran on; matched; drops (da SHOT)
 
  private:
-  explicit BpfFilter(BpfFilterSpec spec) : spec_(std::move(spec)) {}
+  explicit BpfFilter(BpfFilterSpec spec)
+      : TcFilter(spec, true), da_(spec.da), classid_(spec.classid), spec_(std::move(spec)) {}
   // What a program that reads nothing of the packet is handed.
   static inline const bpf::PacketView kNoView{};
   // The classid/action side of classify (not direct-action).
   int classify_actions(const TcContext& ctx, Packet* p, TcResult& res, int filter_res, TcStats::Slot& s) const;
-  BpfFilterSpec spec_;
+  // What classify reads, next to the base's counters (one cache line with them).
   std::atomic<const bpf::Program*> prog_{nullptr};
+  const bool da_;
+  const uint32_t classid_;
+  BpfFilterSpec spec_;
   std::unique_ptr<const bpf::Program> owned_;  // what prog_ points to
 };
 
@@ -107,8 +107,8 @@ PP_ALWAYS_INLINE int BpfFilter::classify(const TcContext& ctx, Packet* p, TcResu
     filter_res = static_cast<int>(prog->run(v));
   }
 
-  if (PP_LIKELY(spec_.da)) {
-    res.classid = spec_.classid;
+  if (PP_LIKELY(da_)) {
+    res.classid = classid_;
     const int ret = cls_bpf_da_opcode(filter_res);
     if (ret != TC_ACT_UNSPEC) {
       s.matched.add();

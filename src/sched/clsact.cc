@@ -57,7 +57,7 @@ struct TcDevState final : DevHooksState {
   bool clsact = false;
   bool ingress_only = false;  // the `ingress` kind: no egress list
   bool nf_egress = false;
-  std::vector<std::unique_ptr<BpfFilter>> filters[2];
+  std::vector<std::unique_ptr<TcFilter>> filters[2];
   TcStats qstats[2];
 
   std::atomic<const Miniq*>& head(Dir d) {
@@ -112,8 +112,15 @@ void publish(TcDevState& s, Dir d) {
   if (s.clsact && !list.empty()) {
     auto m = std::make_unique<Miniq>();
     m->qstats = &s.qstats[static_cast<int>(d)];
-    for (const auto& f : list) m->filters.push_back(f.get());
-    if (list.size() == 1 && list[0]->spec().da && list[0]->spec().protocol == kEthPAll) m->only_da = list[0].get();
+    m->all_bpf = true;
+    for (const auto& f : list) {
+      m->filters.push_back(f.get());
+      m->all_bpf = m->all_bpf && f->is_bpf();
+    }
+    if (list.size() == 1 && list[0]->protocol() == kEthPAll && list[0]->is_bpf()) {
+      const auto* b = static_cast<const BpfFilter*>(list[0].get());
+      if (b->spec().da) m->only_da = b;
+    }
     fresh = std::move(m);
   }
   std::unique_ptr<const Miniq> old = rcu_publish(s.head(d), std::move(fresh));
@@ -121,7 +128,7 @@ void publish(TcDevState& s, Dir d) {
   retire(s.net, std::move(old));
 }
 
-bool run_order(const std::unique_ptr<BpfFilter>& a, const std::unique_ptr<BpfFilter>& b) {
+bool run_order(const std::unique_ptr<TcFilter>& a, const std::unique_ptr<TcFilter>& b) {
   return a->pref() != b->pref() ? a->pref() < b->pref() : a->handle() < b->handle();
 }
 
@@ -133,7 +140,8 @@ bool reload_filters(Net& net, const BpfLoadConfig& cfg, std::string* err) {
   for (TcDevState* s : tn.registry)
     for (auto& list : s->filters)
       for (auto& f : list) {
-        auto o = f->reload(cfg.engine, cfg.jit, err);
+        if (!f->is_bpf()) continue;  // only cls_bpf loads programs
+        auto o = static_cast<BpfFilter*>(f.get())->reload(cfg.engine, cfg.jit, err);
         if (!o) return false;
         retire(tn, std::move(o));
       }
@@ -285,8 +293,15 @@ bool clsact_present(NetDevice& dev) {
   return s && s->clsact;
 }
 
-bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::string* err, uint32_t* pref_out,
-                uint32_t* handle_out) {
+bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace, std::string* err,
+                uint32_t* pref_out, uint32_t* handle_out) {
+  const FilterOps* ops = tcf_proto_lookup_ops(spec_in.kind());
+  if (!ops) {
+    if (err) *err = std::string("unknown filter kind \"") + spec_in.kind() + "\"";
+    return false;
+  }
+  std::unique_ptr<FilterSpec> owned = spec_in.clone();
+  FilterSpec& spec = *owned;
   RcuWriterScope writer;
   std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
@@ -309,11 +324,19 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
         break;
       }
   }
+  // One kind and protocol per pref (a tcf_proto): tc refuses to mix them.
+  for (const auto& f : list)
+    if (f->pref() == spec.pref && (std::string_view(f->kind()) != spec.kind() || f->protocol() != spec.protocol) &&
+        !(replace && f->handle() == spec.handle)) {
+      if (err) *err = "Filter kind and protocol do not match those at pref " + std::to_string(spec.pref) + " (" +
+                      f->kind() + ")";
+      return false;
+    }
   if (spec.handle == 0) {
     uint32_t h = 0;
     for (const auto& f : list)
       if (f->pref() == spec.pref) h = std::max(h, f->handle());
-    spec.handle = h + 1;
+    spec.handle = ops->new_handle ? ops->new_handle(h) : h + 1;
   }
   auto it = std::find_if(list.begin(), list.end(),
                          [&](const auto& f) { return f->pref() == spec.pref && f->handle() == spec.handle; });
@@ -323,10 +346,9 @@ bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::
     return false;
   }
   const uint32_t pref = spec.pref, handle = spec.handle;
-  const BpfLoadConfig lc = net_bpf_config(dev.net());
-  auto f = BpfFilter::create(std::move(spec), lc.engine, lc.jit, err);
+  std::unique_ptr<TcFilter> f = ops->create(spec, dev.net(), err);
   if (!f) return false;
-  std::unique_ptr<BpfFilter> old;
+  std::unique_ptr<TcFilter> old;
   if (it != list.end()) {
     old = std::move(*it);
     *it = std::move(f);
@@ -350,7 +372,7 @@ bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::st
     return false;
   }
   auto& list = s->filters[static_cast<int>(dir)];
-  std::vector<std::unique_ptr<BpfFilter>> removed;
+  std::vector<std::unique_ptr<TcFilter>> removed;
   for (auto it = list.begin(); it != list.end();) {
     if ((pref == 0 || (*it)->pref() == pref) && (handle == 0 || (*it)->handle() == handle)) {
       removed.push_back(std::move(*it));
@@ -368,11 +390,17 @@ bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::st
   return true;
 }
 
-void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilter&)>& fn) {
+void filter_walk_all(NetDevice& dev, Dir dir, const std::function<void(const TcFilter&)>& fn) {
   std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) return;
   for (const auto& f : s->filters[static_cast<int>(dir)]) fn(*f);
+}
+
+void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilter&)>& fn) {
+  filter_walk_all(dev, dir, [&](const TcFilter& f) {
+    if (f.is_bpf()) fn(static_cast<const BpfFilter&>(f));
+  });
 }
 
 TcStats::Sum clsact_stats(NetDevice& dev, Dir dir) {

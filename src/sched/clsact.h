@@ -23,6 +23,7 @@
 
 #include "bpf/program.h"
 #include "core/netdevice.h"
+#include "sched/cls_api.h"
 #include "sched/cls_bpf.h"
 
 namespace pktpath::tc {
@@ -34,11 +35,14 @@ const char* dir_name(Dir d);
 // per-direction counters.
 struct Miniq {
   TcStats* qstats = nullptr;  // owned by the clsact; outlives every Miniq of it
-  std::vector<const BpfFilter*> filters;
-  // Set when the list is one direct-action filter for every protocol (document 000's
-  // setup): the hook runs it without the list walk, and without marking packets for a
-  // redirect no direct-action classic BPF program can ask for.
+  std::vector<const TcFilter*> filters;
+  // Set when the list is one direct-action cls_bpf filter for every protocol (document
+  // 000's setup): the hook runs it without the list walk and without an indirect call,
+  // and without marking packets for a redirect no direct-action classic BPF program can
+  // ask for.
   const BpfFilter* only_da = nullptr;
+  // Every filter is cls_bpf: the walk calls them directly without asking each its kind.
+  bool all_bpf = false;
 };
 
 // --- datapath.
@@ -83,15 +87,18 @@ void tc_rcu_barrier(Net& net);
 void tc_dev_unregister(NetDevice& dev);
 
 // `tc filter add` (replace=false) or `tc filter replace` (replace=true: the filter at
-// (pref, handle) is swapped in one publication; readers see the old or the new one).
-// Returns false with *err (nothing changed) on a duplicate, a missing clsact, or a
-// rejected program. On success spec.pref/handle chosen automatically are returned.
-bool filter_add(NetDevice& dev, Dir dir, BpfFilterSpec spec, bool replace, std::string* err,
+// (pref, handle) is swapped in one publication; readers see the old or the new one) of
+// any registered kind (spec.kind(), cls_api.h). Returns false with *err (nothing
+// changed) on a duplicate, a missing clsact, another kind at the same pref, or a spec the
+// kind rejects. On success the pref/handle chosen automatically are returned.
+bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec, bool replace, std::string* err,
                 uint32_t* pref_out = nullptr, uint32_t* handle_out = nullptr);
 // `tc filter del`: pref 0 = every filter of the direction; handle 0 = every handle of
 // the pref. False with *err when nothing matched.
 bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err);
 // Calls fn for each filter of the direction in run order, under the config mutex.
+void filter_walk_all(NetDevice& dev, Dir dir, const std::function<void(const TcFilter&)>& fn);
+// The same for the cls_bpf filters only.
 void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilter&)>& fn);
 // The clsact's per-direction counters (what passed through, drops); zero when absent.
 TcStats::Sum clsact_stats(NetDevice& dev, Dir dir);

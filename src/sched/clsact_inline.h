@@ -17,16 +17,20 @@ namespace pktpath::tc {
 // Defined here, constant-initialised, so other files reach it without a TLS wrapper call.
 inline thread_local bool tls_nf_skip_egress = false;
 
-// mirrors __tcf_classify (inlined into the hooks: it runs for every packet)
-PP_ALWAYS_INLINE int classify_inline(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
-  const BpfFilter* const* first = mq.filters.data();
+// mirrors __tcf_classify (inlined into the hooks: it runs for every packet). cls_bpf is
+// called directly, any other kind through its classify (INDIRECT_CALL_1); a list of
+// cls_bpf filters only (kAllBpf) does not ask each filter its kind.
+template <bool kAllBpf>
+PP_ALWAYS_INLINE int classify_walk(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
+  const TcFilter* const* first = mq.filters.data();
   const size_t n = mq.filters.size();
   int limit = 0;
   for (size_t i = 0; i < n; ++i) {
-    const BpfFilter* f = first[i];
-    const uint16_t proto = f->spec().protocol;
-    if (proto != kEthPAll && htons(proto) != p->protocol) continue;
-    const int err = f->classify(ctx, p, res);
+    const TcFilter* f = first[i];
+    const uint16_t proto = f->protocol();
+    if (proto != kEthPAll && htons(proto) != tc_skb_protocol(p)) continue;
+    const int err = kAllBpf || f->is_bpf() ? static_cast<const BpfFilter*>(f)->classify(ctx, p, res)
+                                           : f->classify(ctx, p, res);
     if (PP_UNLIKELY(err == TC_ACT_RECLASSIFY)) {
       if (limit++ >= 16) return TC_ACT_SHOT;  // reclassify loop
       i = static_cast<size_t>(-1);
@@ -35,6 +39,10 @@ PP_ALWAYS_INLINE int classify_inline(const TcContext& ctx, Packet* p, const Mini
     if (err >= 0) return err;
   }
   return TC_ACT_UNSPEC;
+}
+
+PP_ALWAYS_INLINE int classify_inline(const TcContext& ctx, Packet* p, const Miniq& mq, TcResult& res) {
+  return PP_LIKELY(mq.all_bpf) ? classify_walk<true>(ctx, p, mq, res) : classify_walk<false>(ctx, p, mq, res);
 }
 
 // mirrors sch_handle_egress (kIngress false) and sch_handle_ingress (true): they differ

@@ -7,17 +7,12 @@
 
 #include "cli/script.h"
 #include "cli/script_exec.h"
+#include "script_runner.h"
 #include "core/cpu.h"
 #include "sched/clsact.h"
 
 namespace pktpath::cli {
 namespace {
-
-bool parse_line(const std::string& line, ScriptCommand& c, ScriptError& e) {
-  std::vector<std::string> w;
-  if (!tokenize_line(line, w, e)) return false;
-  return parse_command(w, c, e);
-}
 
 struct BadLine {
   const char* line;
@@ -30,7 +25,7 @@ TEST(TcScript, MalformedLinesNameTheWord) {
       {"tc filter add dev foo egress bpf da bytecode '1,6 0 0'", "1,6 0 0", "bytecode"},
       {"tc filter add dev foo egress bpf da bytecode '2,6 0 0 0,'", "2,6 0 0 0,", "bytecode"},
       {"tc filter add dev foo egress bpf da", "bpf", "needs bytecode"},
-      {"tc filter add dev foo egress u32 match ip", "u32", "unknown filter kind"},
+      {"tc filter add dev foo egress fw classid 1:1", "fw", "unknown filter kind"},
       {"tc filter add dev foo bpf da bytecode '1,6 0 0 0,'", "foo", "egress or ingress"},
       {"tc filter add egress bpf da bytecode '1,6 0 0 0,'", "filter", "dev"},
       {"tc filter add dev foo egress pref 0 bpf da bytecode '1,6 0 0 0,'", "0", "bad pref"},
@@ -117,32 +112,6 @@ TEST(TcScript, GoodLinesParse) {
   EXPECT_TRUE(parse_line("tc qdisc add dev foo root pfifo_fast", c, e)) << e.msg;
   EXPECT_TRUE(std::holds_alternative<ExtCommand>(c));
 }
-
-// Runs script lines on one runner; returns what it printed.
-class RunnerTest : public ::testing::Test {
- protected:
-  RunnerTest() : out_(std::tmpfile()), runner_(false, out_) {}
-  ~RunnerTest() override { std::fclose(out_); }
-  bool run(const std::string& line, ScriptError* e = nullptr) {
-    ScriptCommand c;
-    ScriptError err;
-    bool ok = parse_line(line, c, err) && runner_.execute(c, err);
-    if (e) *e = err;
-    EXPECT_TRUE(ok || e) << line << ": " << err.word << ": " << err.msg;
-    return ok;
-  }
-  std::string output() {
-    std::fflush(out_);
-    std::rewind(out_);
-    std::string s;
-    char b[4096];
-    size_t n;
-    while ((n = std::fread(b, 1, sizeof b, out_)) > 0) s.append(b, n);
-    return s;
-  }
-  std::FILE* out_;
-  ScriptRunner runner_;
-};
 
 TEST_F(RunnerTest, Seed000ScriptAndShowCounters) {
   run("ip link add dev foo type dummy");

@@ -3,19 +3,22 @@
 #include "bpf/parse.h"
 #include "bpf/program.h"
 #include "cli/tc/tc_util.h"
+#include "sched/cls_bpf.h"
 
 namespace pktpath::cli::tc {
 namespace {
 
 // mirrors bpf_parse_opt
 Status bpf_parse_opt(Lexer& lx, FilterRequest& req) {
-  auto& spec = req.spec;
+  auto owned = std::make_shared<::pktpath::tc::BpfFilterSpec>();
+  auto& spec = *owned;
+  bool have_prog = false;
   while (!lx.done()) {
     const std::string k = lx.next();
     if (k == "da" || k == "direct-action") {
       spec.da = true;
     } else if (k == "bytecode" || k == "bytecode-file" || k == "bpf-bytecode" || k == "expr") {
-      if (req.have_prog) return unexpected("only one program per filter", k);
+      if (have_prog) return unexpected("only one program per filter", k);
       auto v = lx.value(k);
       if (!v) return unexpected(v.error());
       std::string perr;
@@ -31,41 +34,30 @@ Status bpf_parse_opt(Lexer& lx, FilterRequest& req) {
         spec.source = "expr '" + *v + "'";
       }
       if (!ok) return unexpected(k + ": " + perr, *v);
-      req.have_prog = true;
-    } else if (k == "classid" || k == "flowid") {
-      auto v = lx.value(k);
-      if (!v) return unexpected(v.error());
-      auto c = get_tc_classid(*v);
-      if (!c || *v == "root" || v->find(':') == std::string::npos)
-        return unexpected("bad classid \"" + *v + "\" (want MAJ:MIN)", *v);
-      spec.classid = *c;
-      spec.classid_set = true;
-    } else if (k == "action" || k == "act") {
-      auto a = parse_action(lx);
-      if (!a) return unexpected(a.error());
-      req.actions.push_back(std::move(*a));
-    } else if (k == "skip_hw" || k == "verbose") {
-    } else if (k == "skip_sw") {
-      return unexpected("skip_sw: pktpath has no hardware offload", k);
+      have_prog = true;
+    } else if (k == "verbose") {
     } else {
-      return unexpected("unexpected word \"" + k + "\" for bpf", k);
+      auto taken = parse_filter_common(k, lx, req, spec);
+      if (!taken) return unexpected(taken.error());
+      if (!*taken) return unexpected("unexpected word \"" + k + "\" for bpf", k);
     }
   }
-  if (!req.have_prog) return unexpected("bpf needs bytecode '…', bytecode-file F or expr '…'", "bpf");
+  if (!have_prog) return unexpected("bpf needs bytecode '…', bytecode-file F or expr '…'", "bpf");
   if (spec.da && !req.actions.empty())
     return unexpected("actions are not run with da (direct-action): the program's return is the verdict", "action");
+  req.spec = std::move(owned);
   return {};
 }
 
 // mirrors bpf_print_opt; with -s, pktpath's own per-filter counters (tc has none for
 // cls_bpf): packets the program ran on, how many it matched, direct-action drops.
-void bpf_print_opt(const ::pktpath::tc::BpfFilter& f, bool stats, KindPrint& out) {
+void bpf_print_opt(const ::pktpath::tc::TcFilter& tf, bool stats, KindPrint& out) {
+  const auto& f = static_cast<const ::pktpath::tc::BpfFilter&>(tf);
   const auto& s = f.spec();
   char b[256];
-  if (s.classid_set) {
-    out.text += "flowid " + sprint_tc_classid(s.classid) + " ";
-    out.json["flowid"] = sprint_tc_classid(s.classid);
-  }
+  std::snprintf(b, sizeof b, "handle 0x%x ", f.handle());
+  out.text += b;
+  print_filter_classid(s, "flowid", out);
   out.text += s.source + " ";
   if (s.da) out.text += "direct-action ";
   out.text += "not_in_hw \n";

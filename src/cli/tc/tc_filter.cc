@@ -28,18 +28,21 @@ struct FilterLine final : ExtLine {
     if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
     std::string msg;
     if (op == Op::Del) {
-      if (!ktc::filter_del(*d, dir, req.spec.pref, req.spec.handle, &msg)) return fail(err, dev, msg);
+      if (!ktc::filter_del(*d, dir, req.pref, req.handle, &msg)) return fail(err, dev, msg);
       return true;
     }
-    ktc::BpfFilterSpec s = req.spec;
+    std::unique_ptr<ktc::FilterSpec> s = req.spec->clone();
+    s->pref = req.pref;
+    s->handle = req.handle;
+    s->protocol = req.protocol;
     uint32_t index = 1;
     for (const ActionRequest& a : req.actions) {
       auto act = ktc::tcf_action_init(a.kind, a.opts, r.table());
       if (!act) return fail(err, act.error().word.empty() ? a.kind : act.error().word, act.error().msg);
       (*act)->index = index++;
-      s.actions.push_back(std::move(*act));
+      s->actions.push_back(std::move(*act));
     }
-    if (!ktc::filter_add(*d, dir, std::move(s), op == Op::Replace, &msg)) return fail(err, "bpf", msg);
+    if (!ktc::filter_add(*d, dir, *s, op == Op::Replace, &msg)) return fail(err, s->kind(), msg);
     return true;
   }
 };
@@ -59,6 +62,9 @@ std::string proto_name(uint16_t p) {
   if (p == ktc::kEthPAll) return "all";
   if (p == 0x0800) return "ip";
   if (p == 0x86dd) return "ipv6";
+  if (p == 0x0806) return "arp";
+  if (p == 0x8100) return "802.1Q";
+  if (p == 0x88a8) return "802.1ad";
   std::snprintf(b, sizeof b, "0x%04x", p);
   return b;
 }
@@ -76,25 +82,36 @@ struct FilterShowLine final : ExtLine {
     nlohmann::json arr = nlohmann::json::array();
     std::string text;
     char b[512];
-    const FilterUtil* util = get_filter_util("bpf");
-    ktc::filter_walk(*d, dir, [&](const ktc::BpfFilter& f) {
-      const std::string proto = proto_name(f.spec().protocol);
+    uint32_t last_pref = 0;
+    ktc::filter_walk_all(*d, dir, [&](const ktc::TcFilter& f) {
+      const FilterUtil* util = get_filter_util(f.kind());
+      if (!util) return;
+      const std::string proto = proto_name(f.protocol());
       KindPrint fopt;
       util->print_fopt(f, flags.stats, fopt);
       // The actions: each kind's m_<kind>.cc prints its description.
       nlohmann::json acts = nlohmann::json::array();
       std::string atext;
       unsigned order = 1;
-      for (const auto& a : f.spec().actions) {
+      for (const auto& a : f.spec_base().actions) {
         KindPrint ap;
         if (const ActionUtil* au = get_action_util(a->kind())) au->print_aopt(a->dump(), ap);
         const auto as = a->stats.sum();
-        acts.push_back({{"order", order}, {"kind", a->kind()}, {"description", ap.text}, {"index", a->index},
-                        {"stats", {{"bytes", as.bytes}, {"packets", as.packets}, {"drops", as.drops},
-                                   {"overlimits", as.overlimits}}}});
-        std::snprintf(b, sizeof b, "\taction order %u: %s\n\t index %u ref 1 bind 1\n", order, ap.text.c_str(),
-                      a->index);
-        atext += b;
+        nlohmann::json aj = {{"order", order}, {"kind", a->kind()}, {"index", a->index},
+                             {"stats", {{"bytes", as.bytes}, {"packets", as.packets}, {"drops", as.drops},
+                                        {"overlimits", as.overlimits}}}};
+        if (ap.own_index_line)
+          aj.update(ap.json);  // its fields as iproute2's JSON names them
+        else
+          aj["description"] = ap.text;
+        acts.push_back(aj);
+        if (ap.own_index_line)
+          atext += "\taction order " + std::to_string(order) + ": " + ap.text;
+        else {
+          std::snprintf(b, sizeof b, "\taction order %u: %s\n\t index %u ref 1 bind 1\n", order, ap.text.c_str(),
+                        a->index);
+          atext += b;
+        }
         if (flags.stats) {
           std::snprintf(b, sizeof b,
                         "\tAction statistics:\n\tSent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues 0) "
@@ -106,7 +123,7 @@ struct FilterShowLine final : ExtLine {
         ++order;
       }
       if (json) {
-        nlohmann::json o = {{"protocol", proto}, {"pref", f.pref()}, {"kind", "bpf"}, {"chain", 0}};
+        nlohmann::json o = {{"protocol", proto}, {"pref", f.pref()}, {"kind", f.kind()}, {"chain", 0}};
         nlohmann::json opt = fopt.json;
         opt["handle"] = f.handle();
         opt["actions"] = acts;
@@ -118,13 +135,20 @@ struct FilterShowLine final : ExtLine {
         arr.push_back(o);
         return;
       }
-      // tc's layout: the pref line, then the filter with its options and actions.
-      std::snprintf(b, sizeof b, "filter protocol %s pref %u bpf chain 0 \n", proto.c_str(), f.pref());
-      text += b;
-      std::snprintf(b, sizeof b, "filter protocol %s pref %u bpf chain 0 handle 0x%x ", proto.c_str(), f.pref(),
-                    f.handle());
-      text += b;
-      text += fopt.text + atext + "\n";
+      // tc's layout: the pref's line (once per pref, as the kernel dumps its tcf_proto
+      // before the nodes), then each filter with its options and actions.
+      std::snprintf(b, sizeof b, "filter protocol %s pref %u %s chain 0 ", proto.c_str(), f.pref(), f.kind());
+      const std::string head = b;
+      if (f.pref() != last_pref) {
+        text += head + "\n";
+        if (util->print_pref) {
+          KindPrint pp;
+          util->print_pref(f, head, pp);
+          text += pp.text;
+        }
+        last_pref = f.pref();
+      }
+      text += head + fopt.text + atext + "\n";
     });
     if (json)
       std::fprintf(r.out(), "%s\n", arr.dump().c_str());
@@ -163,7 +187,7 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
   if (!verb.empty() && (matches(verb, "show") || matches(verb, "list") || matches(verb, "lst")))
     return parse_filter_show(lx, flags);
   auto line = std::make_shared<FilterLine>();
-  auto& spec = line->req.spec;
+  auto& req = line->req;
   if (verb.empty()) return unexpected("tc filter needs add, replace, change, del or show", "filter");
   if (matches(verb, "add"))
     line->op = FilterLine::Op::Add;
@@ -200,23 +224,25 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
       if (!v) return unexpected(v.error());
       auto n = get_u32(*v, 0);
       if (!n || *n == 0 || *n > 0xffff) return unexpected("bad pref \"" + *v + "\" (1..65535)", *v);
-      spec.pref = *n;
+      req.pref = *n;
     } else if (k == "handle") {
       auto v = value();
       if (!v) return unexpected(v.error());
-      auto n = get_u32(*v, 0);
+      // A u32 handle (800::800) or a number.
+      auto n = v->find(':') != std::string::npos ? get_u32_handle(*v) : get_u32(*v, 0);
       if (!n || *n == 0) return unexpected("bad handle \"" + *v + "\"", *v);
-      spec.handle = *n;
+      req.handle = *n;
     } else if (k == "protocol") {
       auto v = value();
       if (!v) return unexpected(v.error());
       auto n = get_u32(*v, 0);
-      if (*v == "all") spec.protocol = ktc::kEthPAll;
-      else if (*v == "ip") spec.protocol = 0x0800;
-      else if (*v == "ipv6") spec.protocol = 0x86dd;
-      else if (*v == "arp") spec.protocol = 0x0806;
-      else if (*v == "802.1q" || *v == "802.1Q") spec.protocol = 0x8100;
-      else if (n && *n <= 0xffff) spec.protocol = static_cast<uint16_t>(*n);
+      if (*v == "all") req.protocol = ktc::kEthPAll;
+      else if (*v == "ip") req.protocol = 0x0800;
+      else if (*v == "ipv6") req.protocol = 0x86dd;
+      else if (*v == "arp") req.protocol = 0x0806;
+      else if (*v == "802.1q" || *v == "802.1Q") req.protocol = 0x8100;
+      else if (*v == "802.1ad" || *v == "802.1AD") req.protocol = 0x88a8;
+      else if (n && *n <= 0xffff) req.protocol = static_cast<uint16_t>(*n);
       else return unexpected("unknown protocol \"" + *v + "\"", *v);
     } else if (k == "chain") {
       auto v = value();
@@ -231,14 +257,15 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
     } else if (line->op == FilterLine::Op::Del) {
       return unexpected("unexpected word \"" + k + "\"", k);
     } else {
-      return unexpected("unknown filter kind \"" + k + "\" (supported: bpf)", k);
+      return unexpected("unknown filter kind \"" + k + "\" (supported: " + ktc::tcf_proto_kinds() + ")", k);
     }
   }
   if (line->dev.empty()) return unexpected("tc filter needs \"dev DEV\"", "filter");
   if (!have_dir) return unexpected("tc filter needs egress or ingress (clsact's side)", line->dev);
   if (line->op != FilterLine::Op::Del) {
-    if (!have_kind) return unexpected("tc filter needs a filter kind (bpf)", lx.peek());
-  } else if (spec.handle && !spec.pref) {
+    if (!have_kind)
+      return unexpected("tc filter needs a filter kind (" + ktc::tcf_proto_kinds() + ")", lx.peek());
+  } else if (req.handle && !req.pref) {
     return unexpected("tc filter del with a handle needs pref", "handle");
   }
   return ExtCommand{line};

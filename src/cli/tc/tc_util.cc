@@ -319,7 +319,7 @@ bool action_a2n(const std::string& s, int& verdict) {
 // mirrors parse_action (m_action.c) for one action
 Result<ActionRequest> parse_action(Lexer& lx) {
   const std::string kind = lx.peek();
-  if (kind.empty()) return unexpected("\"action\" needs an action (gact, mirred, skbedit)", "action");
+  if (kind.empty()) return unexpected("\"action\" needs an action (gact, mirred, police, skbedit)", "action");
   int v;
   const ActionUtil* u = get_action_util(kind);
   if (u) {
@@ -327,10 +327,70 @@ Result<ActionRequest> parse_action(Lexer& lx) {
   } else if (action_a2n(kind, v)) {
     u = get_action_util("gact");  // `action drop`: gact's short form, the lexer on the verdict
   }
-  if (!u) return unexpected("unknown action \"" + kind + "\" (supported: gact, mirred, skbedit)", kind);
+  if (!u) return unexpected("unknown action \"" + kind + "\" (supported: gact, mirred, police, skbedit)", kind);
   auto opts = u->parse_aopt(lx);
   if (!opts) return unexpected(opts.error());
   return ActionRequest{u->id, std::move(*opts)};
+}
+
+// The words of tc's filter kinds that every kind shares (iproute2 repeats them in each
+// f_<kind>.c).
+Result<bool> parse_filter_common(const std::string& k, Lexer& lx, FilterRequest& req,
+                                 ::pktpath::tc::FilterSpec& spec) {
+  if (k == "classid" || k == "flowid") {
+    auto v = lx.value(k);
+    if (!v) return unexpected(v.error());
+    auto c = get_tc_classid(*v);
+    if (!c || *v == "root" || v->find(':') == std::string::npos)
+      return unexpected("bad classid \"" + *v + "\" (want MAJ:MIN)", *v);
+    spec.classid = *c;
+    spec.classid_set = true;
+  } else if (k == "action" || k == "act") {
+    auto a = parse_action(lx);
+    if (!a) return unexpected(a.error());
+    req.actions.push_back(std::move(*a));
+  } else if (k == "skip_hw") {
+    spec.skip_hw = true;
+  } else if (k == "skip_sw") {
+    return unexpected("skip_sw: pktpath has no hardware offload", k);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void print_filter_classid(const ::pktpath::tc::FilterSpec& s, const char* word, KindPrint& out) {
+  if (!s.classid_set) return;
+  out.text += std::string(word) + " " + sprint_tc_classid(s.classid) + " ";
+  out.json[word] = sprint_tc_classid(s.classid);
+}
+
+void print_filter_flags(const ::pktpath::tc::FilterSpec& s, const char* sep, KindPrint& out) {
+  const std::string tail = *sep ? "" : " ";
+  if (s.skip_hw) {
+    out.text += sep + std::string("skip_hw") + tail;
+    out.json["skip_hw"] = true;
+  }
+  out.text += sep + std::string("not_in_hw") + tail;
+  out.json["not_in_hw"] = true;
+}
+
+Result<uint32_t> get_u32_handle(const std::string& s) {
+  auto bad = [&] { return unexpected("invalid u32 handle \"" + s + "\" (want HT:BKT:NODE in hex)", s); };
+  uint64_t part[3] = {0, 0, 0};
+  const uint64_t max[3] = {0xfff, 0xff, 0xfff};
+  size_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    const size_t colon = i < 2 ? s.find(':', start) : std::string::npos;
+    const std::string p = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!p.empty() && (!to_u64(p, 16, part[i]) || part[i] > max[i])) return bad();
+    if (colon == std::string::npos) {
+      if (i == 0) return bad();  // a bare number is not a u32 handle
+      break;
+    }
+    start = colon + 1;
+  }
+  return static_cast<uint32_t>(part[0] << 20 | part[1] << 12 | part[2]);
 }
 
 }  // namespace pktpath::cli::tc

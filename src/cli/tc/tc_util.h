@@ -13,7 +13,7 @@
 
 #include "core/result.h"
 #include "sched/act_api.h"
-#include "sched/cls_bpf.h"
+#include "sched/cls_api.h"
 #include "sched/qdisc_options.h"
 
 namespace pktpath::cli::tc {
@@ -74,6 +74,8 @@ std::string sprint_tc_classid(uint32_t h);    // root, none, 1:, :2, 1:2
 struct KindPrint {
   std::string text;
   nlohmann::json json = nlohmann::json::object();
+  // An action that prints its own index and ref lines (police) sets this.
+  bool own_index_line = false;
 };
 
 // --- qdisc kinds (struct qdisc_util).
@@ -128,19 +130,38 @@ bool action_a2n(const std::string& s, int& verdict);
 
 // --- filter kinds (struct filter_util).
 
-// What `tc filter add ... KIND ...` asks for, once parsed.
+// What `tc filter add ... KIND ...` asks for, once parsed: the words before the kind,
+// then the kind's spec (made by its parse_fopt) and the actions.
 struct FilterRequest {
-  ::pktpath::tc::BpfFilterSpec spec;
+  uint32_t pref = 0;
+  uint32_t handle = 0;
+  uint16_t protocol = ::pktpath::tc::kEthPAll;
+  std::shared_ptr<::pktpath::tc::FilterSpec> spec;
   std::vector<ActionRequest> actions;
-  bool have_prog = false;
 };
 struct FilterUtil {
   const char* id;
-  // The words after the kind, to the end of the line.
+  // The words after the kind, to the end of the line (the lexer stands on the first);
+  // sets req.spec.
   Status (*parse_fopt)(Lexer& lx, FilterRequest& req);
-  // The filter's own options (after "handle H "), text and JSON.
-  void (*print_fopt)(const ::pktpath::tc::BpfFilter& f, bool stats, KindPrint& out);
+  // The filter's line after "filter protocol P pref N KIND chain 0 " (from its handle
+  // on), ending with a newline, and its JSON options.
+  void (*print_fopt)(const ::pktpath::tc::TcFilter& f, bool stats, KindPrint& out);
+  // Optional: lines after the pref's own line and before its filters (u32's table);
+  // `head` is "filter protocol P pref N KIND chain 0 ".
+  void (*print_pref)(const ::pktpath::tc::TcFilter& first, const std::string& head, KindPrint& out) = nullptr;
 };
+// The words every kind takes after its name: classid|flowid X:Y, action ..., skip_hw,
+// skip_sw (refused: no offload). True when `k` (just read) was one of them.
+Result<bool> parse_filter_common(const std::string& k, Lexer& lx, FilterRequest& req,
+                                 ::pktpath::tc::FilterSpec& spec);
+// "WORD X:Y " when a classid was given (word: flowid or classid, as the kind prints it).
+void print_filter_classid(const ::pktpath::tc::FilterSpec& s, const char* word, KindPrint& out);
+// The offload flags as the kernel reports a software filter: [skip_hw] not_in_hw, each
+// after `sep` ("\n  " for flower and matchall) or followed by a space (sep "").
+void print_filter_flags(const ::pktpath::tc::FilterSpec& s, const char* sep, KindPrint& out);
+// get_u32_handle: u32's "HT:BKT:NODE" in hex, parts optional ("800:", "800::800").
+Result<uint32_t> get_u32_handle(const std::string& s);
 void register_filter_util(const FilterUtil& u);
 const FilterUtil* get_filter_util(std::string_view id);
 struct FilterUtilRegistrar {

@@ -1,0 +1,217 @@
+// u32 (iproute2's tc/f_u32.c), the one-level form: `u32 [ht 800:] [order N] (match
+// SELECTOR)... [classid|flowid X] [action ...]...` with SELECTOR one of `ip src|dst
+// A.B.C.D[/N]`, `ip protocol|tos|dsfield N MASK`, `ip sport|dport N MASK`, `u32|u16|u8 VAL
+// MASK at OFF`. Hash tables (divisor, hashkey, link, sample), variable offsets and
+// nexthdr+ are refused, naming the word.
+#include <arpa/inet.h>
+
+#include "cli/tc/tc_util.h"
+#include "sched/cls_u32.h"
+
+namespace pktpath::cli::tc {
+namespace {
+
+namespace ktc = ::pktpath::tc;
+
+// mirrors pack_key: a key at the same offset is merged (its bits must agree).
+Status pack_key(ktc::U32Spec& s, uint32_t val, uint32_t mask, int32_t off, const std::string& word) {
+  if (off % 4 != 0) return unexpected("u32: offset " + std::to_string(off) + " is not a multiple of 4", word);
+  for (ktc::U32Key& k : s.keys)
+    if (k.off == off) {
+      if ((k.val ^ val) & (k.mask & mask)) return unexpected("u32: the match contradicts an earlier one", word);
+      k.val |= val;
+      k.mask |= mask;
+      return {};
+    }
+  if (s.keys.size() >= 128) return unexpected("u32: too many keys (128 at most)", word);
+  s.keys.push_back({val, mask, off});
+  return {};
+}
+
+// pack_key32/16/8: a value of `bits` bits at byte offset `off` within its 32-bit word.
+Status pack_key_n(ktc::U32Spec& s, uint32_t val, uint32_t mask, int32_t off, int bits, const std::string& word) {
+  if (val & ~mask) return unexpected("u32: value " + word + " has bits outside its mask", word);
+  const int byte = ((off % 4) + 4) % 4;
+  if (bits == 32 && byte) return unexpected("u32: offset " + std::to_string(off) + " is not a multiple of 4", word);
+  if (bits == 16 && byte == 3) return unexpected("u32: a u16 cannot start at offset " + std::to_string(off), word);
+  if (bits == 16 && byte == 1) return unexpected("u32: a u16 at an odd offset is not supported", word);
+  const int shift = 32 - bits - byte * 8;
+  if (bits < 32) {
+    val <<= shift;
+    mask <<= shift;
+  }
+  return pack_key(s, htonl(val), htonl(mask), off - byte, word);
+}
+
+Result<uint32_t> value_of(Lexer& lx, const std::string& key, uint32_t max) {
+  auto v = lx.value(key);
+  if (!v) return unexpected(v.error());
+  auto n = get_u32(*v, 0);
+  if (!n || *n > max) return unexpected("u32: bad value \"" + *v + "\" for " + key, *v);
+  return *n;
+}
+
+// parse_ip: the IPv4 header fields tc names, at iproute2's fixed offsets (no options).
+Status parse_ip(Lexer& lx, ktc::U32Spec& s) {
+  const std::string f = lx.next();
+  if (f == "src" || f == "dst") {
+    auto v = lx.value(f);
+    if (!v) return unexpected(v.error());
+    const size_t slash = v->find('/');
+    const std::string addr = v->substr(0, slash);
+    in_addr a{};
+    if (inet_pton(AF_INET, addr.c_str(), &a) != 1) return unexpected("u32: bad address \"" + *v + "\"", *v);
+    uint32_t len = 32;
+    if (slash != std::string::npos) {
+      auto n = get_u32(v->substr(slash + 1), 10);
+      if (!n || *n > 32) return unexpected("u32: bad prefix length in \"" + *v + "\"", *v);
+      len = *n;
+    }
+    const uint32_t mask = len ? htonl(~0u << (32 - len)) : 0;
+    return pack_key(s, a.s_addr & mask, mask, f == "src" ? 12 : 16, *v);
+  }
+  struct Field {
+    const char* name;
+    int off, bits;
+  };
+  static const Field kFields[] = {{"protocol", 9, 8}, {"tos", 1, 8}, {"dsfield", 1, 8},
+                                  {"sport", 20, 16},  {"dport", 22, 16}};
+  for (const Field& fd : kFields)
+    if (f == fd.name) {
+      const uint32_t max = fd.bits == 8 ? 0xff : 0xffff;
+      auto val = value_of(lx, f, max);
+      if (!val) return unexpected(val.error());
+      const std::string word = lx.prev();
+      auto mask = value_of(lx, word, max);
+      if (!mask) return unexpected(mask.error());
+      return pack_key_n(s, *val, *mask, fd.off, fd.bits, word);
+    }
+  return unexpected("u32: \"match ip " + f + "\" is not supported (src, dst, protocol, tos, dsfield, sport, dport)",
+                    f.empty() ? "ip" : f);
+}
+
+// parse_u32/parse_u16/parse_u8: VAL MASK at OFF.
+Status parse_raw(Lexer& lx, ktc::U32Spec& s, const std::string& kind) {
+  const int bits = kind == "u32" ? 32 : kind == "u16" ? 16 : 8;
+  const uint32_t max = bits == 32 ? 0xffffffffu : bits == 16 ? 0xffff : 0xff;
+  auto val = value_of(lx, kind, max);
+  if (!val) return unexpected(val.error());
+  const std::string vword = lx.prev();
+  auto mask = value_of(lx, vword, max);
+  if (!mask) return unexpected(mask.error());
+  if (lx.peek() != "at")
+    return unexpected("u32: \"" + kind + " VAL MASK\" needs \"at OFFSET\"", lx.done() ? kind : lx.peek());
+  lx.next();
+  if (*val & ~*mask) return unexpected("u32: value " + vword + " has bits outside its mask", vword);
+  auto ov = lx.value("at");
+  if (!ov) return unexpected(ov.error());
+  if (ov->rfind("nexthdr+", 0) == 0)
+    return unexpected("u32: nexthdr+ offsets need a linked table (not supported)", *ov);
+  char* end = nullptr;
+  const long off = std::strtol(ov->c_str(), &end, 0);
+  if (ov->empty() || *end != '\0' || off < -0x8000 || off > 0x7fff)
+    return unexpected("u32: bad offset \"" + *ov + "\"", *ov);
+  return pack_key_n(s, *val, *mask, static_cast<int32_t>(off), bits, *ov);
+}
+
+// mirrors u32_parse_opt for one-level nodes
+Status u32_parse_opt(Lexer& lx, FilterRequest& req) {
+  auto spec = std::make_shared<ktc::U32Spec>();
+  uint32_t order = 0;
+  while (!lx.done()) {
+    const std::string k = lx.next();
+    if (k == "match") {
+      const std::string what = lx.next();
+      Status st;
+      if (what == "ip")
+        st = parse_ip(lx, *spec);
+      else if (what == "u32" || what == "u16" || what == "u8")
+        st = parse_raw(lx, *spec, what);
+      else
+        return unexpected("u32: \"match " + what + "\" is not supported (ip, u32, u16, u8)",
+                          what.empty() ? k : what);
+      if (!st) return unexpected(st.error());
+    } else if (k == "ht") {
+      auto v = lx.value(k);
+      if (!v) return unexpected(v.error());
+      auto h = get_u32_handle(*v);
+      if (!h || ktc::u32_htid(*h) != ktc::kU32RootHt || ktc::u32_node(*h) != 0 || ktc::u32_hash(*h) != 0)
+        return unexpected("u32: only the default table \"800:\" is supported", *v);
+    } else if (k == "order") {
+      auto v = value_of(lx, k, 0xfff);
+      if (!v || *v == 0) return unexpected("u32: bad order \"" + lx.prev() + "\" (1..0xfff)", lx.prev());
+      order = *v;
+    } else if (k == "divisor" || k == "hashkey" || k == "link" || k == "sample" || k == "offset" ||
+               k == "indev" || k == "police" || k == "mark") {
+      return unexpected("u32: \"" + k + "\" is not supported (one-level tables only)", k);
+    } else {
+      auto taken = parse_filter_common(k, lx, req, *spec);
+      if (!taken) return unexpected(taken.error());
+      if (!*taken) return unexpected("unexpected word \"" + k + "\" for u32", k);
+      if (k == "classid" || k == "flowid" || k == "action" || k == "act") spec->terminal = true;
+    }
+  }
+  if (order) {
+    if (req.handle && ktc::u32_node(req.handle) != order)
+      return unexpected("u32: \"order\" contradicts \"handle\"", "order");
+    req.handle = ktc::kU32RootHt | order;
+  }
+  if (req.handle && ktc::u32_htid(req.handle) == 0) req.handle |= ktc::kU32RootHt;
+  req.spec = std::move(spec);
+  return {};
+}
+
+// mirrors sprint_u32_handle: "800:", "800::800", "800:1:800".
+std::string sprint_u32_handle(uint32_t h) {
+  char b[64];
+  int l = 0;
+  const uint32_t ht = ktc::u32_htid(h) >> 20, bkt = ktc::u32_hash(h), node = ktc::u32_node(h);
+  if (ht) l += std::snprintf(b + l, sizeof b - l, "%x:", ht);
+  if (bkt) l += std::snprintf(b + l, sizeof b - l, "%x", bkt);
+  if (node) l += std::snprintf(b + l, sizeof b - l, ":%x", node);
+  return std::string(b, l);
+}
+
+// The pref's table line, as tc shows the table before its nodes.
+void u32_print_pref(const ktc::TcFilter&, const std::string& head, KindPrint& out) {
+  out.text += head + "fh 800: ht divisor 1 \n";
+}
+
+// mirrors u32_print_opt: fh, order, the table and bucket, flowid, flags, with -s the
+// node's counters (tc_u32_pcnt: rule hit / success), then each key.
+void u32_print_opt(const ktc::TcFilter& f, bool stats, KindPrint& out) {
+  const auto* s = dynamic_cast<const ktc::U32Spec*>(&f.spec_base());
+  if (!s) return;
+  char b[128];
+  const std::string fh = sprint_u32_handle(f.handle());
+  std::snprintf(b, sizeof b, "fh %s order %u key ht %x bkt %x ", fh.c_str(), ktc::u32_node(f.handle()),
+                ktc::u32_htid(f.handle()) >> 20, ktc::u32_hash(f.handle()));
+  out.text += b;
+  out.json["fh"] = fh;
+  out.json["order"] = ktc::u32_node(f.handle());
+  if (s->classid_set)
+    print_filter_classid(*s, "flowid", out);
+  else if (s->terminal)
+    out.text += "terminal flowid ";
+  print_filter_flags(*s, "", out);
+  if (stats) {
+    const auto st = f.stats.sum();
+    std::snprintf(b, sizeof b, " (rule hit %llu success %llu)", static_cast<unsigned long long>(st.packets),
+                  static_cast<unsigned long long>(st.matched));
+    out.text += b;
+    out.json["pcnt"] = {{"rule_hit", st.packets}, {"success", st.matched}};
+  }
+  nlohmann::json keys = nlohmann::json::array();
+  for (const ktc::U32Key& k : s->keys) {
+    std::snprintf(b, sizeof b, "\n  match %08x/%08x at %d", ntohl(k.val), ntohl(k.mask), k.off);
+    out.text += b;
+    keys.push_back({{"value", ntohl(k.val)}, {"mask", ntohl(k.mask)}, {"off", k.off}});
+  }
+  out.json["match"] = keys;
+  out.text += "\n";
+}
+
+const FilterUtilRegistrar kU32{{"u32", u32_parse_opt, u32_print_opt, u32_print_pref}};
+
+}  // namespace
+}  // namespace pktpath::cli::tc

@@ -1,0 +1,163 @@
+// The classifier interface (net/sched/cls_api.c, struct tcf_proto_ops): what every filter
+// kind shares — its common spec (pref, handle, protocol, classid, actions), the filter
+// object the tc hooks run, and the kind registry (register_tcf_proto_ops). Each kind is
+// one cls_<kind>.{h,cc} that registers itself with a FilterRegistrar.
+//
+// Concurrency: a published filter is immutable except for its per-Cpu statistics (and
+// what a kind documents, e.g. cls_bpf's program pointer); it may run on any number of
+// Cpus at once and is freed a grace period after it was unpublished.
+#pragma once
+
+#include <arpa/inet.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/packet.h"
+#include "sched/act_api.h"
+#include "sched/qdisc_options.h"
+
+namespace pktpath {
+class Net;
+}
+
+namespace pktpath::tc {
+
+inline constexpr uint16_t kEthPAll = 0x0003;  // ETH_P_ALL
+
+// What `tc filter add ... KIND ...` asks for, already parsed: the words every kind takes
+// (tcf_proto's pref/protocol, the handle, tcf_exts and the classid of tcf_result). Each
+// kind's spec derives from it (through FilterSpecOf) and adds its own keys.
+struct FilterSpec : KindOptionsBase {
+  uint32_t pref = 0;    // 0: automatic (49152, then one less than the current first)
+  uint32_t handle = 0;  // 0: automatic (the kind's first handle, then the next)
+  uint16_t protocol = kEthPAll;  // host order; kEthPAll matches every packet
+  uint32_t classid = 0;
+  bool classid_set = false;
+  bool skip_hw = false;  // accepted and shown; pktpath has no offload
+  ActionList actions;
+
+  virtual const char* kind() const = 0;
+  virtual std::unique_ptr<FilterSpec> clone() const = 0;
+};
+
+// The kind's spec type T names its kind with `static constexpr const char* kKind`.
+template <class T>
+struct FilterSpecOf : FilterSpec {
+  const char* kind() const override { return T::kKind; }
+  std::unique_ptr<FilterSpec> clone() const override {
+    return std::make_unique<T>(static_cast<const T&>(*this));
+  }
+};
+
+// One filter at a (pref, handle) (a tcf_proto's node: cls_bpf_prog, u32 knode,
+// cls_fl_filter, cls_mall_head). pktpath flattens tcf_proto per pref with its nodes into
+// one list in run order.
+class TcFilter {
+ public:
+  virtual ~TcFilter() = default;
+  // mirrors tcf_proto_ops->classify: TC_ACT_UNSPEC (< 0) to go on with the next filter,
+  // else the verdict; res.classid is what the filter matched with.
+  virtual int classify(const TcContext& ctx, Packet* p, TcResult& res) const = 0;
+  virtual const char* kind() const = 0;
+  // The spec the filter was made from (pref and handle as chosen), for show.
+  virtual const FilterSpec& spec_base() const = 0;
+
+  uint32_t pref() const { return pref_; }
+  uint32_t handle() const { return handle_; }
+  uint16_t protocol() const { return protocol_; }
+  // The hook runs cls_bpf without an indirect call (INDIRECT_CALL_1 in the kernel's
+  // tc_wrapper.h): set by cls_bpf only.
+  bool is_bpf() const { return is_bpf_; }
+  // Packets it ran on, bytes; matched; drops (cls_bpf da SHOT).
+  mutable TcStats stats;
+
+ protected:
+  TcFilter(const FilterSpec& s, bool is_bpf)
+      : pref_(s.pref), handle_(s.handle), protocol_(s.protocol), is_bpf_(is_bpf) {}
+  // mirrors tcf_exts_exec after a match: the filter's classid into res, then the actions
+  // (none: TC_ACT_OK); a negative pipeline verdict (continue) goes on with the next filter.
+  static int exts_exec(const TcContext& ctx, Packet* p, const FilterSpec& s, TcResult& res) {
+    res.classid = s.classid;
+    const int ret = tcf_action_exec(ctx, p, s.actions, res);
+    return ret < 0 ? TC_ACT_UNSPEC : ret;
+  }
+  // The per-Cpu count every classify starts with.
+  TcStats::Slot& count(const TcContext& ctx, const Packet* p) const {
+    TcStats::Slot& s = stats.at(ctx.cpu);
+    s.packets.add();
+    s.bytes.add(p->len);
+    return s;
+  }
+
+ private:
+  uint32_t pref_, handle_;
+  uint16_t protocol_;
+  bool is_bpf_;
+};
+
+// The usual shape of a kind's filter: it keeps a copy of its spec.
+template <class Spec>
+class FilterOf : public TcFilter {
+ public:
+  explicit FilterOf(const Spec& s) : TcFilter(s, false), spec_(s) {}
+  const char* kind() const override { return Spec::kKind; }
+  const FilterSpec& spec_base() const override { return spec_; }
+
+ protected:
+  Spec spec_;
+};
+
+// The spec as the kind's type, or nullptr with *err ("KIND: bad options").
+template <class Spec>
+const Spec* filter_spec_as(const FilterSpec& s, std::string* err) {
+  const auto* t = dynamic_cast<const Spec*>(&s);
+  if (!t && err) *err = std::string(Spec::kKind) + ": bad options";
+  return t;
+}
+
+// What a filter is made with: its Net (engine settings) and the spec with pref and
+// handle chosen.
+struct FilterOps {
+  const char* kind;
+  // mirrors tcf_proto_ops->change for a new node: nullptr with *err on a rejected spec.
+  std::unique_ptr<TcFilter> (*create)(const FilterSpec& spec, Net& net, std::string* err);
+  // The handle of a new node in a pref whose highest handle is `max` (0: empty pref):
+  // 1, 2, ... by default; u32 numbers its nodes 800::800, 800::801, ...
+  uint32_t (*new_handle)(uint32_t max) = nullptr;
+};
+// mirrors register_tcf_proto_ops: called by FilterRegistrar objects during static
+// initialisation. A duplicate kind aborts.
+void register_tcf_proto_ops(const FilterOps& ops);
+struct FilterRegistrar {
+  explicit FilterRegistrar(const FilterOps& ops) { register_tcf_proto_ops(ops); }
+};
+// mirrors tcf_proto_lookup_ops; nullptr for an unknown kind.
+const FilterOps* tcf_proto_lookup_ops(std::string_view kind);
+// The registered kinds, comma separated ("bpf, flower, matchall, u32"), for messages.
+std::string tcf_proto_kinds();
+
+// skb_protocol(skb, false): the outer protocol, the accelerated VLAN tag's when present.
+PP_ALWAYS_INLINE uint16_t tc_skb_protocol(const Packet* p) {
+  return PP_UNLIKELY(p->vlan_present) ? p->vlan_proto : p->protocol;
+}
+
+// skb_network_offset for a frame whose data starts at the Ethernet header: 14, or past
+// in-band 802.1Q/802.1ad tags (which the receive path would have pulled into the
+// accelerated tag). -1 when the frame is too short for its link header.
+inline int tc_network_offset(const Packet* p) {
+  const uint8_t* d = p->data();
+  const uint32_t n = p->headlen();
+  uint32_t off = 12;
+  for (int tags = 0; tags < 2; ++tags) {
+    if (off + 2 > n) return -1;
+    const uint16_t et = static_cast<uint16_t>(d[off] << 8 | d[off + 1]);
+    if (et != 0x8100 && et != 0x88a8) break;
+    off += 4;
+  }
+  return off + 2 > n ? -1 : static_cast<int>(off + 2);
+}
+
+}  // namespace pktpath::tc

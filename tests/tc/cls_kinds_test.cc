@@ -1,0 +1,352 @@
+// The classifier registry and the kinds beyond cls_bpf (matchall, u32, flower): tables of
+// hand-built Ethernet/IPv4/IPv6/VLAN frames against each kind (match or not, classid),
+// the fast path's only_da, and one kind per pref.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "sched/cls_flower.h"
+#include "sched/cls_matchall.h"
+#include "sched/cls_u32.h"
+#include "tc_fixture.h"
+
+namespace pktpath::testing {
+namespace {
+
+using tc::Dir;
+
+// A frame to build: Ethernet (optionally one 802.1Q tag, in-band or accelerated), then
+// IPv4 or IPv6, then a TCP/UDP header with ports.
+struct Frame {
+  uint16_t ethertype = 0x0800;
+  int vlan = -1;          // >= 0: a tag with this id
+  bool vlan_accel = false;  // the tag in Packet::vlan_tci instead of the frame
+  uint8_t proto = 17;
+  const char* src = "192.168.1.2";
+  const char* dst = "10.1.2.3";
+  uint16_t sport = 5000, dport = 80;
+  uint8_t tos = 0;
+  uint8_t smac[6] = {0x02, 0, 0, 0, 0, 0x01};
+  uint8_t dmac[6] = {0x02, 0, 0, 0, 0, 0x02};
+};
+
+class ClsTest : public TcFixture {
+ protected:
+  Packet* build(const Frame& f) {
+    Packet* p = cpu.alloc();
+    EXPECT_NE(p, nullptr);
+    uint8_t* d = p->put(f.ethertype == 0x86dd ? 14 + 4 + 40 + 8 : 14 + 4 + 20 + 8);
+    std::memset(d, 0, p->len);
+    std::memcpy(d, f.dmac, 6);
+    std::memcpy(d + 6, f.smac, 6);
+    size_t o = 12;
+    if (f.vlan >= 0 && !f.vlan_accel) {
+      d[o] = 0x81, d[o + 1] = 0x00, d[o + 2] = static_cast<uint8_t>(f.vlan >> 8), d[o + 3] = f.vlan & 0xff;
+      o += 4;
+    }
+    d[o] = f.ethertype >> 8, d[o + 1] = f.ethertype & 0xff;
+    o += 2;
+    size_t l4;
+    if (f.ethertype == 0x86dd) {
+      d[o] = static_cast<uint8_t>(0x60 | f.tos >> 4);
+      d[o + 1] = static_cast<uint8_t>(f.tos << 4);
+      d[o + 5] = 8;
+      d[o + 6] = f.proto;
+      d[o + 7] = 64;
+      inet_pton(AF_INET6, f.src, d + o + 8);
+      inet_pton(AF_INET6, f.dst, d + o + 24);
+      l4 = o + 40;
+    } else {
+      d[o] = 0x45;
+      d[o + 1] = f.tos;
+      d[o + 3] = 28;
+      d[o + 8] = 64;
+      d[o + 9] = f.proto;
+      inet_pton(AF_INET, f.src, d + o + 12);
+      inet_pton(AF_INET, f.dst, d + o + 16);
+      l4 = o + 20;
+    }
+    d[l4] = f.sport >> 8, d[l4 + 1] = f.sport & 0xff, d[l4 + 2] = f.dport >> 8, d[l4 + 3] = f.dport & 0xff;
+    p->protocol = htons(f.vlan >= 0 && !f.vlan_accel ? 0x8100 : f.ethertype);
+    if (f.vlan >= 0 && f.vlan_accel) {
+      p->vlan_present = true;
+      p->vlan_proto = htons(0x8100);
+      p->vlan_tci = static_cast<uint16_t>(f.vlan);
+    }
+    return p;
+  }
+  // Runs the device's egress list on the frame: the verdict and the classid.
+  int classify(NetDevice* d, const Frame& f, uint32_t* classid) {
+    const tc::Miniq* mq = d->tc_egress().load(std::memory_order_acquire);
+    EXPECT_NE(mq, nullptr);
+    Packet* p = build(f);
+    tc::TcResult res;
+    const int v = tc::tcf_classify(tc::TcContext{cpu, false}, p, *mq, res);
+    *classid = res.classid;
+    cpu.free(p);
+    return v;
+  }
+  void add(NetDevice* d, const tc::FilterSpec& s) {
+    std::string err;
+    ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, s, false, &err)) << err;
+  }
+  template <class T>
+  static T with(uint32_t pref, uint16_t protocol, uint32_t classid) {
+    T s;
+    s.pref = pref;
+    s.protocol = protocol;
+    s.classid = classid;
+    s.classid_set = classid != 0;
+    return s;
+  }
+  static tc::ActionList drop() { return {std::make_shared<tc::GactAction>(tc::TC_ACT_SHOT)}; }
+};
+
+// The registry lists every kind; a spec of any kind goes through filter_add.
+TEST_F(ClsTest, RegistryHasTheKinds) {
+  for (const char* k : {"bpf", "matchall", "u32", "flower"}) EXPECT_NE(tc::tcf_proto_lookup_ops(k), nullptr) << k;
+  EXPECT_EQ(tc::tcf_proto_lookup_ops("fw"), nullptr);
+  EXPECT_EQ(tc::tcf_proto_kinds(), "bpf, flower, matchall, u32");
+}
+
+// matchall: every packet of its protocol; classid to tc_index, actions decide.
+TEST_F(ClsTest, MatchallClassidProtocolAndDrop) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  add(d, with<tc::MatchallSpec>(1, 0x86dd, 0x10007));  // IPv6 only
+  add(d, with<tc::MatchallSpec>(2, tc::kEthPAll, 0x10009));
+  uint32_t c = 0;
+  Frame v6;
+  v6.ethertype = 0x86dd;
+  v6.src = "2001:db8::1";
+  v6.dst = "2001:db8::2";
+  EXPECT_EQ(classify(d, v6, &c), tc::TC_ACT_OK);
+  EXPECT_EQ(c, 0x10007u);
+  EXPECT_EQ(classify(d, Frame{}, &c), tc::TC_ACT_OK);
+  EXPECT_EQ(c, 0x10009u);
+  // Through the hook: tc_index is the minor; a drop action is counted under TC_EGRESS.
+  tc::MatchallSpec dropper = with<tc::MatchallSpec>(0, tc::kEthPAll, 0);
+  dropper.actions = drop();
+  NetDevice* d2 = make("bar", "dummy");
+  clsact(d2);
+  add(d2, dropper);
+  EXPECT_EQ(send(d2, 0), NET_XMIT_DROP);
+  EXPECT_EQ(send(d2, 0), NET_XMIT_DROP);
+  EXPECT_EQ(drops(DropReason::TC_EGRESS), 2u);
+  EXPECT_EQ(all_drops(), 2u);
+  EXPECT_EQ(tc::clsact_stats(*d2, Dir::Egress).drops, 2u);
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+// Only a lone direct-action cls_bpf filter for every protocol takes the walk-free path.
+TEST_F(ClsTest, OnlyDaIsForALoneBpfFilter) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  filter(d, Dir::Egress, spec(ret_prog(0), true, 5));
+  EXPECT_NE(d->tc_egress().load()->only_da, nullptr);
+  add(d, with<tc::MatchallSpec>(6, tc::kEthPAll, 0));
+  EXPECT_EQ(d->tc_egress().load()->only_da, nullptr);
+  EXPECT_EQ(d->tc_egress().load()->filters.size(), 2u);
+  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 5, 0, nullptr));
+  EXPECT_EQ(d->tc_egress().load()->only_da, nullptr);  // matchall alone: the walk
+  EXPECT_EQ(send(d, 0), NET_XMIT_SUCCESS);
+}
+
+// One kind and protocol per pref, as tc refuses to mix them in a tcf_proto.
+TEST_F(ClsTest, OneKindPerPref) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  add(d, with<tc::MatchallSpec>(3, tc::kEthPAll, 0));
+  std::string err;
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, spec(ret_prog(0), true, 3), false, &err));
+  EXPECT_NE(err.find("do not match"), std::string::npos) << err;
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, with<tc::MatchallSpec>(3, 0x0800, 0), false, &err));
+  EXPECT_TRUE(tc::filter_add(*d, Dir::Egress, with<tc::MatchallSpec>(3, tc::kEthPAll, 0), false, &err)) << err;
+}
+
+tc::U32Key key(uint32_t val, uint32_t mask, int32_t off) { return {htonl(val), htonl(mask), off}; }
+
+// u32: keys ANDed, offsets from the network header (past an in-band VLAN tag too), the
+// first matching node's classid; handles 800::800, 800::801, ...
+TEST_F(ClsTest, U32Table) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  // pref 1: dst 10.0.0.0/8 and UDP dport 80 -> 1:1; pref 1 again: src 192.168.0.0/16 -> 1:2;
+  // pref 2: TCP (protocol 6) -> 1:3; pref 3: a key past the end never matches.
+  tc::U32Spec a = with<tc::U32Spec>(1, 0x0800, 0x10001);
+  a.keys = {key(0x0a000000, 0xff000000, 16), key(17 << 16, 0x00ff0000, 8), key(80, 0xffff, 20)};
+  a.terminal = true;
+  tc::U32Spec b = with<tc::U32Spec>(1, 0x0800, 0x10002);
+  b.keys = {key(0xc0a80000, 0xffff0000, 12)};
+  b.terminal = true;
+  tc::U32Spec c = with<tc::U32Spec>(2, 0x0800, 0x10003);
+  c.keys = {key(6 << 16, 0x00ff0000, 8)};
+  c.terminal = true;
+  tc::U32Spec e = with<tc::U32Spec>(3, 0x0800, 0x10004);
+  e.keys = {key(0, 0, 4000)};
+  e.terminal = true;
+  uint32_t pref, handle;
+  std::string err;
+  for (const tc::U32Spec* s : {&a, &b, &c, &e})
+    ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, *s, false, &err, &pref, &handle)) << err;
+  std::vector<uint32_t> handles;
+  tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& f) { handles.push_back(f.handle()); });
+  EXPECT_EQ(handles, (std::vector<uint32_t>{0x80000800, 0x80000801, 0x80000800, 0x80000800}));
+
+  struct Row {
+    const char* what;
+    Frame f;
+    int verdict;
+    uint32_t classid;
+  };
+  Frame tcp;
+  tcp.proto = 6;
+  tcp.src = "172.16.0.1";
+  Frame other;
+  other.src = "172.16.0.1";
+  other.dst = "11.0.0.1";
+  Frame port81;
+  port81.dport = 81;
+  Frame vlan;  // an in-band tag: the network header is 4 bytes further
+  vlan.vlan = 5;
+  Frame v6;
+  v6.ethertype = 0x86dd;
+  v6.src = "2001:db8::1";
+  v6.dst = "2001:db8::2";
+  const Row rows[] = {
+      {"udp to 10/8 port 80", Frame{}, tc::TC_ACT_OK, 0x10001},
+      {"udp to 10/8 port 81: falls to the src key", port81, tc::TC_ACT_OK, 0x10002},
+      {"tcp from 172.16", tcp, tc::TC_ACT_OK, 0x10003},
+      {"nothing matches", other, tc::TC_ACT_UNSPEC, 0},
+      {"ipv6: protocol ip filters skip it", v6, tc::TC_ACT_UNSPEC, 0},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.what);
+    uint32_t cl = 0;
+    EXPECT_EQ(classify(d, r.f, &cl), r.verdict);
+    EXPECT_EQ(cl, r.classid);
+  }
+  // An in-band VLAN frame has protocol 802.1Q: a protocol all u32 sees past the tag.
+  NetDevice* d2 = make("bar", "dummy");
+  clsact(d2);
+  tc::U32Spec all = with<tc::U32Spec>(1, tc::kEthPAll, 0x20001);
+  all.keys = {key(0x0a000000, 0xff000000, 16)};
+  all.terminal = true;
+  add(d2, all);
+  uint32_t cl = 0;
+  EXPECT_EQ(classify(d2, vlan, &cl), tc::TC_ACT_OK);
+  EXPECT_EQ(cl, 0x20001u);
+  // A node without classid or action (not terminal) never matches.
+  NetDevice* d3 = make("baz", "dummy");
+  clsact(d3);
+  tc::U32Spec nt = with<tc::U32Spec>(1, tc::kEthPAll, 0);
+  add(d3, nt);
+  EXPECT_EQ(classify(d3, Frame{}, &cl), tc::TC_ACT_UNSPEC);
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+TEST_F(ClsTest, U32RefusesOtherTables) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  tc::U32Spec s = with<tc::U32Spec>(1, 0x0800, 0x10001);
+  s.handle = 0x80101800;  // 801:1:800
+  std::string err;
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, s, false, &err));
+  EXPECT_NE(err.find("800:"), std::string::npos) << err;
+}
+
+// flower: dissect once, compare under the mask; port ranges apart.
+TEST_F(ClsTest, FlowerTable) {
+  struct Row {
+    const char* what;
+    Frame f;
+    bool match[6];
+  };
+  NetDevice* devs[6];
+  tc::FlowerSpec specs[6];
+  // 0: ip_proto tcp dst_port 80
+  specs[0].protocol = 0x0800;
+  specs[0].key.ip_proto = 6, specs[0].mask.ip_proto = 0xff;
+  specs[0].key.dst_port = htons(80), specs[0].mask.dst_port = 0xffff;
+  // 1: udp src_port 1000-2000
+  specs[1].protocol = 0x0800;
+  specs[1].key.ip_proto = 17, specs[1].mask.ip_proto = 0xff;
+  specs[1].src_range = true, specs[1].src_min = 1000, specs[1].src_max = 2000;
+  // 2: dst_ip 10.0.0.0/8, ip_tos 0x10/0xfc
+  specs[2].protocol = 0x0800;
+  inet_pton(AF_INET, "10.0.0.0", specs[2].key.dst_ip);
+  specs[2].mask.dst_ip[0] = 0xff;
+  specs[2].key.tos = 0x10, specs[2].mask.tos = 0xfc;
+  // 3: IPv6 src_ip 2001:db8::/32
+  specs[3].protocol = 0x86dd;
+  inet_pton(AF_INET6, "2001:db8::", specs[3].key.src_ip);
+  std::memset(specs[3].mask.src_ip, 0xff, 4);
+  // 4: protocol 802.1Q vlan_id 5
+  specs[4].protocol = 0x8100;
+  specs[4].key.vlan_id = 5, specs[4].mask.vlan_id = 0xfff;
+  // 5: dst_mac 02:00:00:00:00:02, any protocol
+  specs[5].key.dst_mac[0] = 2, specs[5].key.dst_mac[5] = 2;
+  std::memset(specs[5].mask.dst_mac, 0xff, 6);
+  for (int i = 0; i < 6; ++i) {
+    if (specs[i].protocol != tc::kEthPAll && specs[i].protocol != 0x8100) {
+      specs[i].key.n_proto = htons(specs[i].protocol);
+      specs[i].mask.n_proto = 0xffff;
+    }
+    specs[i].classid = 0x10000 | (i + 1);
+    specs[i].classid_set = true;
+    devs[i] = make("fl" + std::to_string(i), "dummy");
+    clsact(devs[i]);
+    add(devs[i], specs[i]);
+  }
+  Frame tcp80;
+  tcp80.proto = 6;
+  Frame udp1500;
+  udp1500.sport = 1500;
+  udp1500.dst = "11.0.0.1";
+  Frame tos;
+  tos.tos = 0x13;  // ECN bits ignored by the mask
+  Frame tos_no;
+  tos_no.tos = 0x20;
+  Frame v6;
+  v6.ethertype = 0x86dd;
+  v6.src = "2001:db8:1::5";
+  v6.dst = "2001:db9::1";
+  v6.proto = 6;
+  Frame v6_no = v6;
+  v6_no.src = "2001:db9::5";
+  Frame vlan5;
+  vlan5.vlan = 5;
+  Frame vlan5_accel;
+  vlan5_accel.vlan = 5;
+  vlan5_accel.vlan_accel = true;
+  Frame vlan6;
+  vlan6.vlan = 6;
+  Frame othermac;
+  othermac.dmac[5] = 3;
+  othermac.dst = "11.0.0.1";
+  const Row rows[] = {
+      //                           tcp80  udp-range dst/tos v6-src vlan5 dmac
+      {"tcp to 10.1.2.3:80", tcp80, {true, false, false, false, false, true}},
+      {"udp 1500 to 11.0.0.1", udp1500, {false, true, false, false, false, true}},
+      {"udp tos 0x13", tos, {false, false, true, false, false, true}},
+      {"udp tos 0x20", tos_no, {false, false, false, false, false, true}},
+      {"ipv6 tcp from 2001:db8:1::5 port 80", v6, {false, false, false, true, false, true}},
+      {"ipv6 from 2001:db9::5", v6_no, {false, false, false, false, false, true}},
+      {"vlan 5 in-band", vlan5, {false, false, false, false, true, true}},
+      {"vlan 5 accelerated", vlan5_accel, {false, false, false, false, true, true}},
+      {"vlan 6", vlan6, {false, false, false, false, false, true}},
+      {"other dst mac", othermac, {false, false, false, false, false, false}},
+  };
+  for (const Row& r : rows)
+    for (int i = 0; i < 6; ++i) {
+      SCOPED_TRACE(std::string(r.what) + " / filter " + std::to_string(i));
+      uint32_t cl = 0;
+      EXPECT_EQ(classify(devs[i], r.f, &cl), r.match[i] ? tc::TC_ACT_OK : tc::TC_ACT_UNSPEC);
+      EXPECT_EQ(cl, r.match[i] ? 0x10000u | (i + 1) : 0u);
+    }
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+}  // namespace
+}  // namespace pktpath::testing

@@ -1,0 +1,192 @@
+// tc lines for the classifiers beyond cls_bpf and the police action: malformed words
+// named, and show output in iproute2's layout.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "script_runner.h"
+
+namespace pktpath::cli {
+namespace {
+
+struct BadLine {
+  const char* line;
+  const char* word;
+  const char* message;
+};
+
+TEST(TcClsScript, MalformedLinesNameTheWord) {
+  const std::string pre = "tc filter add dev foo egress ";
+  const BadLine rows[] = {
+      {"u32 match ip tll 5 0xff", "tll", "not supported"},
+      {"u32 match ipx src 1.2.3.4", "ipx", "not supported"},
+      {"u32 match ip src 10.0.0.0/33 classid 1:1", "10.0.0.0/33", "prefix"},
+      {"u32 match ip src 10.0.0", "10.0.0", "bad address"},
+      {"u32 match ip protocol 300 0xff", "300", "bad value"},
+      {"u32 match u32 1 0xff at 3", "3", "multiple of 4"},
+      {"u32 match u32 0x100 0xff at 0", "0x100", "outside its mask"},
+      {"u32 match u16 1 0xffff at 3", "3", "cannot start"},
+      {"u32 match u32 1 1 at nexthdr+4", "nexthdr+4", "nexthdr"},
+      {"u32 match u32 1 1", "u32", "at"},
+      {"u32 match u32 1 1 at 0 match u32 2 3 at 0", "0", "contradicts"},
+      {"u32 ht 801: match u32 1 1 at 0", "801:", "800:"},
+      {"u32 divisor 256", "divisor", "not supported"},
+      {"u32 link 1: match u32 1 1 at 0", "link", "not supported"},
+      {"u32 hashkey mask 0xff at 12", "hashkey", "not supported"},
+      {"u32 order 0x1000", "0x1000", "bad order"},
+      {"u32 match u32 1 1 at 0 flowid 1", "1", "bad classid"},
+      {"flower ip_proto tcp", "ip_proto", "needs protocol"},
+      {"protocol ip flower dst_port 80", "dst_port", "ip_proto"},
+      {"protocol ip flower ip_proto tcp dst_port 90-80", "90-80", "range"},
+      {"protocol ip flower ip_proto tcp dst_port 70000", "70000", "bad port"},
+      {"protocol ip flower src_ip 2001:db8::1", "src_ip", "needs protocol ipv6"},
+      {"protocol ipv6 flower src_ip 10.0.0.1", "src_ip", "needs protocol ip"},
+      {"protocol ip flower dst_ip 10.0.0.0/40", "10.0.0.0/40", "prefix"},
+      {"protocol ip flower ip_tos 0x100", "0x100", "ip_tos"},
+      {"protocol ip flower vlan_id 5", "vlan_id", "802.1q"},
+      {"protocol 802.1q flower vlan_id 5000", "5000", "vlan_id"},
+      {"protocol ip flower ip_ttl 5", "ip_ttl", "not supported"},
+      {"flower dst_mac 00:11:22:33:44", "00:11:22:33:44", "MAC"},
+      {"flower ip_proto", "ip_proto", ""},
+      {"matchall skip_sw", "skip_sw", "offload"},
+      {"matchall frob", "frob", "matchall"},
+      {"matchall classid 1:1:1", "1:1:1", "bad classid"},
+      {"matchall action police burst 10k", "police", "rate"},
+      {"matchall action police rate 1mbit", "police", "burst"},
+      {"matchall action police rate fast burst 10k", "fast", "rate"},
+      {"matchall action police rate 1mbit burst 10k conform-exceed maybe", "maybe", "exceed"},
+      {"matchall action police rate 1mbit burst 10k conform-exceed drop/stolen", "drop/stolen", "conform"},
+      {"matchall action police rate 1mbit burst 10k avrate 1mbit", "avrate", "not supported"},
+      {"matchall action police rate 1mbit burst 10k conform-exceed", "conform-exceed", ""},
+      {"fw classid 1:1", "fw", "supported: bpf, flower, matchall, u32"},
+  };
+  for (const BadLine& r : rows) {
+    const std::string line = pre + r.line;
+    SCOPED_TRACE(line);
+    ScriptCommand c;
+    ScriptError e;
+    EXPECT_FALSE(parse_line(line, c, e));
+    EXPECT_EQ(e.word, r.word) << e.msg;
+    EXPECT_NE(e.msg.find(r.message), std::string::npos) << e.msg;
+  }
+}
+
+TEST(TcClsScript, GoodLinesParse) {
+  const char* good[] = {
+      "tc filter add dev foo ingress pref 1 protocol all matchall skip_hw classid 1:1 action drop",
+      "tc filter add dev foo egress matchall action police rate 1mbit burst 10k mtu 2k peakrate 2mbit "
+      "conform-exceed drop/pipe action ok",
+      "tc filter add dev foo egress protocol ip u32 ht 800: order 5 match ip src 10.0.0.0/8 match ip dst 1.2.3.4 "
+      "match ip protocol 6 0xff match ip sport 80 0xffff match ip dport 443 0xffff match ip tos 0x10 0xff "
+      "match u16 0x0800 0xffff at -2 match u8 5 0x0f at 0 flowid 1:3",
+      "tc filter add dev foo egress protocol ip handle 800::7 u32 match u32 0 0 at 0 action ok",
+      "tc filter add dev foo egress protocol ip flower ip_proto udp src_ip 10.0.0.0/8 dst_ip 1.2.3.4 src_port 53 "
+      "dst_port 1000-2000 ip_tos 0x10/0xfc dst_mac 02:00:00:00:00:01 src_mac 02:00:00:00:00:00/40 classid 1:1",
+      "tc filter add dev foo egress protocol ipv6 flower ip_proto icmpv6 dst_ip 2001:db8::/32",
+      "tc filter add dev foo egress protocol 802.1q flower vlan_id 100 action drop",
+  };
+  for (const char* l : good) {
+    SCOPED_TRACE(l);
+    ScriptCommand c;
+    ScriptError e;
+    EXPECT_TRUE(parse_line(l, c, e)) << e.word << ": " << e.msg;
+  }
+}
+
+// The runner with a device foo, up, with clsact.
+class ClsRunnerTest : public RunnerTest {
+ protected:
+  void setup() {
+    run("ip link add dev foo type dummy");
+    run("ip link set dev foo up");
+    run("tc qdisc add dev foo clsact");
+  }
+};
+
+TEST_F(ClsRunnerTest, U32ShowAsIproute2) {
+  setup();
+  run("tc filter add dev foo egress protocol ip pref 1 u32 match ip dst 10.0.0.0/8 match ip dport 80 0xffff "
+      "match ip protocol 6 0xff flowid 1:1");
+  run("tc filter add dev foo egress protocol ip pref 1 u32 match ip tos 0x10 0xff action drop");
+  run("tc filter show dev foo egress");
+  EXPECT_EQ(output(),
+            "filter protocol ip pref 1 u32 chain 0 \n"
+            "filter protocol ip pref 1 u32 chain 0 fh 800: ht divisor 1 \n"
+            "filter protocol ip pref 1 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 flowid 1:1 not_in_hw \n"
+            "  match 0a000000/ff000000 at 16\n"
+            "  match 00000050/0000ffff at 20\n"
+            "  match 00060000/00ff0000 at 8\n"
+            "\n"
+            "filter protocol ip pref 1 u32 chain 0 fh 800::801 order 2049 key ht 800 bkt 0 terminal flowid "
+            "not_in_hw \n"
+            "  match 00100000/00ff0000 at 0\n"
+            "\taction order 1: gact action drop\n"
+            "\t index 1 ref 1 bind 1\n"
+            "\n");
+}
+
+// police's counters: rate 800bit (100 B/s) burst 600: ten 60-byte frames conform, the
+// rest exceed (the next token is 600 ms away), each counted as an overlimit and a drop.
+TEST_F(ClsRunnerTest, MatchallPoliceShowWithStats) {
+  setup();
+  run("tc filter add dev foo egress matchall action police rate 800bit burst 600 conform-exceed drop");
+  run("send dev foo count 20");
+  run("tc -s filter show dev foo egress");
+  const std::string out = output();
+  EXPECT_EQ(out.substr(out.find("filter")),
+            "filter protocol all pref 49152 matchall chain 0 \n"
+            "filter protocol all pref 49152 matchall chain 0 handle 0x1 \n"
+            "  not_in_hw (rule hit 20)\n"
+            "\taction order 1: police\n"
+            "\tindex 1 rate 800bit burst 600b mtu 2Kb action drop overhead 0b \n"
+            "\tref 1 bind 1 \n"
+            "\tAction statistics:\n"
+            "\tSent 1200 bytes 20 pkt (dropped 10, overlimits 10 requeues 0) \n"
+            "\tbacklog 0b 0p requeues 0\n"
+            "\n");
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 10u);
+}
+
+TEST_F(ClsRunnerTest, FlowerShowAsIproute2) {
+  setup();
+  run("tc filter add dev foo egress protocol ip pref 2 flower ip_proto tcp dst_ip 10.0.0.0/8 dst_port 80-90 "
+      "ip_tos 0x10/0xfc src_mac 02:00:00:00:00:01 skip_hw classid 1:5 action police rate 1mbit burst 10k "
+      "conform-exceed drop/pipe");
+  run("tc filter show dev foo egress");
+  EXPECT_EQ(output(),
+            "filter protocol ip pref 2 flower chain 0 \n"
+            "filter protocol ip pref 2 flower chain 0 handle 0x1 classid 1:5 \n"
+            "  src_mac 02:00:00:00:00:01\n"
+            "  eth_type ipv4\n"
+            "  ip_proto tcp\n"
+            "  ip_tos 0x10/fc\n"
+            "  dst_ip 10.0.0.0/8\n"
+            "  dst_port 80-90\n"
+            "  skip_hw\n"
+            "  not_in_hw\n"
+            "\taction order 1: police\n"
+            "\tindex 1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b \n"
+            "\tref 1 bind 1 \n"
+            "\n");
+}
+
+// Replace, delete and the one-kind-per-pref rule through the command line.
+TEST_F(ClsRunnerTest, ReplaceDeleteAndMixedKinds) {
+  setup();
+  run("tc filter add dev foo egress pref 5 matchall action drop");
+  run("send dev foo count 3");
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 0u);
+  ScriptError e;
+  EXPECT_FALSE(run("tc filter add dev foo egress pref 5 bpf da bytecode '1,6 0 0 0,'", &e));
+  EXPECT_NE(e.msg.find("do not match"), std::string::npos) << e.msg;
+  run("tc filter replace dev foo egress pref 5 handle 1 matchall action ok");
+  run("send dev foo count 3");
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 3u);
+  run("tc filter del dev foo egress pref 5");
+  run("tc filter add dev foo egress pref 5 bpf da bytecode '1,6 0 0 2,'");
+  run("send dev foo count 3");
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 3u);
+}
+
+}  // namespace
+}  // namespace pktpath::cli
