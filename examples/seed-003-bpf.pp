@@ -31,10 +31,10 @@ ip link set dev lo up
 # Baseline: echo requests on lo, answered, no tap.
 pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}
 # tcpdump -p -n -s 0 -i lo net 192.168.2.0/24
-capture -i lo -s 0 'net 192.168.2.0/24'
+tcpdump -p -n -s 0 -i lo net 192.168.2.0/24
 pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=switch|threaded
 pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=threaded|jit
-capture stop -i lo
+tcpdump stop -i lo
 cat /proc/net/snmp
 # The baseline again, the tap gone: how far the machine drifted during the runs above.
 pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}

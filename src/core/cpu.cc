@@ -152,25 +152,36 @@ void Cpu::free_bulk(Packet* const* ps, unsigned n) {
 
 // mirrors skb_attempt_defer_free: hand the packet back to the Cpu that allocated it,
 // unless that Cpu is gone, defer is off, or its list already holds defer_max packets.
+// Without the list (defer off, or the list full: the kernel's nodefer __kfree_skb) the
+// packet goes straight back to its pool, one locked put per packet: the slab's remote
+// free, an object returned to memory another CPU allocates from.
 void Cpu::attempt_defer_free(Packet* p) {
   Cpu* owner = by_id(p->alloc_cpu);
-  if (!owner || !opts_.defer_free) {
+  if (!owner) {
     recycle(p);
+    return;
+  }
+  if (!opts_.defer_free) {
+    p->pool->put_bulk(&p, 1);
     return;
   }
   DeferList& d = owner->defer_;
   if (d.count.load(std::memory_order_relaxed) >= owner->opts_.defer_max) {
     stats_.defer_nodefer.add();
-    recycle(p);
+    p->pool->put_bulk(&p, 1);
     return;
   }
   d.lock.lock();
-  d.count.store(d.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const uint32_t count = d.count.load(std::memory_order_relaxed);
+  // Kick the owner every time its list reaches half of defer_max.
+  const bool kick = count == (owner->opts_.defer_max >> 1);
+  d.count.store(count + 1, std::memory_order_relaxed);
   p->next = d.list.load(std::memory_order_relaxed);
   // Paired with the acquire load in defer_free_flush().
   d.list.store(p, std::memory_order_release);
   d.lock.unlock();
   stats_.defer_queued.add();
+  if (PP_UNLIKELY(kick) && d.ipi_scheduled.exchange(1, std::memory_order_acq_rel) == 0) owner->wake();
 }
 
 // mirrors skb_defer_free_flush after document 002: plain lock (no flags save/restore),

@@ -217,11 +217,13 @@ class alignas(kCacheLine) Cpu {
   // passed (then time_squeeze); instances that used their whole weight go to the back.
   void net_rx_action();
   // Checked once per packet by busy loops (as local_bh_enable checks for pending
-  // softirqs): the five words or-ed together, one branch.
+  // softirqs): the five words or-ed together, one branch. The defer list counts only
+  // once a remote freer kicked it (at half of defer_max, as the kernel's IPI): until
+  // then it waits for this Cpu's next net_rx_action, so flushes come in batches.
   bool has_pending() const {
     return (reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(timers_.load(std::memory_order_relaxed)) |
             reinterpret_cast<uintptr_t>(poll_.head) |
-            reinterpret_cast<uintptr_t>(defer_.list.load(std::memory_order_relaxed)) |
+            defer_.ipi_scheduled.load(std::memory_order_relaxed) |
             reinterpret_cast<uintptr_t>(remote_.head.load(std::memory_order_relaxed))) != 0;
   }
   void schedule_work(CpuWork* w);  // __netif_schedule: append to this Cpu's list
@@ -233,8 +235,11 @@ class alignas(kCacheLine) Cpu {
   // wake it; napi_add from another thread calls it.
   using WakeFn = void (*)(void* ctx);
   void set_waker(WakeFn fn, void* ctx) {
-    waker_ctx_ = ctx;
-    waker_ = fn;
+    waker_ctx_.store(ctx, std::memory_order_relaxed);
+    waker_.store(fn, std::memory_order_release);
+  }
+  void wake() {
+    if (WakeFn w = waker_.load(std::memory_order_acquire)) w(waker_ctx_.load(std::memory_order_relaxed));
   }
   unsigned napi_polling() const;
   // Instances scheduled from other threads, not yet taken by the owner (any thread).
@@ -324,8 +329,8 @@ class alignas(kCacheLine) Cpu {
   SpinLock timer_lock_;
   Clock* clock_;
   RxHandler rx_handler_ = nullptr;
-  WakeFn waker_ = nullptr;
-  void* waker_ctx_ = nullptr;
+  std::atomic<WakeFn> waker_{nullptr};
+  std::atomic<void*> waker_ctx_{nullptr};
   PacketList process_queue_;  // owner only: spliced from the backlog, not yet processed
   struct PollList {
     Napi* head = nullptr;
@@ -360,6 +365,7 @@ class alignas(kCacheLine) Cpu {
     SpinLock lock;
     std::atomic<Packet*> list{nullptr};
     std::atomic<uint32_t> count{0};
+    std::atomic<uint32_t> ipi_scheduled{0};  // sd->defer_ipi_scheduled: a kick is pending
   } defer_;
 
   // Written by other Cpus (RPS producers): its own cache line.

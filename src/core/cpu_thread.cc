@@ -55,7 +55,6 @@ void CpuThread::loop() {
     }
     sleeping_.store(false, std::memory_order_relaxed);
   }
-  cpu_.set_waker(nullptr, nullptr);
 }
 
 bool CpuThread::idle() const {

@@ -34,7 +34,7 @@ void Cpu::napi_add(Napi& n) {
     if (head) remote_.tail->poll_next = &n; else remote_.head.store(&n, std::memory_order_release);
     remote_.tail = &n;
   }
-  if (WakeFn w = waker_) w(waker_ctx_);
+  wake();
 }
 
 void Cpu::splice_remote_polls() {
@@ -75,6 +75,9 @@ int napi_poll(Napi& n, Cpu& cpu, bool& repoll) {
 // the budget is checked after each poll (a poll may take its whole weight even when
 // less budget is left, as in the kernel).
 void Cpu::net_rx_action() {
+  // The kick's handler (trigger_rx_softirq) clears the flag before the softirq runs.
+  if (PP_UNLIKELY(defer_.ipi_scheduled.load(std::memory_order_relaxed)))
+    defer_.ipi_scheduled.store(0, std::memory_order_release);
   splice_remote_polls();
   if (PP_LIKELY(poll_.head == nullptr)) {
     defer_free_flush();
