@@ -107,6 +107,7 @@ TEST_F(NetemUnit, WatchdogSendsWhenTimeToSendArrives) {
   cpu.run_pending();
   EXPECT_EQ(d->stats_sum().tx_packets, 0u);
   clock.advance(1);
+  cpu.run_pending();  // the timer reschedules the qdisc, the tx work runs it
   cpu.run_pending();
   EXPECT_EQ(d->stats_sum().tx_packets, 3u);
   EXPECT_EQ(d->qdisc()->stats().packets, 3u);
@@ -247,7 +248,8 @@ TEST_F(NetemUnit, DuplicateDoublesCounts) {
 }
 
 // reorder 100% gap 5 with a delay: every 5th packet goes out at once, ahead of the
-// delayed ones, counted as a requeue.
+// delayed ones, counted as a requeue. Each is put at the head (__qdisc_enqueue_head), so
+// those not yet sent leave newest first.
 TEST_F(NetemUnit, ReorderGapFiveSendsEveryFifthImmediately) {
   NetemOptions o;
   o.latency_ns = 10 * kMs;
@@ -255,7 +257,7 @@ TEST_F(NetemUnit, ReorderGapFiveSendsEveryFifthImmediately) {
   o.gap = 5;
   auto q = create("netem", o);
   for (uint32_t i = 0; i < 20; ++i) enq(*q, pkt(i));
-  EXPECT_EQ(drain_marks(*q), (std::vector<uint32_t>{4, 9, 14, 19}));
+  EXPECT_EQ(drain_marks(*q), (std::vector<uint32_t>{19, 14, 9, 4}));
   EXPECT_EQ(q->stats().requeues, 4u);
   clock.advance(10 * kMs);
   EXPECT_EQ(drain_marks(*q), (std::vector<uint32_t>{0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18}));
