@@ -5,6 +5,7 @@
 #include "core/dev_table.h"
 #include "core/dev_xmit.h"
 #include "core/netdevice.h"
+#include "core/packet_copy.h"
 
 namespace pktpath::tc {
 
@@ -26,32 +27,6 @@ void MirredAction::netdev_event(void* self, NetdevEvent ev, NetDevice& dev) {
   m->target_.compare_exchange_strong(expected, nullptr, std::memory_order_release);
 }
 
-namespace {
-
-// A private copy for mirror (skb_clone in the kernel; pktpath copies, the packets are
-// small and the copy keeps ownership simple). nullptr when the pool is exhausted.
-Packet* mirror_copy(Cpu& cpu, const Packet* p) {
-  Packet* c = cpu.alloc();
-  if (!c) return nullptr;
-  uint8_t* dst = c->put(p->len);
-  if (!dst || !p->copy_bits(0, dst, p->len)) {
-    cpu.free(c);
-    return nullptr;
-  }
-  c->protocol = p->protocol;
-  c->pkt_type = p->pkt_type;
-  c->mark = p->mark;
-  c->priority = p->priority;
-  c->hash = p->hash;
-  c->queue_mapping = p->queue_mapping;
-  c->vlan_tci = p->vlan_tci;
-  c->vlan_proto = p->vlan_proto;
-  c->vlan_present = p->vlan_present;
-  c->tc_index = p->tc_index;
-  return c;
-}
-
-}  // namespace
 
 // mirrors tcf_mirred_act: redirect hands the packet itself on (the kernel's reinsert
 // path), mirror sends a copy; both re-enter the target's transmit or receive path on this
@@ -76,7 +51,7 @@ int MirredAction::act(const TcContext& ctx, Packet* p, TcResult&) {
   }
   Packet* out = p;
   if (!redirect) {
-    out = mirror_copy(cpu, p);
+    out = packet_copy(cpu, p);
     if (!out) {
       s.overlimits.add();
       return retval_;
