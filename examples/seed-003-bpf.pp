@@ -29,12 +29,12 @@ bpf bench --expr 'net 192.168.2.0/24' --synthetic ${PP_PACKETS:-10000000} --engi
 sysctl -w net.ipv4.icmp_echo_ignore_all=0
 ip link set dev lo up
 # Baseline: echo requests on lo, answered, no tap.
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}
 # tcpdump -p -n -s 0 -i lo net 192.168.2.0/24
-tcpdump -p -n -s 0 -i lo net 192.168.2.0/24
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=switch|threaded
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=threaded|jit
+tcpdump -p -n -s 0 -i lo -w /dev/null net 192.168.2.0/24
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=switch|threaded
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=threaded|jit
 tcpdump stop -i lo
 cat /proc/net/snmp
 # The baseline again, the tap gone: how far the machine drifted during the runs above.
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}

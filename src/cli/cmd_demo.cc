@@ -126,9 +126,9 @@ Row doc002(const char* secs) {
 // Document 003 as run: echo requests flooded on lo and answered, tcpdump's filter on lo;
 // ns per request without the tap and with it on each engine.
 Row doc003(uint64_t packets) {
-  const std::string pg = "pktgen -i lo -n " + std::to_string(packets) + " --icmp -s 98 -d 192.168.2.2 -f 0 --pin";
+  const std::string pg = "pktgen -i lo -n " + std::to_string(packets) + " --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin";
   auto docs = run_lines({"sysctl -w net.ipv4.icmp_echo_ignore_all=0", "ip link set dev lo up", pg,
-                         "tcpdump -p -n -s 0 -i lo net 192.168.2.0/24", pg + " --ab bpf_engine=switch|threaded",
+                         "tcpdump -p -n -s 0 -i lo -w /dev/null net 192.168.2.0/24", pg + " --ab bpf_engine=switch|threaded",
                          "sysctl -w net.pktpath.bpf_engine=jit", pg, "tcpdump stop -i lo"});
   // The pktgen lines' documents, in order: no tap, the A/B, the JIT.
   std::vector<const nlohmann::json*> pg_docs;
