@@ -275,11 +275,18 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
         }
         std::signal(SIGINT, old);
         run_all_pending();
-        k->busy(*d, control_, msg);  // what the replay's last packets left buffered
       }
       if (!msg.empty() && ok) ok = fail(err, d->name(), msg);
     }
   }
+  // Once more: what the replays left buffered in other devices (a tx file) is written.
+  for (auto& net : nets_)
+    for (NetDevice* d : net->devices().list())
+      if (const LinkKind* k = link_kind_lookup(net->devices().kind_of(*d)); k && k->busy) {
+        std::string msg;
+        k->busy(*d, control_, msg);
+        if (!msg.empty() && ok) ok = fail(err, d->name(), msg);
+      }
   return ok;
 }
 
