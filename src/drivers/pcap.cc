@@ -50,8 +50,8 @@ struct PcapPriv final : DriverState {
   uint64_t start_ns = 0;     // the Cpu clock when this pass's pacing began
   uint64_t first_ts = 0;     // this pass's first record's capture time (ns)
   uint64_t last_due = 0;
-  uint64_t sent = 0;         // packets paced this pass (pps)
-  double bits = 0;           // bits paced this pass (mbps)
+  uint64_t sent = 0;         // packets paced so far (pps)
+  double bits = 0;           // bits paced so far (mbps)
 
   // Transmit: under the tx queue's xmit lock (the device is not LLTX).
   std::FILE* tx = nullptr;
@@ -165,12 +165,17 @@ void pcap_set_option(NetDevice& dev, std::string_view name, uint64_t value) {
   if (name == "loop") priv(dev).loops = value;
 }
 
-// A new pass over the file: pacing restarts where the last one ended.
+// A new pass over the file. A rate (pps, mbps) runs on across passes; the file's own
+// timing restarts where the last pass ended.
 void begin_pass(PcapPriv& s, uint64_t now) {
-  s.start_ns = s.loops_done ? s.last_due : now;
+  if (s.loops_done == 0) {
+    s.start_ns = now;
+    s.sent = 0;
+    s.bits = 0;
+  } else if (s.pace == Pace::kFile || s.pace == Pace::kMultiplier) {
+    s.start_ns = s.last_due;
+  }
   s.first_ts = UINT64_MAX;
-  s.sent = 0;
-  s.bits = 0;
   s.record = 0;
 }
 
