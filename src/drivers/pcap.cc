@@ -8,6 +8,7 @@
 // that Cpu and hands each to netif_receive_skb. A record not yet due completes the
 // instance and arms a timer that schedules it again at the record's time.
 #include <pcap/pcap.h>
+#include <stdio_ext.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -336,6 +337,7 @@ bool open_tx(PcapPriv& s) {
     return false;
   }
   std::setvbuf(s.tx, nullptr, _IOFBF, kTxBuffer);
+  __fsetlocking(s.tx, FSETLOCKING_BYCALLER);  // the tx queue's lock orders its writers: no stdio lock per call
   s.tx_failed = false;
   if (!s.gather) s.gather = std::make_unique<uint8_t[]>(kTxSnap);
   if (s.pcapng) {
