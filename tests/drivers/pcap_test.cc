@@ -16,6 +16,7 @@
 
 #include "cli/command.h"
 #include "cli/script.h"
+#include "cli/script_exec.h"
 #include "core/clock.h"
 #include "core/cpu.h"
 #include "core/dev_xmit.h"
@@ -95,10 +96,10 @@ class PcapDevTest : public ::testing::Test {
     cpu.set_clock(&clock);
   }
   ~PcapDevTest() override {
-    run();
+    drive();
     for (const std::string& f : files) std::remove(f.c_str());
   }
-  void run() {
+  void drive() {
     for (int i = 0; i < 1000 && cpu.has_pending(); ++i) cpu.run_pending();  // a paced replay's timer stays armed
   }
   std::string file(const std::string& name) {
@@ -122,6 +123,24 @@ class PcapDevTest : public ::testing::Test {
     }
     return d;
   }
+  // Each record is delivered exactly when due (not a nanosecond before) for a pace whose
+  // due times are `due(i)` after the start.
+  template <typename Due>
+  void expect_paced(NetDevice& d, size_t n, Due due) {
+    std::string err;
+    const uint64_t start = clock.now_ns();
+    ASSERT_TRUE(d.net().devices().set_up(d, true, err)) << err;
+    drive();
+    EXPECT_EQ(d.stats_sum().rx_packets, 1u);  // the first record is due at once
+    for (size_t i = 1; i < n; ++i) {
+      clock.set(start + due(i) - 1);
+      drive();
+      ASSERT_EQ(d.stats_sum().rx_packets, i) << "record " << i << " early";
+      clock.set(start + due(i));
+      drive();
+      ASSERT_EQ(d.stats_sum().rx_packets, i + 1) << "record " << i << " not delivered when due";
+    }
+  }
   bool busy(NetDevice& d, std::string& err) { return link_kind_lookup("pcap")->busy(d, cpu, err); }
   PacketPool pool{PacketPool::Options{.capacity = 4096}};
   Cpu cpu{pool};
@@ -136,23 +155,28 @@ TEST_F(PcapDevTest, PaceFileDeliversEachRecordAtItsOwnOffset) {
   write_pcap(in, recs);
   NetDevice* d = add("p0", {{"rx", in}, {"pace", "file"}});
   ASSERT_NE(d, nullptr);
-  std::string err;
   const uint64_t start = clock.now_ns();
-  ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
-  run();
-  EXPECT_EQ(d->stats_sum().rx_packets, 1u);  // the first record is due at once
-  for (size_t i = 1; i < recs.size(); ++i) {
-    const uint64_t due = start + (recs[i].ts_ns - recs[0].ts_ns);
-    clock.set(due - 1);
-    run();
-    ASSERT_EQ(d->stats_sum().rx_packets, i) << "record " << i << " early";
-    clock.set(due);
-    run();
-    ASSERT_EQ(d->stats_sum().rx_packets, i + 1) << "record " << i << " not delivered when due";
-  }
+  expect_paced(*d, recs.size(), [&](size_t i) { return recs[i].ts_ns - recs[0].ts_ns; });
+  std::string err;
   EXPECT_FALSE(busy(*d, err));
   EXPECT_EQ(err, "");
   EXPECT_EQ(clock.now_ns() - start, recs.back().ts_ns - recs.front().ts_ns);  // the file's duration
+}
+
+TEST_F(PcapDevTest, PaceMultiplierAndMbps) {
+  const auto recs = make_records(10);
+  const std::string in = file("mult.pcap");
+  write_pcap(in, recs);
+  NetDevice* d = add("p0", {{"rx", in}, {"pace", "multiplier 4"}});
+  ASSERT_NE(d, nullptr);
+  expect_paced(*d, recs.size(), [&](size_t i) { return (recs[i].ts_ns - recs[0].ts_ns) / 4; });
+  NetDevice* m = add("p1", {{"rx", in}, {"pace", "mbps 8"}});  // one byte a microsecond
+  ASSERT_NE(m, nullptr);
+  expect_paced(*m, recs.size(), [&](size_t i) {
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < i; ++k) bytes += recs[k].bytes.size();
+    return bytes * 1000;
+  });
 }
 
 TEST_F(PcapDevTest, PacePpsAndLoop) {
@@ -167,7 +191,7 @@ TEST_F(PcapDevTest, PacePpsAndLoop) {
   ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
   for (uint64_t i = 0; i < 15; ++i) {
     clock.set(start + i * 1'000'000);  // 1 ms apart across the loops too
-    run();
+    drive();
     ASSERT_EQ(d->stats_sum().rx_packets, i + 1);
   }
   EXPECT_FALSE(busy(*d, err));
@@ -188,7 +212,7 @@ TEST_F(PcapDevTest, TruncatedFileDeliversWhatPrecedesAndNamesTheRecord) {
   ASSERT_NE(d, nullptr);
   std::string err;
   ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
-  run();
+  drive();
   EXPECT_FALSE(busy(*d, err));
   EXPECT_NE(err.find("p0: rx " + in + ": record 4: truncated"), std::string::npos) << err;
   const DevStatsSum s = d->stats_sum();
@@ -210,7 +234,7 @@ TEST_F(PcapDevTest, OversizedAndRuntFramesCountAsRxDropped) {
   NetDevice* d = add("p0", {{"rx", in}});
   std::string err;
   ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
-  run();
+  drive();
   EXPECT_FALSE(busy(*d, err));
   EXPECT_EQ(d->stats_sum().rx_packets, 1u);
   EXPECT_EQ(d->stats_sum().rx_dropped, 2u);
@@ -303,6 +327,24 @@ TEST(PcapDevScript, TextOptionsTakeTheWordsUpToTheNextOption) {
   EXPECT_EQ(a.opts[2].value, 2u);
   // A text option with nothing after it fails at parse time, as a number would.
   EXPECT_FALSE(cli::parse_command({"ip", "link", "add", "dev", "p0", "type", "pcap", "rx"}, c, e));
+}
+
+TEST(PcapDevScript, RefusedOptionLeavesNoDevice) {
+  cli::ScriptRunner runner(false, stdout);
+  cli::ScriptLimits lim;
+  lim.write_files = false;  // as the script fuzzer runs
+  runner.set_limits(lim);
+  cli::ScriptCommand c;
+  cli::ScriptError e;
+  ASSERT_TRUE(cli::parse_command({"ip", "link", "add", "dev", "p0", "type", "pcap", "tx", temp_path("no.pcap")}, c, e));
+  EXPECT_FALSE(runner.execute(c, e));
+  EXPECT_NE(e.msg.find("writing files is disabled"), std::string::npos) << e.msg;
+  EXPECT_EQ(runner.table().find("p0"), nullptr);
+  ASSERT_TRUE(cli::parse_command({"ip", "link", "add", "dev", "p0", "type", "pcap", "pace", "warp"}, c, e));
+  EXPECT_FALSE(runner.execute(c, e));
+  EXPECT_NE(e.msg.find("p0: pace: expected topspeed"), std::string::npos) << e.msg;
+  EXPECT_EQ(e.word, "warp");
+  EXPECT_EQ(runner.table().find("p0"), nullptr);
 }
 
 TEST(PcapDevScript, ReplayRedirectedToTxIsByteIdenticalPcapAndPcapng) {
