@@ -123,6 +123,12 @@ class PcapDevTest : public ::testing::Test {
     }
     return d;
   }
+  // A device replaying `recs` from a file of its own at `pace`.
+  NetDevice* replayer(const std::string& name, const std::vector<Record>& recs, const std::string& pace) {
+    const std::string in = file(name + ".pcap");
+    write_pcap(in, recs);
+    return add(name, {{"rx", in}, {"pace", pace}});
+  }
   // Each record is delivered exactly when due (not a nanosecond before) for a pace whose
   // due times are `due(i)` after the start.
   template <typename Due>
@@ -151,9 +157,7 @@ class PcapDevTest : public ::testing::Test {
 
 TEST_F(PcapDevTest, PaceFileDeliversEachRecordAtItsOwnOffset) {
   const auto recs = make_records(20);
-  const std::string in = file("paced.pcap");
-  write_pcap(in, recs);
-  NetDevice* d = add("p0", {{"rx", in}, {"pace", "file"}});
+  NetDevice* d = replayer("p0", recs, "file");
   ASSERT_NE(d, nullptr);
   const uint64_t start = clock.now_ns();
   expect_paced(*d, recs.size(), [&](size_t i) { return recs[i].ts_ns - recs[0].ts_ns; });
@@ -165,12 +169,10 @@ TEST_F(PcapDevTest, PaceFileDeliversEachRecordAtItsOwnOffset) {
 
 TEST_F(PcapDevTest, PaceMultiplierAndMbps) {
   const auto recs = make_records(10);
-  const std::string in = file("mult.pcap");
-  write_pcap(in, recs);
-  NetDevice* d = add("p0", {{"rx", in}, {"pace", "multiplier 4"}});
+  NetDevice* d = replayer("p0", recs, "multiplier 4");
   ASSERT_NE(d, nullptr);
   expect_paced(*d, recs.size(), [&](size_t i) { return (recs[i].ts_ns - recs[0].ts_ns) / 4; });
-  NetDevice* m = add("p1", {{"rx", in}, {"pace", "mbps 8"}});  // one byte a microsecond
+  NetDevice* m = replayer("p1", recs, "mbps 8");  // one byte a microsecond
   ASSERT_NE(m, nullptr);
   expect_paced(*m, recs.size(), [&](size_t i) {
     uint64_t bytes = 0;
@@ -181,9 +183,7 @@ TEST_F(PcapDevTest, PaceMultiplierAndMbps) {
 
 TEST_F(PcapDevTest, PacePpsAndLoop) {
   const auto recs = make_records(5);
-  const std::string in = file("pps.pcap");
-  write_pcap(in, recs);
-  NetDevice* d = add("p0", {{"rx", in}, {"pace", "pps 1000"}});
+  NetDevice* d = replayer("p0", recs, "pps 1000");
   ASSERT_NE(d, nullptr);
   link_kind_lookup("pcap")->set_option(*d, "loop", 3);
   std::string err;
