@@ -347,6 +347,28 @@ TEST(PcapDevScript, RefusedOptionLeavesNoDevice) {
   EXPECT_EQ(runner.table().find("p0"), nullptr);
 }
 
+// loop 0 replays until the device goes down: the runner's wait bound (as Ctrl-C) sets it
+// down while its poll is scheduled, and the line ends.
+TEST(PcapDevScript, EndlessLoopStopsAtTheWaitBound) {
+  const std::string in = temp_path("endless.pcap");
+  write_pcap(in, make_records(50));
+  cli::ScriptRunner runner(false, stdout);
+  cli::ScriptLimits lim;
+  lim.max_wait_ns = 50'000'000;
+  runner.set_limits(lim);
+  cli::ScriptCommand c;
+  cli::ScriptError e;
+  ASSERT_TRUE(cli::parse_command({"ip", "link", "add", "dev", "p0", "type", "pcap", "rx", in, "loop", "0"}, c, e));
+  ASSERT_TRUE(runner.execute(c, e)) << e.msg;
+  ASSERT_TRUE(cli::parse_command({"ip", "link", "set", "dev", "p0", "up"}, c, e));
+  ASSERT_TRUE(runner.execute(c, e)) << e.msg;
+  NetDevice* d = runner.table().find("p0");
+  ASSERT_NE(d, nullptr);
+  EXPECT_FALSE(d->is_up());
+  EXPECT_GT(d->stats_sum().rx_packets, 50u);  // more than one pass
+  std::remove(in.c_str());
+}
+
 TEST(PcapDevScript, ReplayRedirectedToTxIsByteIdenticalPcapAndPcapng) {
   const auto recs = make_records(300);
   const std::string in = temp_path("rt_in.pcap"), ng = temp_path("rt_out.pcapng"), back = temp_path("rt_back.pcap");
