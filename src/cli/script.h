@@ -31,7 +31,14 @@ inline bool fail(ScriptError& err, const std::string& word, std::string msg) {
 bool tokenize_line(const std::string& line, std::vector<std::string>& words, ScriptError& err);
 
 // `type KIND NAME VALUE ...`: the kind's own options (core/link_kind.h), in order.
-using LinkOptions = std::vector<std::pair<std::string, uint64_t>>;
+// A kind's `NAME VALUE` option: a number, or text for the kind's text options.
+struct LinkOption {
+  std::string name;
+  uint64_t value = 0;
+  std::string text;
+  bool is_text = false;
+};
+using LinkOptions = std::vector<LinkOption>;
 struct IpLinkAdd {
   NetDevice::Config cfg;
   std::string kind;

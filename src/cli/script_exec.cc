@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -156,7 +157,12 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
       cmd);
   // A line's packets are all processed before the next line looks at counters.
   cpu_set_.quiesce();
-  return ok;
+  if (!ok) {
+    ScriptError later;  // the line's own error is the one reported
+    settle_devices(later);
+    return false;
+  }
+  return settle_devices(err);
 }
 
 bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
@@ -174,7 +180,11 @@ bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
     return fail(err, kind_bad ? c.kind : c.cfg.name, msg);
   }
   const LinkKind* k = link_kind_lookup(c.kind);
-  for (const auto& [name, value] : c.opts) k->set_option(*d, name, value);
+  if (!apply_link_options(*k, *d, c.opts, err)) {
+    std::string ignored;
+    table().del(c.cfg.name, ignored);
+    return false;
+  }
   return true;
 }
 
@@ -184,10 +194,7 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   if (!c.opts.empty() && table().kind_of(*d) != c.kind)
     return fail(err, c.kind, "device \"" + c.dev + "\" is not of type " + c.kind);
   run_all_pending();
-  if (!c.opts.empty()) {
-    const LinkKind* k = link_kind_lookup(c.kind);
-    for (const auto& [name, value] : c.opts) k->set_option(*d, name, value);
-  }
+  if (!c.opts.empty() && !apply_link_options(*link_kind_lookup(c.kind), *d, c.opts, err)) return false;
   if (c.mtu) d->set_mtu(*c.mtu);
   if (c.rps_cpus) {
     // store_rps_map: the set bits name datapath Cpus, started here if new.
@@ -206,9 +213,81 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   }
   if (c.up) {
     std::string msg;
-    if (!table().set_up(*d, *c.up, msg)) return fail(err, c.dev, msg);
+    if (!table().set_up(*d, *c.up, msg)) {
+      // The driver's own account of why, where it keeps one.
+      if (const LinkKind* k = link_kind_lookup(table().kind_of(*d)); k && k->busy) k->busy(*d, control_, msg);
+      return fail(err, c.dev, msg);
+    }
   }
   return true;
+}
+
+// newlink/changelink's IFLA_INFO_DATA: numbers were checked by the parser; text goes to
+// the driver, which may refuse it. A file to write is refused where scripts may not write.
+bool ScriptRunner::apply_link_options(const LinkKind& k, NetDevice& d, const LinkOptions& opts, ScriptError& err) {
+  for (const LinkOption& o : opts) {
+    if (!o.is_text) {
+      k.set_option(d, o.name, o.value);
+      continue;
+    }
+    std::string msg;
+    if (link_kind_option(k, o.name)->value == LinkKind::kOutputPath && !limits_.write_files)
+      return fail(err, o.text, o.name + ": writing files is disabled");
+    if (!k.set_text_option(d, o.name, o.text, msg)) return fail(err, o.text, d.name() + ": " + msg);
+  }
+  return true;
+}
+
+namespace {
+// Set by SIGINT while settle_devices waits for a replay (a signal handler can only reach
+// a static).
+std::atomic<bool> g_settle_interrupted{false};
+void on_settle_sigint(int) { g_settle_interrupted.store(true, std::memory_order_relaxed); }
+}  // namespace
+
+// After every line: devices with work of their own (a pcap replay) run to its end on
+// the control Cpu, which polls them (Ctrl-C, or the limits' max_wait, sets them down
+// early); the first failure a device reports fails the line.
+bool ScriptRunner::settle_devices(ScriptError& err) {
+  bool ok = true;
+  for (auto& net : nets_) {
+    for (NetDevice* d : net->devices().list()) {
+      const LinkKind* k = link_kind_lookup(net->devices().kind_of(*d));
+      if (!k || !k->busy) continue;
+      std::string msg;
+      if (k->busy(*d, control_, msg)) {
+        g_settle_interrupted.store(false);
+        auto old = std::signal(SIGINT, on_settle_sigint);
+        const uint64_t t0 = MonotonicClock::instance().now_ns();
+        while (k->busy(*d, control_, msg)) {
+          if (g_settle_interrupted.load(std::memory_order_relaxed) ||
+              (limits_.max_wait_ns && MonotonicClock::instance().now_ns() - t0 > limits_.max_wait_ns)) {
+            std::string ignored;
+            net->devices().set_up(*d, false, ignored);
+            break;
+          }
+          control_.run_pending();
+          // Only a timer left (a paced replay between records): sleep a little.
+          if (control_.napi_polling() == 0 && !control_.remote_pending()) {
+            timespec ts{0, 20'000};
+            nanosleep(&ts, nullptr);
+          }
+        }
+        std::signal(SIGINT, old);
+        run_all_pending();
+      }
+      if (!msg.empty() && ok) ok = fail(err, d->name(), msg);
+    }
+  }
+  // Once more: what the replays left buffered in other devices (a tx file) is written.
+  for (auto& net : nets_)
+    for (NetDevice* d : net->devices().list())
+      if (const LinkKind* k = link_kind_lookup(net->devices().kind_of(*d)); k && k->busy) {
+        std::string msg;
+        k->busy(*d, control_, msg);
+        if (!msg.empty() && ok) ok = fail(err, d->name(), msg);
+      }
+  return ok;
 }
 
 bool ScriptRunner::ip_link_del(const IpLinkDel& c, ScriptError& err) {

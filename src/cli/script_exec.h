@@ -10,6 +10,7 @@
 #include "cli/script.h"
 #include "core/cpu.h"
 #include "core/dev_table.h"
+#include "core/link_kind.h"
 #include "core/net.h"
 #include "core/cpu_thread.h"
 #include "core/packet_pool.h"
@@ -69,6 +70,8 @@ class ScriptRunner {
   bool ip_link_add(const IpLinkAdd& c, ScriptError& err);
   bool ip_link_set(const IpLinkSet& c, ScriptError& err);
   bool ip_link_del(const IpLinkDel& c, ScriptError& err);
+  bool apply_link_options(const LinkKind& k, NetDevice& d, const LinkOptions& opts, ScriptError& err);
+  bool settle_devices(ScriptError& err);
   bool ip_link_show(const IpLinkShow& c, ScriptError& err);
   bool sleep(const SleepCmd& c);
   bool send(const SendCmd& c, ScriptError& err);

@@ -54,10 +54,17 @@ bool parse_link_type(const std::vector<std::string>& w, size_t i, std::string& k
     const LinkKind::Option* o = lk ? link_kind_option(*lk, w[i]) : nullptr;
     if (!o) return fail(err, w[i], "unexpected \"" + w[i] + "\" after the link type");
     if (!need_value(w, i, err)) return false;
+    if (o->value != LinkKind::kNumber) {
+      // The words up to the kind's next option name (`pace pps 1000 loop 2`).
+      LinkOption t{w[i], 0, w[i + 1], true};
+      while (i + 2 < w.size() && !link_kind_option(*lk, w[i + 2])) t.text += " " + w[++i + 1];
+      opts.push_back(std::move(t));
+      continue;
+    }
     uint64_t v;
     if (!parse_u64(w[i + 1], v) || v > o->max)
       return fail(err, w[i + 1], w[i] + " must be 0.." + std::to_string(o->max));
-    opts.emplace_back(w[i], v);
+    opts.push_back({w[i], v, "", false});
   }
   return true;
 }

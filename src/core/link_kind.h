@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,16 +18,31 @@ struct LinkKind {
   void (*setup)(NetDevice& dev);  // driver-private state; may be null
   // Kind-specific `ip link add|set ... type KIND NAME VALUE` options (IFLA_INFO_DATA):
   // the names this kind takes (nullptr-ended; null: none) and how to apply one
-  // (newlink/changelink; while no traffic runs). Values are checked against max.
+  // (newlink/changelink; while no traffic runs). Numbers are checked against max; a
+  // text option takes the words up to the kind's next option name, joined by spaces,
+  // and goes to set_text_option, which may refuse it.
+  enum Value : uint8_t {
+    kNumber,
+    kText,
+    kOutputPath,  // text naming a file the device writes (refused where scripts may not write)
+  };
   struct Option {
     const char* name;
     uint64_t max;
+    Value value = kNumber;
   };
   const Option* options;
   void (*set_option)(NetDevice& dev, std::string_view name, uint64_t value);
   // dellink: called as the device is deleted (before it is closed), e.g. for veth to
   // take its peer with it. May be null.
   void (*dellink)(NetDevice& dev) = nullptr;
+  bool (*set_text_option)(NetDevice& dev, std::string_view name, std::string_view value, std::string& err) = nullptr;
+  // For a device with work of its own once up (a capture replay): called by the
+  // control thread, on its Cpu `cpu`, between script lines and while no other traffic
+  // runs. Writes out what the device buffers; true while the work still runs (the
+  // caller keeps running `cpu`'s pending work); err set once when the device failed.
+  // May be null.
+  bool (*busy)(NetDevice& dev, Cpu& cpu, std::string& err) = nullptr;
 };
 
 void link_kind_register(const LinkKind& k);

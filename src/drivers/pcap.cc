@@ -1,0 +1,493 @@
+// pcap: a capture file as an interface. `rx FILE` replays a capture (pcap or pcapng,
+// Ethernet, read with libpcap) into the receive path when the device is set up; `tx FILE`
+// writes every frame the device is given as a record (pcap through libpcap's dumper, or
+// pcapng when the name ends in .pcapng). Pacing follows tcpreplay's words.
+//
+// Receive is one NAPI instance on the Cpu of the thread that sets the device up (the
+// control thread in `pktpath run`): its poll reads up to `budget` records into packets of
+// that Cpu and hands each to netif_receive_skb. A record not yet due completes the
+// instance and arms a timer that schedules it again at the record's time.
+#include <pcap/pcap.h>
+#include <stdio_ext.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "core/dev_rx.h"
+#include "core/link_kind.h"
+
+namespace pktpath {
+
+namespace {
+
+constexpr uint32_t kTxBuffer = 256 * 1024;  // the tx file's stdio buffer, written out whole
+constexpr uint32_t kTxSnap = 262144;        // libpcap's MAXIMUM_SNAPLEN
+
+// tcpreplay's speed options: --topspeed, (default) the file's own timing, --multiplier X,
+// --pps N, --mbps N.
+enum class Pace : uint8_t { kTopspeed, kFile, kMultiplier, kPps, kMbps };
+
+struct PcapPriv final : DriverState {
+  NetDevice* dev = nullptr;
+  // Configuration (while down).
+  std::string rx_path, tx_path;
+  Pace pace = Pace::kTopspeed;
+  double rate = 1;      // the multiplier, packets per second or megabits per second
+  uint64_t loops = 1;   // 0: until the device goes down
+
+  // Receive: the polling Cpu's thread only, once up.
+  Napi napi;
+  CpuTimer timer;
+  pcap_t* rx = nullptr;
+  bool rx_running = false;
+  const pcap_pkthdr* held_hdr = nullptr;  // read but not yet due (valid until the next read)
+  const u_char* held_data = nullptr;
+  uint64_t record = 0;       // index in the file of the next record read
+  uint64_t loops_done = 0;
+  uint64_t start_ns = 0;     // the Cpu clock when this pass's pacing began
+  uint64_t first_ts = 0;     // this pass's first record's capture time (ns)
+  uint64_t last_due = 0;
+  uint64_t sent = 0;         // packets paced so far (pps)
+  double bits = 0;           // bits paced so far (mbps)
+
+  // Transmit: under the tx queue's xmit lock (the device is not LLTX).
+  std::FILE* tx = nullptr;
+  pcap_t* tx_dead = nullptr;
+  pcap_dumper_t* dumper = nullptr;
+  bool pcapng = false;
+  bool tx_failed = false;
+  uint64_t pending_packets = 0, pending_bytes = 0;  // in the buffer, not yet written
+  uint64_t pending_len = 0;                         // their packet bytes
+  std::unique_ptr<uint8_t[]> gather;                // a fragmented frame made linear
+
+  // The first failure, reported once through busy().
+  std::string error;
+  bool error_reported = false;
+
+  PcapPriv() : timer(on_timer, this) {}
+  ~PcapPriv() override {
+    timer.cancel();
+    close_rx();
+    close_tx();
+  }
+  void fail(std::string msg) {
+    if (error.empty()) error = dev->name() + ": " + std::move(msg);
+  }
+  void close_rx() {
+    if (rx) pcap_close(rx);
+    rx = nullptr;
+    held_hdr = nullptr;
+  }
+  void close_tx() {
+    if (dumper) pcap_dump_close(dumper);  // closes tx too
+    else if (tx) std::fclose(tx);
+    if (tx_dead) pcap_close(tx_dead);
+    dumper = nullptr;
+    tx = nullptr;
+    tx_dead = nullptr;
+  }
+  static void on_timer(CpuTimer& t, Cpu&) { napi_schedule(static_cast<PcapPriv*>(t.owner())->napi); }
+};
+
+PcapPriv& priv(const NetDevice& dev) { return *static_cast<PcapPriv*>(dev.priv()); }
+
+// Opens `path` for replay; null with err when libpcap cannot read it or it is not Ethernet.
+pcap_t* open_capture(const std::string& path, std::string& err) {
+  char ebuf[PCAP_ERRBUF_SIZE] = "";
+  pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, ebuf);
+  if (!p) {
+    err = "rx " + path + ": " + ebuf;
+    return nullptr;
+  }
+  if (const int dlt = pcap_datalink(p); dlt != DLT_EN10MB) {
+    const char* name = pcap_datalink_val_to_name(dlt);
+    err = "rx " + path + ": link type " + (name ? name : std::to_string(dlt)) +
+          " is not Ethernet (EN10MB); only Ethernet captures can be replayed";
+    pcap_close(p);
+    return nullptr;
+  }
+  return p;
+}
+
+bool parse_rate(std::string_view s, double& v) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && v > 0;
+}
+
+// `pace topspeed|max|file|multiplier X|pps N|mbps N`.
+bool parse_pace(PcapPriv& s, std::string_view v, std::string& err) {
+  const size_t sp = v.find(' ');
+  const std::string_view word = v.substr(0, sp);
+  const std::string_view arg = sp == std::string_view::npos ? std::string_view{} : v.substr(sp + 1);
+  Pace p;
+  if (word == "topspeed" || word == "max") p = Pace::kTopspeed;
+  else if (word == "file") p = Pace::kFile;
+  else if (word == "multiplier") p = Pace::kMultiplier;
+  else if (word == "pps") p = Pace::kPps;
+  else if (word == "mbps") p = Pace::kMbps;
+  else {
+    err = "pace: expected topspeed, max, file, multiplier X, pps N or mbps N, got \"" + std::string(v) + "\"";
+    return false;
+  }
+  const bool takes_arg = p == Pace::kMultiplier || p == Pace::kPps || p == Pace::kMbps;
+  double rate = 1;
+  if (takes_arg ? !parse_rate(arg, rate) : !arg.empty()) {
+    err = takes_arg ? "pace " + std::string(word) + " needs a number above 0" : "pace " + std::string(word) + " takes no value";
+    return false;
+  }
+  s.pace = p;
+  s.rate = rate;
+  return true;
+}
+
+bool pcap_set_text_option(NetDevice& dev, std::string_view name, std::string_view value, std::string& err) {
+  PcapPriv& s = priv(dev);
+  if (dev.is_up()) {
+    err = "pcap: " + std::string(name) + " cannot change while the device is up";
+    return false;
+  }
+  if (name == "pace") return parse_pace(s, value, err);
+  if (name == "rx") {
+    pcap_t* p = open_capture(std::string(value), err);  // checked now, read from the start at each up
+    if (!p) return false;
+    pcap_close(p);
+    s.rx_path = value;
+    return true;
+  }
+  s.tx_path = value;
+  return true;
+}
+
+void pcap_set_option(NetDevice& dev, std::string_view name, uint64_t value) {
+  if (name == "loop") priv(dev).loops = value;
+}
+
+// A new pass over the file. A rate (pps, mbps) runs on across passes; the file's own
+// timing restarts where the last pass ended.
+void begin_pass(PcapPriv& s, uint64_t now) {
+  if (s.loops_done == 0) {
+    s.start_ns = now;
+    s.sent = 0;
+    s.bits = 0;
+  } else if (s.pace == Pace::kFile || s.pace == Pace::kMultiplier) {
+    s.start_ns = s.last_due;
+  }
+  s.first_ts = UINT64_MAX;
+  s.record = 0;
+}
+
+// The next record into held_*; false at the end of the replay or on an error (then
+// rx_running is false).
+bool read_next(PcapPriv& s) {
+  for (;;) {
+    const int rc = pcap_next_ex(s.rx, const_cast<pcap_pkthdr**>(&s.held_hdr), &s.held_data);
+    if (PP_LIKELY(rc == 1)) return true;
+    s.held_hdr = nullptr;
+    if (rc != PCAP_ERROR_BREAK) {
+      s.fail("rx " + s.rx_path + ": record " + std::to_string(s.record) + ": " + pcap_geterr(s.rx));
+      s.rx_running = false;
+      return false;
+    }
+    ++s.loops_done;
+    if (s.loops != 0 && s.loops_done >= s.loops) {
+      s.rx_running = false;
+      return false;
+    }
+    std::string err;
+    pcap_close(s.rx);
+    s.rx = open_capture(s.rx_path, err);
+    if (!s.rx) {
+      s.fail(err);
+      s.rx_running = false;
+      return false;
+    }
+    begin_pass(s, 0);
+  }
+}
+
+// When the held record is due on the Cpu clock.
+uint64_t due_ns(PcapPriv& s) {
+  const pcap_pkthdr& h = *s.held_hdr;
+  switch (s.pace) {
+    case Pace::kTopspeed:
+      return 0;
+    case Pace::kFile:
+    case Pace::kMultiplier: {
+      const uint64_t ts = uint64_t(h.ts.tv_sec) * 1000000000ull + uint64_t(h.ts.tv_usec);  // ns precision
+      if (s.first_ts == UINT64_MAX) s.first_ts = ts;
+      const uint64_t off = ts > s.first_ts ? ts - s.first_ts : 0;  // a record earlier than the first is not held back
+      return s.start_ns + static_cast<uint64_t>(static_cast<double>(off) / s.rate);
+    }
+    case Pace::kPps:
+      return s.start_ns + static_cast<uint64_t>(static_cast<double>(s.sent) * 1e9 / s.rate);
+    case Pace::kMbps:
+      return s.start_ns + static_cast<uint64_t>(s.bits * 1e3 / s.rate);
+  }
+  return 0;
+}
+
+// One record into a packet of `cpu` and up the stack; oversized, runt or unallocatable
+// frames count as rx_dropped.
+void deliver(PcapPriv& s, Cpu& cpu) {
+  NetDevice& dev = *s.dev;
+  const uint32_t n = s.held_hdr->caplen;
+  DropReason why = DropReason::NOT_SPECIFIED;
+  Packet* p = nullptr;
+  if (PP_UNLIKELY(n < 14)) why = DropReason::PKT_TOO_SMALL;
+  else if (PP_UNLIKELY(n > dev.mtu() + 14)) why = DropReason::PKT_TOO_BIG;
+  else if (PP_UNLIKELY(!(p = cpu.alloc()))) why = DropReason::NOMEM;
+  if (PP_LIKELY(p)) {
+    if (uint8_t* d = p->put(n); PP_LIKELY(d != nullptr)) {
+      std::memcpy(d, s.held_data, n);
+      eth_type_trans(*p, dev);
+      netif_receive_skb(cpu, p);
+      return;
+    }
+    why = DropReason::PKT_TOO_BIG;  // larger than the pool's buffers
+  }
+  dev.stats(cpu).rx_dropped.add();
+  if (p) cpu.free_reason(p, why);
+  else cpu.stats().drops[static_cast<unsigned>(why)].add();
+}
+
+int pcap_poll(Napi& n, Cpu& cpu, int budget) {
+  PcapPriv& s = *static_cast<PcapPriv*>(n.ctx);
+  const uint64_t now = s.pace == Pace::kTopspeed ? 0 : cpu.clock().now_ns();
+  int done = 0;
+  while (done < budget && s.rx_running) {
+    if (!s.held_hdr && !read_next(s)) break;
+    const uint64_t due = due_ns(s);
+    if (due > now) {
+      napi_complete_done(n, done);
+      cpu.arm_timer(&s.timer, due);
+      return done;
+    }
+    s.last_due = due;
+    if (s.pace == Pace::kPps) ++s.sent;
+    else if (s.pace == Pace::kMbps) s.bits += 8.0 * s.held_hdr->len;
+    deliver(s, cpu);
+    s.held_hdr = nullptr;
+    ++s.record;
+    ++done;
+  }
+  if (done < budget) napi_complete_done(n, done);
+  return done;
+}
+
+// ---- transmit
+
+// The buffered records out to the file; they count as sent only once written.
+bool tx_flush(PcapPriv& s, Cpu& cpu) {
+  if (!s.tx || s.tx_failed) return !s.tx_failed;
+  const bool ok = std::fflush(s.tx) == 0 && !std::ferror(s.tx);
+  DevCpuStats& st = s.dev->stats(cpu);
+  if (ok) {
+    st.tx_packets.add(s.pending_packets);
+    st.tx_bytes.add(s.pending_len);
+  } else {
+    s.tx_failed = true;
+    st.tx_dropped.add(s.pending_packets);
+    s.fail("tx " + s.tx_path + ": write failed: " + std::strerror(errno ? errno : EIO));
+  }
+  s.pending_packets = s.pending_bytes = s.pending_len = 0;
+  return ok;
+}
+
+// pcapng is written in the writer's byte order (the section header's magic tells readers).
+void put_u16(uint8_t* b, uint16_t v) { std::memcpy(b, &v, 2); }
+void put_u32(uint8_t* b, uint32_t v) { std::memcpy(b, &v, 4); }
+
+// pcapng's section header and one interface description (EN10MB, if_name, ns stamps).
+void write_pcapng_head(PcapPriv& s) {
+  const std::string& name = s.dev->name();
+  const uint32_t name_pad = (static_cast<uint32_t>(name.size()) + 3) & ~3u;
+  uint8_t b[28 + 20 + 4 + 16 + 8 + 4 + 4] = {};
+  put_u32(b, 0x0A0D0D0A);
+  put_u32(b + 4, 28);
+  put_u32(b + 8, 0x1A2B3C4D);
+  put_u16(b + 12, 1);  // version 1.0
+  std::memset(b + 16, 0xff, 8);  // section length unknown
+  put_u32(b + 24, 28);
+  uint8_t* i = b + 28;
+  const uint32_t idb_len = 20 + 4 + name_pad + 8 + 4;  // header, if_name, if_tsresol, opt_endofopt
+  put_u32(i, 1);
+  put_u32(i + 4, idb_len);
+  put_u16(i + 8, 1);  // LINKTYPE_ETHERNET
+  put_u32(i + 12, kTxSnap);
+  put_u16(i + 16, 2);  // if_name
+  put_u16(i + 18, static_cast<uint16_t>(name.size()));
+  std::memcpy(i + 20, name.data(), name.size());  // at most 15 bytes
+  uint8_t* o = i + 20 + name_pad;
+  put_u16(o, 9);  // if_tsresol: 10^-9 (o + 8: opt_endofopt, zero)
+  put_u16(o + 2, 1);
+  o[4] = 9;
+  put_u32(i + idb_len - 4, idb_len);
+  std::fwrite(b, 1, 28 + idb_len, s.tx);
+}
+
+bool open_tx(PcapPriv& s) {
+  s.pcapng = s.tx_path.size() > 7 && s.tx_path.compare(s.tx_path.size() - 7, 7, ".pcapng") == 0;
+  s.tx = std::fopen(s.tx_path.c_str(), "wb");
+  if (!s.tx) {
+    s.fail("tx " + s.tx_path + ": " + std::strerror(errno));
+    return false;
+  }
+  std::setvbuf(s.tx, nullptr, _IOFBF, kTxBuffer);
+  __fsetlocking(s.tx, FSETLOCKING_BYCALLER);  // the tx queue's lock orders its writers: no stdio lock per call
+  s.tx_failed = false;
+  if (!s.gather) s.gather = std::make_unique<uint8_t[]>(kTxSnap);
+  if (s.pcapng) {
+    write_pcapng_head(s);
+    return true;
+  }
+  s.tx_dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kTxSnap, PCAP_TSTAMP_PRECISION_NANO);
+  s.dumper = s.tx_dead ? pcap_dump_fopen(s.tx_dead, s.tx) : nullptr;
+  if (!s.dumper) {
+    s.fail("tx " + s.tx_path + ": cannot start the pcap file");
+    s.close_tx();
+    return false;
+  }
+  return true;
+}
+
+NetdevTx pcap_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue&) {
+  PcapPriv& s = priv(dev);
+  const uint32_t n = std::min(p->len, kTxSnap);
+  const uint64_t rec = (s.pcapng ? 32 + ((n + 3) & ~3u) : 16 + n);
+  if (PP_LIKELY(s.tx && !s.tx_failed) && s.pending_bytes + rec > kTxBuffer) tx_flush(s, cpu);
+  const uint8_t* bytes = p->data();
+  if (PP_UNLIKELY(!s.tx || s.tx_failed || (n > p->headlen() && !p->copy_bits(0, s.gather.get(), n)))) {
+    dev.stats(cpu).tx_dropped.add();
+    cpu.free_reason(p, DropReason::NOT_SPECIFIED);
+    return NetdevTx::OK;
+  }
+  if (n > p->headlen()) bytes = s.gather.get();
+  const uint64_t ts = cpu.clock().now_ns();
+  if (s.pcapng) {
+    uint8_t h[28];
+    put_u32(h, 6);
+    put_u32(h + 4, static_cast<uint32_t>(rec));
+    put_u32(h + 8, 0);
+    put_u32(h + 12, static_cast<uint32_t>(ts >> 32));
+    put_u32(h + 16, static_cast<uint32_t>(ts));
+    put_u32(h + 20, n);
+    put_u32(h + 24, p->len);
+    static constexpr uint8_t kPad[4] = {};
+    const uint32_t tail = static_cast<uint32_t>(rec);
+    std::fwrite(h, 1, sizeof h, s.tx);
+    std::fwrite(bytes, 1, n, s.tx);
+    std::fwrite(kPad, 1, ((n + 3) & ~3u) - n, s.tx);
+    std::fwrite(&tail, 1, 4, s.tx);
+  } else {
+    pcap_pkthdr h;
+    h.ts.tv_sec = static_cast<time_t>(ts / 1000000000ull);
+    h.ts.tv_usec = static_cast<suseconds_t>(ts % 1000000000ull);  // ns precision file
+    h.caplen = n;
+    h.len = p->len;
+    pcap_dump(reinterpret_cast<u_char*>(s.dumper), &h, bytes);
+  }
+  ++s.pending_packets;
+  s.pending_bytes += rec;
+  s.pending_len += p->len;
+  cpu.free(p);
+  if (PP_UNLIKELY(std::ferror(s.tx))) tx_flush(s, cpu);  // stdio wrote on its own and failed
+  return NetdevTx::OK;
+}
+
+// ---- up, down, the runner's check
+
+int pcap_open(NetDevice& dev) {
+  PcapPriv& s = priv(dev);
+  s.error.clear();
+  s.error_reported = false;
+  if (!s.tx_path.empty() && !open_tx(s)) return -1;
+  if (s.rx_path.empty()) return 0;
+  Cpu* cpu = Cpu::current();
+  std::string err;
+  if (!cpu || !(s.rx = open_capture(s.rx_path, err))) {
+    s.fail(cpu ? err : "rx needs a Cpu bound to the thread that sets it up");
+    s.close_tx();
+    return -1;
+  }
+  s.loops_done = 0;
+  s.last_due = 0;
+  begin_pass(s, s.pace == Pace::kTopspeed ? 0 : cpu->clock().now_ns());
+  s.rx_running = true;
+  s.napi.cpu = cpu;
+  napi_schedule(s.napi);
+  return 0;
+}
+
+// mirrors ndo_stop with napi_disable: the replay stops, a scheduled poll runs out (it
+// finds rx_running false and completes) on the polling Cpu, the tx file is written out.
+void pcap_stop(NetDevice& dev) {
+  PcapPriv& s = priv(dev);
+  s.rx_running = false;
+  s.timer.cancel();
+  while (s.napi.scheduled()) {
+    if (Cpu::current() == s.napi.cpu) s.napi.cpu->net_rx_action();
+  }
+  s.close_rx();
+  if (s.tx) {
+    if (Cpu* cpu = Cpu::current()) {
+      LockGuard g(dev.txq(0).xmit_lock);
+      tx_flush(s, *cpu);
+    }
+    s.close_tx();
+  }
+}
+
+bool pcap_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
+  PcapPriv& s = priv(dev);
+  if (s.tx) {
+    LockGuard g(dev.txq(0).xmit_lock);
+    tx_flush(s, cpu);
+  }
+  if (!s.error.empty() && !s.error_reported) {
+    err = s.error;
+    s.error_reported = true;
+  }
+  return s.rx_running;
+}
+
+void pcap_setup(NetDevice& dev) {
+  auto s = std::make_unique<PcapPriv>();
+  s->dev = &dev;
+  s->napi.poll = pcap_poll;
+  s->napi.ctx = s.get();
+  dev.set_priv(std::move(s));
+}
+
+const NetDeviceOps pcap_ops = {
+    .open = pcap_open,
+    .stop = pcap_stop,
+    .start_xmit = pcap_xmit,
+    .select_queue = nullptr,
+};
+
+const LinkKind::Option pcap_options[] = {
+    {"rx", 0, LinkKind::kText},
+    {"tx", 0, LinkKind::kOutputPath},
+    {"pace", 0, LinkKind::kText},
+    {"loop", UINT32_MAX},
+    {nullptr, 0},
+};
+
+// No queue (frames go straight to the file), not LLTX: the tx queue's lock orders the
+// writers of the file.
+const LinkKindRegistrar kPcap{{.kind = "pcap",
+                               .ops = &pcap_ops,
+                               .flags = IFF_NO_QUEUE,
+                               .setup = pcap_setup,
+                               .options = pcap_options,
+                               .set_option = pcap_set_option,
+                               .dellink = nullptr,
+                               .set_text_option = pcap_set_text_option,
+                               .busy = pcap_busy}};
+
+}  // namespace
+}  // namespace pktpath
