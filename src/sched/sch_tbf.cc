@@ -8,6 +8,7 @@
 
 #include "core/netdevice.h"
 #include "sched/qdisc.h"
+#include "sched/qdisc_watchdog.h"
 #include "sched/sch_fifo.h"
 #include "sched/sch_tbf.h"
 
@@ -20,8 +21,6 @@ inline constexpr uint64_t kNsPerSec = 1000000000ull;
 class TbfQdisc final : public Qdisc {
  public:
   TbfQdisc() : Qdisc("tbf", 0) {}
-  // mirrors tbf_destroy -> qdisc_watchdog_cancel: synchronous, whatever Cpu armed it.
-  ~TbfQdisc() override { watchdog_.cancel(); }
 
   // mirrors tbf_enqueue: a packet larger than the bucket can never leave: drop it.
   int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) override {
@@ -61,7 +60,7 @@ class TbfQdisc final : public Qdisc {
       stats_dequeued(cpu, p);
       return p;
     }
-    schedule_watchdog(cpu, static_cast<uint64_t>(now - toks));
+    watchdog_.schedule(cpu, static_cast<uint64_t>(now - toks));
     st(cpu).overlimits.add();
     return nullptr;
   }
@@ -140,17 +139,6 @@ class TbfQdisc final : public Qdisc {
   int64_t len_to_ns(uint64_t len) const {
     return static_cast<int64_t>(static_cast<unsigned __int128>(len) * kNsPerSec / rate_);
   }
-  // mirrors qdisc_watchdog_schedule_range_ns (delta 0): nothing once deactivated; a
-  // timer already queued for this expiry stays; else (re)armed, pinned to this Cpu.
-  void schedule_watchdog(Cpu& cpu, uint64_t expires) {
-    if (deactivated()) return;
-    if (watchdog_.queued() && watchdog_.expires_ns() == expires) return;
-    cpu.arm_timer(&watchdog_, expires);
-  }
-  // mirrors qdisc_watchdog: reschedule the qdisc on the Cpu the timer fired on. Takes no
-  // lock: reset and destroy cancel it synchronously, possibly under the root lock.
-  static void watchdog_fired(CpuTimer& t, Cpu& cpu) { static_cast<TbfQdisc*>(t.owner())->schedule(cpu); }
-
   TbfOptions opts_;
   std::unique_ptr<Qdisc> child_;
   uint64_t rate_ = 1;
@@ -159,7 +147,7 @@ class TbfQdisc final : public Qdisc {
   int64_t tokens_ = 0;
   int64_t t_c_ = 0;
   bool started_ = false;
-  CpuTimer watchdog_{&TbfQdisc::watchdog_fired, this};
+  QdiscWatchdog watchdog_{*this};  // tbf_destroy cancels it
 };
 
 }  // namespace
