@@ -232,7 +232,7 @@ Result<ExtCommand> parse_filter_show(Lexer& lx, const TcFlags& flags) {
     }
   }
   if (line->dev.empty()) return unexpected("tc filter show needs \"dev DEV\"", "show");
-  if (!have_dir) return unexpected("tc filter show needs egress, ingress or parent", line->dev);
+  if (!have_dir) return unexpected("tc filter show needs egress or ingress or parent MAJ:", line->dev);
   return ExtCommand{line};
 }
 
@@ -312,7 +312,7 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
     }
   }
   if (line->dev.empty()) return unexpected("tc filter needs \"dev DEV\"", "filter");
-  if (!have_dir) return unexpected("tc filter needs egress, ingress (clsact's side) or parent", line->dev);
+  if (!have_dir) return unexpected("tc filter needs egress or ingress (clsact's side) or parent MAJ: (a qdisc)", line->dev);
   if (line->op != FilterLine::Op::Del) {
     if (!have_kind)
       return unexpected("tc filter needs a filter kind (" + ktc::tcf_proto_kinds() + ")", lx.peek());
