@@ -120,6 +120,20 @@ TEST_F(HtbCli, FiltersAtTheQdiscClassify) {
   const QdiscStats s = runner_.table().find("t0")->qdisc()->stats();
   EXPECT_EQ(s.packets, 7u);
   EXPECT_EQ(s.qlen, 0u);
+  // 42-byte frames: the leaf sent on its own tokens (lended), the parent counts them too.
+  const std::string cs = show("tc -s class show dev t0");
+  EXPECT_NE(cs.find("class htb 1:10 parent 1:1 prio 0 rate 1Mbit ceil 2Mbit burst 1600b cburst 1600b\n"
+                    " Sent 126 bytes 3 pkt (dropped 0, overlimits 0 requeues 0) \n"
+                    " backlog 0b 0p requeues 0\n"
+                    " lended: 3 borrowed: 0 giants: 0\n"),
+            std::string::npos)
+      << cs;
+  EXPECT_NE(cs.find("class htb 1:1 root rate 2Mbit ceil 2Mbit burst 1600b cburst 1600b\n"
+                    " Sent 252 bytes 6 pkt"),
+            std::string::npos)
+      << cs;
+  EXPECT_NE(show("tc -s qdisc show dev t0").find(" Sent 294 bytes 7 pkt (dropped 0, overlimits 0 requeues 0) \n"),
+            std::string::npos);
 }
 
 TEST_F(HtbCli, ParseErrorsNameTheWord) {
