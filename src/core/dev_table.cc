@@ -164,7 +164,7 @@ void DeviceTable::retire(std::unique_ptr<Qdisc> q) {
   if (!q) return;
   q->state().fetch_or(QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
   for (unsigned i = 0; i < q->num_children(); ++i)
-    if (Qdisc* c = q->child(i + 1)) {
+    if (Qdisc* c = q->child_at(i)) {
       c->state().fetch_or(QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
       qdisc_reset_all(control_, *c);
     }
@@ -177,7 +177,7 @@ static bool scheduled(const Qdisc& q) {
   if (const_cast<Qdisc&>(q).state().load(std::memory_order_acquire) & QDISC_STATE_SCHED)
     return true;
   for (unsigned i = 0; i < q.num_children(); ++i)
-    if (Qdisc* c = q.child(i + 1); c && scheduled(*c)) return true;
+    if (Qdisc* c = q.child_at(i); c && scheduled(*c)) return true;
   return false;
 }
 

@@ -106,23 +106,28 @@ void update_egress_hook(TcDevState& s) {
 
 // Publish the current filter list of a direction; the old list is freed after a grace
 // period (retire).
+using FilterList = std::vector<std::unique_ptr<TcFilter>>;
+
+// The run list of `list` (nullptr when empty), counting into `qstats`.
+std::unique_ptr<const Miniq> make_miniq(const FilterList& list, TcStats* qstats) {
+  if (list.empty()) return nullptr;
+  auto m = std::make_unique<Miniq>();
+  m->qstats = qstats;
+  m->all_bpf = true;
+  for (const auto& f : list) {
+    m->filters.push_back(f.get());
+    m->all_bpf = m->all_bpf && f->is_bpf();
+  }
+  if (list.size() == 1 && list[0]->protocol() == kEthPAll && list[0]->is_bpf()) {
+    const auto* b = static_cast<const BpfFilter*>(list[0].get());
+    if (b->spec().da) m->only_da = b;
+  }
+  return m;
+}
+
 void publish(TcDevState& s, Dir d) {
   std::unique_ptr<const Miniq> fresh;
-  auto& list = s.filters[static_cast<int>(d)];
-  if (s.clsact && !list.empty()) {
-    auto m = std::make_unique<Miniq>();
-    m->qstats = &s.qstats[static_cast<int>(d)];
-    m->all_bpf = true;
-    for (const auto& f : list) {
-      m->filters.push_back(f.get());
-      m->all_bpf = m->all_bpf && f->is_bpf();
-    }
-    if (list.size() == 1 && list[0]->protocol() == kEthPAll && list[0]->is_bpf()) {
-      const auto* b = static_cast<const BpfFilter*>(list[0].get());
-      if (b->spec().da) m->only_da = b;
-    }
-    fresh = std::move(m);
-  }
+  if (s.clsact) fresh = make_miniq(s.filters[static_cast<int>(d)], &s.qstats[static_cast<int>(d)]);
   std::unique_ptr<const Miniq> old = rcu_publish(s.head(d), std::move(fresh));
   if (d == Dir::Egress) update_egress_hook(s);
   retire(s.net, std::move(old));
@@ -293,8 +298,13 @@ bool clsact_present(NetDevice& dev) {
   return s && s->clsact;
 }
 
-bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace, std::string* err,
-                uint32_t* pref_out, uint32_t* handle_out) {
+namespace {
+
+// The list part of tcf_new_tproto / tc_new_tfilter: automatic pref and handle, one kind
+// and protocol per pref, a new filter made and put in run order (or swapped for the one
+// at its place with `replace`, returned in *old). The Net's tc mutex is held.
+bool list_add(Net& net, FilterList& list, const FilterSpec& spec_in, bool replace, std::string* err,
+              std::unique_ptr<TcFilter>* old, uint32_t* pref_out, uint32_t* handle_out) {
   const FilterOps* ops = tcf_proto_lookup_ops(spec_in.kind());
   if (!ops) {
     if (err) *err = std::string("unknown filter kind \"") + spec_in.kind() + "\"";
@@ -302,18 +312,6 @@ bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace
   }
   std::unique_ptr<FilterSpec> owned = spec_in.clone();
   FilterSpec& spec = *owned;
-  RcuWriterScope writer;
-  std::lock_guard g(tc_net(dev.net()).mu);
-  auto* s = static_cast<TcDevState*>(dev.hooks_state());
-  if (!s || !s->clsact) {
-    if (err) *err = "no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)";
-    return false;
-  }
-  if (dir == Dir::Egress && s->ingress_only) {
-    if (err) *err = "the ingress qdisc on " + dev.name() + " has no egress side (use clsact)";
-    return false;
-  }
-  auto& list = s->filters[static_cast<int>(dir)];
   // tcf_auto_prio: 0xC000 for the first filter, then one less than the current first.
   if (spec.pref == 0) spec.pref = list.empty() ? 49152 : (list.front()->pref() > 1 ? list.front()->pref() - 1 : 1);
   if (spec.handle == 0 && replace) {
@@ -346,20 +344,55 @@ bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace
     return false;
   }
   const uint32_t pref = spec.pref, handle = spec.handle;
-  std::unique_ptr<TcFilter> f = ops->create(spec, dev.net(), err);
+  std::unique_ptr<TcFilter> f = ops->create(spec, net, err);
   if (!f) return false;
-  std::unique_ptr<TcFilter> old;
   if (it != list.end()) {
-    old = std::move(*it);
+    *old = std::move(*it);
     *it = std::move(f);
   } else {
     list.push_back(std::move(f));
     std::stable_sort(list.begin(), list.end(), run_order);
   }
-  publish(*s, dir);
-  retire(s->net, std::move(old));
   if (pref_out) *pref_out = pref;
   if (handle_out) *handle_out = handle;
+  return true;
+}
+
+// tc_del_tfilter's list part: pref 0 = all, handle 0 = every handle of the pref. What was
+// removed goes to `removed`; false with *err when nothing matched.
+bool list_del(FilterList& list, uint32_t pref, uint32_t handle, FilterList& removed, std::string* err) {
+  for (auto it = list.begin(); it != list.end();) {
+    if ((pref == 0 || (*it)->pref() == pref) && (handle == 0 || (*it)->handle() == handle)) {
+      removed.push_back(std::move(*it));
+      it = list.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (removed.empty() && err) *err = "Filter with specified priority/protocol not found";
+  return !removed.empty();
+}
+
+}  // namespace
+
+bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace, std::string* err,
+                uint32_t* pref_out, uint32_t* handle_out) {
+  RcuWriterScope writer;
+  std::lock_guard g(tc_net(dev.net()).mu);
+  auto* s = static_cast<TcDevState*>(dev.hooks_state());
+  if (!s || !s->clsact) {
+    if (err) *err = "no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)";
+    return false;
+  }
+  if (dir == Dir::Egress && s->ingress_only) {
+    if (err) *err = "the ingress qdisc on " + dev.name() + " has no egress side (use clsact)";
+    return false;
+  }
+  std::unique_ptr<TcFilter> old;
+  if (!list_add(dev.net(), s->filters[static_cast<int>(dir)], spec_in, replace, err, &old, pref_out, handle_out))
+    return false;
+  publish(*s, dir);
+  retire(s->net, std::move(old));
   return true;
 }
 
@@ -371,23 +404,48 @@ bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::st
     if (err) *err = "no clsact qdisc on " + dev.name();
     return false;
   }
-  auto& list = s->filters[static_cast<int>(dir)];
-  std::vector<std::unique_ptr<TcFilter>> removed;
-  for (auto it = list.begin(); it != list.end();) {
-    if ((pref == 0 || (*it)->pref() == pref) && (handle == 0 || (*it)->handle() == handle)) {
-      removed.push_back(std::move(*it));
-      it = list.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (removed.empty()) {
-    if (err) *err = "Filter with specified priority/protocol not found";
-    return false;
-  }
+  FilterList removed;
+  if (!list_del(s->filters[static_cast<int>(dir)], pref, handle, removed, err)) return false;
   publish(*s, dir);
   for (auto& f : removed) retire(s->net, std::move(f));
   return true;
+}
+
+// --- a classful qdisc's filter list.
+
+FilterBlock::~FilterBlock() { delete head.exchange(nullptr, std::memory_order_acq_rel); }
+
+namespace {
+void block_publish(TcNet& tn, FilterBlock& b) {
+  retire(tn, rcu_publish(b.head, make_miniq(b.filters, &b.qstats)));
+}
+}  // namespace
+
+bool block_filter_add(NetDevice& dev, FilterBlock& b, const FilterSpec& spec, bool replace, std::string* err) {
+  RcuWriterScope writer;
+  TcNet& tn = tc_net(dev.net());
+  std::lock_guard g(tn.mu);
+  std::unique_ptr<TcFilter> old;
+  if (!list_add(dev.net(), b.filters, spec, replace, err, &old, nullptr, nullptr)) return false;
+  block_publish(tn, b);
+  retire(tn, std::move(old));
+  return true;
+}
+
+bool block_filter_del(NetDevice& dev, FilterBlock& b, uint32_t pref, uint32_t handle, std::string* err) {
+  RcuWriterScope writer;
+  TcNet& tn = tc_net(dev.net());
+  std::lock_guard g(tn.mu);
+  FilterList removed;
+  if (!list_del(b.filters, pref, handle, removed, err)) return false;
+  block_publish(tn, b);
+  for (auto& f : removed) retire(tn, std::move(f));
+  return true;
+}
+
+void block_filter_walk(NetDevice& dev, const FilterBlock& b, const std::function<void(const TcFilter&)>& fn) {
+  std::lock_guard g(tc_net(dev.net()).mu);
+  for (const auto& f : b.filters) fn(*f);
 }
 
 void filter_walk_all(NetDevice& dev, Dir dir, const std::function<void(const TcFilter&)>& fn) {

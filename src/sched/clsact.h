@@ -45,6 +45,20 @@ struct Miniq {
   bool all_bpf = false;
 };
 
+// A classful qdisc's own filter list (its tcf_block: `tc filter ... parent MAJ:`),
+// owned by the qdisc and published as clsact's lists are; its enqueue loads `head`
+// (acquire) and runs tcf_classify on it. Writers hold the Net's tc mutex.
+struct FilterBlock {
+  std::atomic<const Miniq*> head{nullptr};
+  std::vector<std::unique_ptr<TcFilter>> filters;  // run order
+  TcStats qstats;
+  FilterBlock() = default;
+  FilterBlock(const FilterBlock&) = delete;
+  FilterBlock& operator=(const FilterBlock&) = delete;
+  // Frees the list at once: the qdisc goes only while no traffic runs (see NetDevice).
+  ~FilterBlock();
+};
+
 // --- datapath.
 // mirrors tcf_classify / __tcf_classify: first filter (whose protocol matches) with a
 // verdict >= 0 decides; TC_ACT_UNSPEC when none did. RECLASSIFY restarts from the first
@@ -96,6 +110,10 @@ bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec, bool replace, s
 // `tc filter del`: pref 0 = every filter of the direction; handle 0 = every handle of
 // the pref. False with *err when nothing matched.
 bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err);
+// The same three for a classful qdisc's filter list (tc filter ... parent MAJ:).
+bool block_filter_add(NetDevice& dev, FilterBlock& b, const FilterSpec& spec, bool replace, std::string* err);
+bool block_filter_del(NetDevice& dev, FilterBlock& b, uint32_t pref, uint32_t handle, std::string* err);
+void block_filter_walk(NetDevice& dev, const FilterBlock& b, const std::function<void(const TcFilter&)>& fn);
 // Calls fn for each filter of the direction in run order, under the config mutex.
 void filter_walk_all(NetDevice& dev, Dir dir, const std::function<void(const TcFilter&)>& fn);
 // The same for the cls_bpf filters only.

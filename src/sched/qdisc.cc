@@ -39,6 +39,16 @@ std::unique_ptr<Qdisc> Qdisc::graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>
   return nullptr;
 }
 
+bool Qdisc::class_change(NetDevice&, Cpu&, uint32_t, uint32_t, const KindOptions&, std::string& err, std::string&) {
+  err = std::string("qdisc ") + kind_ + " has no classes to change";
+  return false;
+}
+
+bool Qdisc::class_delete(NetDevice&, Cpu&, uint32_t, std::string& err) {
+  err = std::string("qdisc ") + kind_ + " has no classes to delete";
+  return false;
+}
+
 // Default attach (qdisc_graft at the root for a non-mq qdisc): every tx queue uses this
 // qdisc. With a single queue all packets go to one txq, so bulk dequeue is allowed.
 void Qdisc::attach(NetDevice& dev) {

@@ -37,6 +37,9 @@ namespace pktpath {
 
 class NetDevice;
 struct TxQueue;
+namespace tc {
+struct FilterBlock;
+}
 
 // Qdisc flags (TCQ_F_*), kernel values where the kernel has the flag.
 inline constexpr uint32_t TCQ_F_BUILTIN = 0x1;
@@ -72,6 +75,16 @@ struct QdiscStats {
   uint64_t backlog = 0, qlen = 0;
   uint64_t bypassed = 0;
   QdiscStats& operator+=(const QdiscStats& o);
+};
+
+// One class of a classful qdisc as its dump_class / dump_class_stats report it.
+struct QdiscClassInfo {
+  uint32_t classid = 0;
+  uint32_t parent = 0;       // 0xffffffff (TC_H_ROOT) for a class at the top
+  uint32_t leaf_handle = 0;  // tcm_info: the leaf qdisc's handle; 0 for none or a default
+  KindOptions opts;          // the kind's class options
+  QdiscStats stats;
+  QdiscXstats xstats;
 };
 
 class Qdisc : public CpuWork {
@@ -113,9 +126,31 @@ class Qdisc : public CpuWork {
     return nullptr;
   }
   virtual unsigned num_children() const { return 0; }
+  // The i-th child (0-based) for walks over the tree; kinds whose class minors are sparse
+  // (htb) override it.
+  virtual Qdisc* child_at(unsigned i) const { return child(i + 1); }
   virtual std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
                                        std::string& err);
   virtual void attach(NetDevice& dev);
+
+  // ---- classes (Qdisc_class_ops: find, change, delete, dump); classless kinds refuse.
+  virtual bool class_find(uint32_t classid) const {
+    (void)classid;
+    return false;
+  }
+  // Creates the class or changes it; `warn` gets what the kernel would log.
+  // `cpu` is the configuring thread's (its clock starts the buckets, drops count on it).
+  virtual bool class_change(NetDevice& dev, Cpu& cpu, uint32_t parentid, uint32_t classid, const KindOptions& opts,
+                            std::string& err, std::string& warn);
+  // Drops what the class holds (counted on `cpu`) and removes it.
+  virtual bool class_delete(NetDevice& dev, Cpu& cpu, uint32_t classid, std::string& err);
+  virtual std::vector<QdiscClassInfo> class_dump(uint64_t now_ns) const {
+    (void)now_ns;
+    return {};
+  }
+  // The qdisc's own filter list (its tcf_block) for `tc filter ... parent MAJ:`;
+  // nullptr for a kind that takes no filters.
+  virtual tc::FilterBlock* filter_block() { return nullptr; }
 
   // ---- identity.
   const char* kind() const { return kind_; }

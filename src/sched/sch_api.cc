@@ -71,7 +71,7 @@ static Qdisc* lookup_in(Qdisc* q, uint32_t maj) {
   if (!q) return nullptr;
   if ((q->handle() & 0xffff0000u) == maj && maj != 0) return q;
   for (unsigned i = 0; i < q->num_children(); ++i)
-    if (Qdisc* f = lookup_in(q->child(i + 1), maj)) return f;
+    if (Qdisc* f = lookup_in(q->child_at(i), maj)) return f;
   return nullptr;
 }
 
@@ -198,6 +198,32 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
     if (!old) return unexpected(err);
     table.retire(std::move(old));
   }
+  return {};
+}
+
+// mirrors tc_ctl_tclass
+Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& req, std::string* warn) {
+  const uint32_t maj = req.classid & 0xffff0000u;
+  Qdisc* q = maj ? qdisc_lookup(dev, maj) : nullptr;
+  if (!q) return unexpected("Cannot find specified qdisc (" + tc_handle_str(maj) + ") on " + dev.name());
+  if (!req.kind.empty() && req.kind != q->kind()) return unexpected(wrong_kind(q->kind(), req.kind));
+  if ((req.classid & 0xffff) == 0) return unexpected("classid " + tc_handle_str(req.classid) + " names no class");
+  uint32_t parent = req.parent;
+  if (parent != 0 && parent != TC_H_ROOT) {
+    if ((parent & 0xffff0000u) != maj) return unexpected("parent " + tc_handle_str(parent) + " is not in qdisc " + tc_handle_str(maj));
+    if ((parent & 0xffff) == 0) parent = TC_H_ROOT;
+  }
+  std::string err, w;
+  const bool exists = q->class_find(req.classid);
+  if (req.op == ClassOp::Del) {
+    if (!exists) return unexpected("Cannot find specified class " + tc_handle_str(req.classid));
+    if (!q->class_delete(dev, table.control_cpu(), req.classid, err)) return unexpected(err);
+    return {};
+  }
+  if (req.op == ClassOp::Add && exists) return unexpected("Exclusivity flag on, cannot modify (class " + tc_handle_str(req.classid) + " exists)");
+  if (req.op == ClassOp::Change && !exists) return unexpected("Specified class not found (" + tc_handle_str(req.classid) + ")");
+  if (!q->class_change(dev, table.control_cpu(), parent, req.classid, req.opts, err, w)) return unexpected(err);
+  if (warn) *warn = w;
   return {};
 }
 

@@ -33,6 +33,20 @@ struct QdiscRequest {
 // caller names what it is about.
 Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req);
 
+using ClassOp = QdiscOp;  // tc class takes the same four verbs
+
+struct ClassRequest {
+  ClassOp op = ClassOp::Add;
+  uint32_t parent = 0;   // 0: not given; TC_H_ROOT or MAJ:0 (the qdisc itself) for a top class
+  uint32_t classid = 0;  // MAJ:MIN
+  std::string kind;      // may be empty for del
+  KindOptions opts;
+};
+
+// mirrors tc_ctl_tclass: the qdisc is the one whose handle major the classid names.
+// `warn` gets what the kernel would log (htb's quantum warning). Control thread.
+Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& req, std::string* warn);
+
 // Find a qdisc of dev's tree by handle major (nullptr if none).
 Qdisc* qdisc_lookup(NetDevice& dev, uint32_t handle);
 

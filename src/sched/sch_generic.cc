@@ -199,7 +199,7 @@ void dev_activate(NetDevice& dev) {
   if (!root) return;  // tx queues stay on noop_qdisc: packets are dropped
   root->state().fetch_and(~QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
   for (unsigned i = 0; i < root->num_children(); ++i)
-    if (Qdisc* c = root->child(i + 1))
+    if (Qdisc* c = root->child_at(i))
       c->state().fetch_and(~QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
   dev.attach_queues();
 }
@@ -212,7 +212,7 @@ void dev_deactivate(Cpu& cpu, NetDevice& dev) {
   if (!root) return;
   root->state().fetch_or(QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
   for (unsigned i = 0; i < root->num_children(); ++i)
-    if (Qdisc* c = root->child(i + 1)) {
+    if (Qdisc* c = root->child_at(i)) {
       c->state().fetch_or(QDISC_STATE_DEACTIVATED, std::memory_order_seq_cst);
       qdisc_reset_all(cpu, *c);
     }

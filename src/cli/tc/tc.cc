@@ -18,9 +18,9 @@ Result<ExtCommand> parse_tc(const std::vector<std::string>& words) {
       return unexpected("unknown tc option \"" + f + "\"", f);
   }
   const std::string obj = lx.next();
-  if (obj.empty()) return unexpected("tc needs an object (qdisc, filter)", "");
+  if (obj.empty()) return unexpected("tc needs an object (qdisc, class, filter)", "");
   if (matches(obj, "qdisc")) return parse_qdisc(lx, flags);
-  if (matches(obj, "class")) return unexpected("tc class is not supported yet", obj);
+  if (matches(obj, "class")) return parse_class(lx, flags);
   if (matches(obj, "filter")) return parse_filter(lx, flags);
   return unexpected("unknown tc object \"" + obj + "\"", obj);
 }

@@ -24,5 +24,6 @@ Result<ExtCommand> parse_tc(const std::vector<std::string>& words);
 class Lexer;
 Result<ExtCommand> parse_qdisc(Lexer& lx, const TcFlags& flags);
 Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags);
+Result<ExtCommand> parse_class(Lexer& lx, const TcFlags& flags);
 
 }  // namespace pktpath::cli::tc

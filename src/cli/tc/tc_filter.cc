@@ -4,6 +4,7 @@
 // Words are checked at parse time (programs compiled, files read); devices are looked
 // up when the line runs.
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli/script_exec.h"
@@ -17,18 +18,48 @@ namespace {
 
 namespace ktc = ::pktpath::tc;
 
+// The filter list a line addresses: a clsact side, or a classful qdisc's own list
+// (`parent MAJ:`), found when the line runs.
+struct FilterTarget {
+  ktc::Dir dir = ktc::Dir::Egress;
+  uint32_t qdisc = 0;  // MAJ:0 of the qdisc; 0: clsact
+
+  // The qdisc's list, or nullptr with *msg (only when `qdisc` is set).
+  ktc::FilterBlock* block(NetDevice& d, std::string* msg) const {
+    Qdisc* q = qdisc_lookup(d, qdisc);
+    if (!q) {
+      *msg = "Cannot find specified qdisc " + tc_handle_str(qdisc) + " on " + d.name();
+      return nullptr;
+    }
+    ktc::FilterBlock* b = q->filter_block();
+    if (!b) *msg = "qdisc " + std::string(q->kind()) + " " + tc_handle_str(qdisc) + " takes no filters";
+    return b;
+  }
+  void walk(NetDevice& d, const std::function<void(const ktc::TcFilter&)>& fn) const {
+    std::string msg;
+    if (!qdisc)
+      ktc::filter_walk_all(d, dir, fn);
+    else if (const ktc::FilterBlock* b = block(d, &msg))
+      ktc::block_filter_walk(d, *b, fn);
+  }
+};
+
 struct FilterLine final : ExtLine {
   enum class Op { Add, Replace, Del } op = Op::Add;
   std::string dev;
-  ktc::Dir dir = ktc::Dir::Egress;
+  FilterTarget target;
   FilterRequest req;
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     NetDevice* d = r.table().find(dev);
     if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
     std::string msg;
+    ktc::FilterBlock* block = nullptr;
+    if (target.qdisc && !(block = target.block(*d, &msg))) return fail(err, dev, msg);
     if (op == Op::Del) {
-      if (!ktc::filter_del(*d, dir, req.pref, req.handle, &msg)) return fail(err, dev, msg);
+      const bool ok = block ? ktc::block_filter_del(*d, *block, req.pref, req.handle, &msg)
+                            : ktc::filter_del(*d, target.dir, req.pref, req.handle, &msg);
+      if (!ok) return fail(err, dev, msg);
       return true;
     }
     std::unique_ptr<ktc::FilterSpec> s = req.spec->clone();
@@ -42,7 +73,9 @@ struct FilterLine final : ExtLine {
       (*act)->index = index++;
       s->actions.push_back(std::move(*act));
     }
-    if (!ktc::filter_add(*d, dir, *s, op == Op::Replace, &msg)) return fail(err, s->kind(), msg);
+    const bool ok = block ? ktc::block_filter_add(*d, *block, *s, op == Op::Replace, &msg)
+                          : ktc::filter_add(*d, target.dir, *s, op == Op::Replace, &msg);
+    if (!ok) return fail(err, s->kind(), msg);
     return true;
   }
 };
@@ -55,6 +88,24 @@ bool parse_dir(const std::string& s, ktc::Dir& d) {
   else
     return false;
   return true;
+}
+
+// `parent P`: clsact's sides ffff:fff2 (ingress) and ffff:fff3 (egress), ffff: (the
+// ingress qdisc), or MAJ: of a classful qdisc (its own list). A class's list (MAJ:MIN)
+// is not kept.
+Status parse_parent(const std::string& v, FilterTarget& t) {
+  auto p = get_tc_classid(v);
+  if (p && *p == (kIngressHandle | TC_H_MIN_EGRESS))
+    t.dir = ktc::Dir::Egress;
+  else if (p && (*p == (kIngressHandle | TC_H_MIN_INGRESS) || *p == kIngressHandle))
+    t.dir = ktc::Dir::Ingress;
+  else if (p && *p != TC_H_ROOT && (*p >> 16) != 0 && (*p >> 16) != 0xffff && (*p & 0xffff) == 0)
+    t.qdisc = *p;
+  else if (p && *p != TC_H_ROOT && (*p >> 16) != 0 && (*p >> 16) != 0xffff)
+    return unexpected("filters on a class (" + v + ") are not supported: attach them at the qdisc (MAJ:)", v);
+  else
+    return unexpected("parent must be clsact's ingress or egress (ffff:fff2, ffff:fff3), ffff: or a qdisc MAJ:", v);
+  return {};
 }
 
 std::string proto_name(uint16_t p) {
@@ -71,7 +122,7 @@ std::string proto_name(uint16_t p) {
 
 struct FilterShowLine final : ExtLine {
   std::string dev;
-  ktc::Dir dir = ktc::Dir::Egress;
+  FilterTarget target;
   TcFlags flags;
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
@@ -83,7 +134,7 @@ struct FilterShowLine final : ExtLine {
     std::string text;
     char b[512];
     uint32_t last_pref = 0;
-    ktc::filter_walk_all(*d, dir, [&](const ktc::TcFilter& f) {
+    target.walk(*d, [&](const ktc::TcFilter& f) {
       const FilterUtil* util = get_filter_util(f.kind());
       if (!util) return;
       const std::string proto = proto_name(f.protocol());
@@ -168,14 +219,20 @@ Result<ExtCommand> parse_filter_show(Lexer& lx, const TcFlags& flags) {
       auto v = lx.value(k);
       if (!v) return unexpected(v.error());
       line->dev = *v;
-    } else if (parse_dir(k, line->dir)) {
+    } else if (parse_dir(k, line->target.dir)) {
+      have_dir = true;
+    } else if (k == "parent") {
+      auto v = lx.value(k);
+      if (!v) return unexpected(v.error());
+      auto st = parse_parent(*v, line->target);
+      if (!st) return unexpected(st.error());
       have_dir = true;
     } else {
       return unexpected("unexpected word \"" + k + "\" for tc filter show", k);
     }
   }
   if (line->dev.empty()) return unexpected("tc filter show needs \"dev DEV\"", "show");
-  if (!have_dir) return unexpected("tc filter show needs egress or ingress", line->dev);
+  if (!have_dir) return unexpected("tc filter show needs egress or ingress or parent MAJ:", line->dev);
   return ExtCommand{line};
 }
 
@@ -205,19 +262,13 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
       auto v = value();
       if (!v) return unexpected(v.error());
       line->dev = *v;
-    } else if (parse_dir(k, line->dir)) {
+    } else if (parse_dir(k, line->target.dir)) {
       have_dir = true;
     } else if (k == "parent") {
       auto v = value();
       if (!v) return unexpected(v.error());
-      // clsact's sides: ffff:fff2 (ingress), ffff:fff3 (egress); ffff: is the ingress qdisc.
-      auto p = get_tc_classid(*v);
-      if (p && *p == (kIngressHandle | TC_H_MIN_EGRESS))
-        line->dir = ktc::Dir::Egress;
-      else if (p && (*p == (kIngressHandle | TC_H_MIN_INGRESS) || *p == kIngressHandle))
-        line->dir = ktc::Dir::Ingress;
-      else
-        return unexpected("parent must be clsact's ingress or egress (ffff:fff2, ffff:fff3) or ffff:", *v);
+      auto st = parse_parent(*v, line->target);
+      if (!st) return unexpected(st.error());
       have_dir = true;
     } else if (k == "pref" || k == "prio" || k == "priority") {
       auto v = value();
@@ -261,7 +312,7 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
     }
   }
   if (line->dev.empty()) return unexpected("tc filter needs \"dev DEV\"", "filter");
-  if (!have_dir) return unexpected("tc filter needs egress or ingress (clsact's side)", line->dev);
+  if (!have_dir) return unexpected("tc filter needs egress or ingress (clsact's side) or parent MAJ: (a qdisc)", line->dev);
   if (line->op != FilterLine::Op::Del) {
     if (!have_kind)
       return unexpected("tc filter needs a filter kind (" + ktc::tcf_proto_kinds() + ")", lx.peek());

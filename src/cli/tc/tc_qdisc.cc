@@ -37,7 +37,7 @@ void collect(Qdisc* q, bool is_root, bool parent_is_mq, std::vector<std::pair<Qd
   if (!q) return;
   if (is_root || q->handle() != 0 || parent_is_mq) out.emplace_back(q, is_root);
   const bool mq = q->flags() & TCQ_F_MQROOT;
-  for (unsigned i = 0; i < q->num_children(); ++i) collect(q->child(i + 1), false, mq, out);
+  for (unsigned i = 0; i < q->num_children(); ++i) collect(q->child_at(i), false, mq, out);
 }
 
 // One row of the show: what print_qdisc prints for one qdisc.
@@ -116,13 +116,7 @@ struct QdiscShowLine final : ExtLine {
       }
       j["options"] = opt.json;
       if (flags.stats) {
-        j["bytes"] = s.bytes;
-        j["packets"] = s.packets;
-        j["drops"] = s.drops;
-        j["overlimits"] = s.overlimits;
-        j["requeues"] = s.requeues;
-        j["backlog"] = s.backlog;
-        j["qlen"] = s.qlen;
+        qstats_json(j, s);
         if (xstats) j.update(xopt.json);
       }
       arr.push_back(std::move(j));
@@ -135,12 +129,7 @@ struct QdiscShowLine final : ExtLine {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     std::fprintf(out, "%s\n", line.c_str());
     if (flags.stats) {
-      std::fprintf(out, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
-                   static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
-                   static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
-                   static_cast<unsigned long long>(s.requeues));
-      std::fprintf(out, " backlog %s %llup requeues %llu\n", sprint_size(static_cast<uint32_t>(s.backlog)).c_str(),
-                   static_cast<unsigned long long>(s.qlen), static_cast<unsigned long long>(s.requeues));
+      print_qstats(out, s);
       if (xstats) std::fprintf(out, "%s\n", xopt.text.c_str());
     }
   }
@@ -163,20 +152,12 @@ Result<ExtCommand> parse_show(Lexer& lx, const TcFlags& flags) {
 // mirrors tc_qdisc_modify (tc/tc_qdisc.c)
 Result<ExtCommand> parse_qdisc(Lexer& lx, const TcFlags& flags) {
   const std::string verb = lx.next();
-  if (verb.empty() || matches(verb, "show") || matches(verb, "list") || matches(verb, "lst"))
-    return parse_show(lx, flags);
+  if (is_show_verb(verb)) return parse_show(lx, flags);
   auto line = std::make_shared<QdiscLine>();
   QdiscRequest& req = line->req;
-  if (matches(verb, "add"))
-    req.op = QdiscOp::Add;
-  else if (matches(verb, "change"))
-    req.op = QdiscOp::Change;
-  else if (matches(verb, "replace"))
-    req.op = QdiscOp::Replace;
-  else if (matches(verb, "delete"))
-    req.op = QdiscOp::Del;
-  else
-    return unexpected("unknown tc qdisc command \"" + verb + "\"", verb);
+  auto op = parse_modify_verb(verb, "qdisc");
+  if (!op) return unexpected(op.error());
+  req.op = *op;
   bool have_parent = false;
   const QdiscUtil* util = nullptr;
   while (!lx.done()) {

@@ -46,6 +46,37 @@ bool Lexer::eat(std::string_view w) {
   return true;
 }
 
+bool is_show_verb(const std::string& verb) {
+  return verb.empty() || matches(verb, "show") || matches(verb, "list") || matches(verb, "lst");
+}
+
+Result<QdiscOp> parse_modify_verb(const std::string& verb, const char* object) {
+  if (matches(verb, "add")) return QdiscOp::Add;
+  if (matches(verb, "change")) return QdiscOp::Change;
+  if (matches(verb, "replace")) return QdiscOp::Replace;
+  if (matches(verb, "delete")) return QdiscOp::Del;
+  return unexpected("unknown tc " + std::string(object) + " command \"" + verb + "\"", verb);
+}
+
+void print_qstats(std::FILE* out, const QdiscStats& s) {
+  std::fprintf(out, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
+               static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
+               static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
+               static_cast<unsigned long long>(s.requeues));
+  std::fprintf(out, " backlog %s %llup requeues %llu\n", sprint_size(static_cast<uint32_t>(s.backlog)).c_str(),
+               static_cast<unsigned long long>(s.qlen), static_cast<unsigned long long>(s.requeues));
+}
+
+void qstats_json(nlohmann::json& j, const QdiscStats& s) {
+  j["bytes"] = s.bytes;
+  j["packets"] = s.packets;
+  j["drops"] = s.drops;
+  j["overlimits"] = s.overlimits;
+  j["requeues"] = s.requeues;
+  j["backlog"] = s.backlog;
+  j["qlen"] = s.qlen;
+}
+
 // --- numbers.
 
 namespace {

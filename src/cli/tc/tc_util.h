@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "sched/act_api.h"
 #include "sched/cls_api.h"
 #include "sched/qdisc_options.h"
+#include "sched/sch_api.h"
 
 namespace pktpath::cli::tc {
 
@@ -47,6 +49,12 @@ class Lexer {
   size_t i_;
 };
 
+// tc's show verbs: none, or show, list, lst by prefix.
+bool is_show_verb(const std::string& verb);
+// add, change, replace, delete by prefix (tc_qdisc_modify / tc_class_modify); the error
+// names the verb ("unknown tc OBJECT command").
+Result<QdiscOp> parse_modify_verb(const std::string& verb, const char* object);
+
 // --- values (each error names the word).
 
 Result<uint32_t> get_u32(const std::string& s, int base);  // base 0: 0x.. hex, 0.. octal
@@ -70,6 +78,11 @@ std::string sprint_rate(uint64_t bytes_ps);   // 8Kbit, 1Mbit, 1500bit
 std::string sprint_time(uint64_t usec);       // 500us, 10ms, 1.5s
 std::string sprint_tc_classid(uint32_t h);    // root, none, 1:, :2, 1:2
 
+// tc -s's two counter lines for a qdisc or a class (print_tcstats_attr: Sent ...,
+// backlog ...), each ending with a newline, and the keys tc -j adds for them.
+void print_qstats(std::FILE* out, const QdiscStats& s);
+void qstats_json(nlohmann::json& j, const QdiscStats& s);
+
 // What a kind prints: the text after the fixed part of the line, and its JSON object.
 struct KindPrint {
   std::string text;
@@ -91,6 +104,12 @@ struct QdiscUtil {
   // The kind's extra statistics (tc -s) -> the lines after "backlog" (without the last
   // newline) and the keys tc -j adds to the qdisc's object; nullptr: none.
   void (*print_xstats)(const QdiscXstats& xstats, KindPrint& out) = nullptr;
+  // Classful kinds with tc class words (htb): the words after the kind -> the class's
+  // typed options; a class dump -> text and JSON; its xstats (tc -s class) -> the lines
+  // after "backlog". nullptr: the kind takes no `tc class` options.
+  Result<KindOptions> (*parse_copt)(Lexer& lx) = nullptr;
+  void (*print_copt)(const KindOptions& opts, KindPrint& out) = nullptr;
+  void (*print_cxstats)(const QdiscXstats& xstats, KindPrint& out) = nullptr;
 };
 void register_qdisc_util(const QdiscUtil& u);
 const QdiscUtil* get_qdisc_util(std::string_view id);
