@@ -27,6 +27,7 @@ struct ScriptLimits {
   uint64_t max_wait_ns = 0;  // sleep, pktgen --duration, and 256 pktgen inter-packet delays
   bool commands = true;      // `bpf ...` and `bench ...` lines
   bool write_files = true;   // `capture -w FILE`
+  bool datapath_cpus = true; // `rps_cpus`: datapath Cpu threads of the runner
 };
 
 class ScriptRunner {
@@ -80,6 +81,8 @@ class ScriptRunner {
   // Run every Cpu's pending work (tx work, timers, defer lists) from this thread; only
   // while no sender thread runs.
   void run_all_pending();
+  // Wait for the datapath Cpus to be idle (bounded by limits_.max_wait_ns when set).
+  void quiesce_cpus();
   Cpu& worker(unsigned i);
 
   bool json_;

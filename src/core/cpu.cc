@@ -55,7 +55,11 @@ Cpu::Cpu(PacketPool& pool, Options opts)
 
 Cpu::~Cpu() {
   // Whatever others deferred or queued to us and whatever we cache goes back to the pool.
-  while (backlog_len() != 0) process_backlog(backlog_napi_, *this, backlog_napi_.weight);
+  // Received packets are handled; a bound stops packets that the handling queues here
+  // again (a redirect loop), and what is left then is dropped.
+  for (int round = 0; round < 1024 && backlog_len() != 0; ++round)
+    process_backlog(backlog_napi_, *this, backlog_napi_.weight);
+  backlog_purge();
   defer_free_flush();
   drain_cache();
   detach_timers();
@@ -247,6 +251,20 @@ int Cpu::process_backlog(Napi& n, Cpu& cpu, int quota) {
     sd.process_queue_ = sd.backlog_.list;
     sd.backlog_.list = PacketList{};
     sd.backlog_.qlen.store(0, std::memory_order_relaxed);
+  }
+}
+
+void Cpu::backlog_purge() {
+  PacketList all = process_queue_;
+  process_queue_ = PacketList{};
+  {
+    LockGuard g(backlog_.lock);
+    while (Packet* p = backlog_.list.pop_front()) all.push_back(p);
+    backlog_.qlen.store(0, std::memory_order_relaxed);
+  }
+  while (Packet* p = all.pop_front()) {
+    if (p->dev) p->dev->stats(*this).rx_dropped.add();
+    free_reason(p, DropReason::DEV_READY);
   }
 }
 

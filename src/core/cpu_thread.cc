@@ -10,7 +10,10 @@ CpuThread::CpuThread(PacketPool& pool, const Cpu::Options& opts) : cpu_(pool, op
   thread_ = std::thread([this] { loop(); });
 }
 
-CpuThread::~CpuThread() {
+CpuThread::~CpuThread() { stop(); }
+
+void CpuThread::stop() {
+  if (!thread_.joinable()) return;
   stop_.store(true, std::memory_order_seq_cst);
   wake(this);
   thread_.join();
@@ -31,7 +34,7 @@ void CpuThread::loop() {
   constexpr unsigned kSpins = 2000;  // about 10 us of looking before sleeping
   for (;;) {
     unsigned spins = 0;
-    while (cpu_.has_pending() || spins < kSpins) {
+    while ((cpu_.has_pending() || spins < kSpins) && !stop_.load(std::memory_order_relaxed)) {
       if (cpu_.has_pending()) {
         idle_.store(false, std::memory_order_seq_cst);
         cpu_.run_pending();
@@ -68,8 +71,25 @@ void CpuThread::quiesce() {
 }
 
 CpuSet::~CpuSet() {
-  quiesce();
+  stop();
   threads_.clear();
+}
+
+void CpuSet::stop() {
+  for (auto& t : threads_)
+    if (t) t->stop();
+  // All stopped: nothing can hand a packet to a Cpu that has already dropped its queue.
+  for (auto& t : threads_)
+    if (t) t->cpu().backlog_purge();
+}
+
+bool CpuSet::quiesce_for(uint64_t max_ns) {
+  const uint64_t end = MonotonicClock::instance().now_ns() + max_ns;
+  while (!idle()) {
+    if (MonotonicClock::instance().now_ns() >= end) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 CpuThread& CpuSet::get(unsigned i, const Cpu::Options& opts) {

@@ -17,7 +17,9 @@ namespace pktpath {
 class CpuThread {
  public:
   CpuThread(PacketPool& pool, const Cpu::Options& opts);
-  ~CpuThread();  // runs what is left, then stops
+  ~CpuThread();  // stop()
+  // Stop the thread (what is still queued stays queued) and join it. Control thread.
+  void stop();
   CpuThread(const CpuThread&) = delete;
   CpuThread& operator=(const CpuThread&) = delete;
 
@@ -47,7 +49,7 @@ class CpuThread {
 class CpuSet {
  public:
   explicit CpuSet(PacketPool& pool) : pool_(pool) {}
-  ~CpuSet();  // quiesces, then stops the threads
+  ~CpuSet();  // stop()
   static constexpr unsigned kMax = 32;
   // Cpu i, started with `opts` if it does not exist yet. i < kMax.
   CpuThread& get(unsigned i, const Cpu::Options& opts);
@@ -56,6 +58,12 @@ class CpuSet {
   // Every thread idle at once (nothing handed to any of them is left).
   bool idle() const;
   void quiesce();
+  // quiesce() for at most max_ns of real time; false if some thread was still busy
+  // (packets circling between devices, as a redirect loop makes them).
+  bool quiesce_for(uint64_t max_ns);
+  // Stop every thread, then drop what is still queued on any of them (backlog_purge):
+  // before the devices their packets point at go.
+  void stop();
   // net.pktpath.defer_free for these Cpus (they are the ones freeing remotely). While
   // nothing is handed to them.
   void set_defer_free(bool on);
