@@ -1,6 +1,8 @@
 // tcpdump's own words: the option parser, -d/-dd/-ddd and -r against the installed
 // tcpdump, and the `tcpdump` script line's -Q, -i any, -w -, -c and per-packet lines.
 #include <gtest/gtest.h>
+
+#include <cctype>
 #include <pcap/pcap.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 
 #include "capture_fixture.h"
@@ -521,10 +522,19 @@ TEST(TcpdumpScript, PrintsPacketsAndHonoursCount) {
   std::vector<std::string> lines;
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  const std::regex pkt(
-      R"(^\d\d:\d\d:\d\d\.\d{6} IP \d+\.\d+\.\d+\.\d+\.\d+ > \d+\.\d+\.\d+\.\d+\.\d+: UDP, length \d+$)");
+  // A packet line: "HH:MM:SS.uuuuuu IP a.b.c.d.p > e.f.g.h.q: UDP, length N" (std::regex
+  // is avoided: GCC 12 warns inside it at -O1 with the sanitizers).
+  auto stamp = [](const std::string& l) {
+    if (l.size() < 16 || l[2] != ':' || l[5] != ':' || l[8] != '.' || l[15] != ' ') return false;
+    for (int i : {0, 1, 3, 4, 6, 7, 9, 10, 11, 12, 13, 14})
+      if (!std::isdigit(static_cast<unsigned char>(l[i]))) return false;
+    return true;
+  };
+  auto is_pkt = [&](const std::string& l) {
+    return stamp(l) && l.compare(15, 4, " IP ") == 0 && l.find(": UDP, length ") != std::string::npos;
+  };
   size_t n = 0;
-  for (const auto& l : lines) n += std::regex_match(l, pkt);
+  for (const auto& l : lines) n += is_pkt(l);
   EXPECT_EQ(n, 3u) << r.out;
   // Three captures: 5 written, 3 of 5 printed, 5 counted.
   EXPECT_NE(
@@ -536,12 +546,15 @@ TEST(TcpdumpScript, PrintsPacketsAndHonoursCount) {
   // The lines are tcpdump's for the same packets, timestamps aside.
   if (have_tcpdump()) {
     std::string want = run_tcpdump("-n -c 3 -r " + file);
-    auto strip = [](const std::string& text) {
-      return std::regex_replace(text, std::regex(R"(\d\d:\d\d:\d\d\.\d{6} )"), "");
+    auto strip = [&](const std::string& text) {
+      std::string out;
+      std::istringstream in(text);
+      for (std::string l; std::getline(in, l);) out += (stamp(l) ? l.substr(16) : l) + "\n";
+      return out;
     };
     std::string got;
     for (const auto& l : lines)
-      if (std::regex_match(l, pkt)) got += l + "\n";
+      if (is_pkt(l)) got += l + "\n";
     EXPECT_EQ(strip(got), strip(want));
   }
   std::remove(file.c_str());
