@@ -250,7 +250,8 @@ int Cpu::process_backlog(Napi& n, Cpu& cpu, int quota) {
     }
     sd.process_queue_ = sd.backlog_.list;
     sd.backlog_.list = PacketList{};
-    sd.backlog_.qlen.store(0, std::memory_order_relaxed);
+    // Release: an idle check that reads 0 here also sees the owner busy (CpuThread::idle).
+    sd.backlog_.qlen.store(0, std::memory_order_release);
   }
 }
 

@@ -258,7 +258,7 @@ class alignas(kCacheLine) Cpu {
   // Owner thread: everything not yet processed. Any thread: backlog_queued() (the shared
   // part only).
   uint32_t backlog_len() const { return backlog_.qlen.load(std::memory_order_relaxed) + process_queue_.count; }
-  uint32_t backlog_queued() const { return backlog_.qlen.load(std::memory_order_relaxed); }
+  uint32_t backlog_queued() const { return backlog_.qlen.load(std::memory_order_acquire); }
   uint64_t backlog_dropped() const { return backlog_.dropped.load(std::memory_order_relaxed); }
   // mirrors flush_backlog: free every packet waiting on the input queue unprocessed
   // (DEV_READY, rx_dropped on its device), for when their devices are about to go.

@@ -63,7 +63,11 @@ void CpuThread::loop() {
 bool CpuThread::idle() const {
   // Idle: it found nothing pending after its last work, and nothing was handed to it
   // since (a packet on its input queue, an instance on its remote poll list).
-  return idle_.load(std::memory_order_seq_cst) && cpu_.backlog_queued() == 0 && !cpu_.remote_pending();
+  // idle_ is read again after the queues: an owner that took the queues (storing them
+  // empty with release) after the first read had cleared idle_ before, and the second
+  // read sees that.
+  return idle_.load(std::memory_order_seq_cst) && cpu_.backlog_queued() == 0 && !cpu_.remote_pending() &&
+         idle_.load(std::memory_order_seq_cst);
 }
 
 void CpuThread::quiesce() {

@@ -44,7 +44,7 @@ void Cpu::splice_remote_polls() {
     LockGuard g(remote_.lock);
     got.head = remote_.head.load(std::memory_order_relaxed);
     got.tail = remote_.tail;
-    remote_.head.store(nullptr, std::memory_order_relaxed);
+    remote_.head.store(nullptr, std::memory_order_release);  // as the backlog's qlen
     remote_.tail = nullptr;
   }
   poll_.splice(got);
