@@ -103,6 +103,7 @@ bool ScriptRunner::del_net(const std::string& name) {
       if (current_ == it->get()) return false;
       run_all_pending();  // no qdisc of it may stay on a worker's tx work list
       quiesce_cpus();  // nor a packet of it on a datapath Cpu's queue
+      purge_circling();
       nets_.erase(it);
       return true;
     }
@@ -139,6 +140,13 @@ void ScriptRunner::quiesce_cpus() {
   // circles between devices (a redirect loop) keeps a datapath Cpu busy for ever.
   if (limits_.max_wait_ns) cpu_set_.quiesce_for(limits_.max_wait_ns);
   else cpu_set_.quiesce();
+}
+
+void ScriptRunner::purge_circling() {
+  // After run_all_pending, what a worker still has queued circles for ever (a redirect
+  // loop) and may point at the device about to go; the control Cpu's queue is flushed
+  // per device by the table (Cpu::flush_backlog).
+  for (auto& w : workers_) w->backlog_purge();
 }
 
 void ScriptRunner::run_all_pending() {
@@ -313,6 +321,7 @@ bool ScriptRunner::ip_link_del(const IpLinkDel& c, ScriptError& err) {
   if (NetDevice* d = table().find(c.dev); d && (d->flags() & IFF_LOOPBACK))
     return fail(err, c.dev, "RTNETLINK answers: Operation not supported");
   run_all_pending();
+  purge_circling();
   std::string msg;
   if (!table().del(c.dev, msg)) return fail(err, c.dev, msg);
   return true;

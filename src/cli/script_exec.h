@@ -81,6 +81,8 @@ class ScriptRunner {
   // Run every Cpu's pending work (tx work, timers, defer lists) from this thread; only
   // while no sender thread runs.
   void run_all_pending();
+  // Drop what the worker Cpus still hold after run_all_pending (packets circling).
+  void purge_circling();
   // Wait for the datapath Cpus to be idle (bounded by limits_.max_wait_ns when set).
   void quiesce_cpus();
   Cpu& worker(unsigned i);

@@ -255,6 +255,31 @@ int Cpu::process_backlog(Napi& n, Cpu& cpu, int quota) {
   }
 }
 
+void Cpu::flush_backlog(const NetDevice& dev) {
+  PacketList drop, keep;
+  while (Packet* p = process_queue_.pop_front()) (p->dev == &dev ? drop : keep).push_back(p);
+  process_queue_ = keep;
+  {
+    LockGuard g(backlog_.lock);
+    keep = PacketList{};
+    uint32_t left = 0;
+    while (Packet* p = backlog_.list.pop_front()) {
+      if (p->dev == &dev) {
+        drop.push_back(p);
+      } else {
+        keep.push_back(p);
+        ++left;
+      }
+    }
+    backlog_.list = keep;
+    backlog_.qlen.store(left, std::memory_order_relaxed);
+  }
+  while (Packet* p = drop.pop_front()) {
+    p->dev->stats(*this).rx_dropped.add();
+    free_reason(p, DropReason::DEV_READY);
+  }
+}
+
 void Cpu::backlog_purge() {
   PacketList all = process_queue_;
   process_queue_ = PacketList{};

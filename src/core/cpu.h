@@ -260,10 +260,13 @@ class alignas(kCacheLine) Cpu {
   uint32_t backlog_len() const { return backlog_.qlen.load(std::memory_order_relaxed) + process_queue_.count; }
   uint32_t backlog_queued() const { return backlog_.qlen.load(std::memory_order_acquire); }
   uint64_t backlog_dropped() const { return backlog_.dropped.load(std::memory_order_relaxed); }
-  // mirrors flush_backlog: free every packet waiting on the input queue unprocessed
-  // (DEV_READY, rx_dropped on its device), for when their devices are about to go.
-  // Owner thread, or while no thread runs this Cpu.
+  // Free every packet waiting on the input queue unprocessed (DEV_READY, rx_dropped on
+  // its device), for when their devices are about to go. Owner thread, or while no
+  // thread runs this Cpu.
   void backlog_purge();
+  // mirrors flush_backlog: the same for the packets of one device that is being
+  // unregistered. Same threads.
+  void flush_backlog(const NetDevice& dev);
   uint32_t max_backlog() const { return opts_.max_backlog; }
   // hrtimer_start(..., HRTIMER_MODE_ABS_PINNED): (re)arm `t` on this Cpu, moving it off
   // whatever Cpu held it. Any thread.

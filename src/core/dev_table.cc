@@ -73,6 +73,9 @@ bool DeviceTable::del(std::string_view name, std::string& err) {
   set_up(dev, false, err);
   if (std::unique_ptr<Qdisc> old = dev.graft_root(nullptr)) retire(std::move(old));
   notifier_.call(NetdevEvent::UNREGISTER, dev);
+  // flush_all_backlogs for the Cpu this table runs on (datapath Cpus are quiesced by
+  // whoever deletes, and other Cpus it drives flush themselves: ScriptRunner).
+  control_.flush_backlog(dev);
   // synchronize_net: a reader that loaded a pointer a subscriber just dropped (a mirred
   // target) is past it before the device is freed.
   rcu_synchronize();

@@ -176,6 +176,31 @@ TEST_F(NetifRxTest, NetifRxOnADownDeviceOrFullBacklogCountsTheDrop) {
   EXPECT_EQ(netif_rx(cpu, udp_frame(cpu, *dev, 1)), NET_RX_DROP);
 }
 
+// Deleting a device drops its packets still waiting in the backlog (flush_backlog from
+// the unregister path) and leaves the other devices' packets queued, in order: nothing
+// left points at the freed device.
+TEST_F(NetifRxTest, DeletingADeviceFlushesItsPacketsFromTheBacklog) {
+  NetDevice::Config c;
+  c.name = "rx1";
+  std::string err;
+  NetDevice* other = net.devices().add(c, "dummy", err);
+  ASSERT_NE(other, nullptr) << err;
+  ASSERT_TRUE(net.devices().set_up(*other, true, err)) << err;
+  for (int i = 0; i < 200; ++i)
+    ASSERT_EQ(netif_rx(cpu, udp_frame(cpu, i % 2 ? *other : *dev, 1)), NET_RX_SUCCESS);
+  cpu.run_pending();  // one weight processed: 32 of each; the rest split between the queues
+  ASSERT_EQ(other->stats_sum().rx_packets, 32u);
+  const auto before = drop_totals();
+  ASSERT_TRUE(net.devices().del("rx1", err)) << err;
+  EXPECT_EQ(drop_totals()[static_cast<unsigned>(DropReason::DEV_READY)] -
+                before[static_cast<unsigned>(DropReason::DEV_READY)],
+            68u);
+  EXPECT_EQ(cpu.backlog_len(), 68u);
+  while (cpu.has_pending()) cpu.run_pending();
+  EXPECT_EQ(dev->stats_sum().rx_packets, 100u);
+  EXPECT_EQ(cpu.backlog_len(), 0u);
+}
+
 TEST_F(NetifRxTest, BacklogPollsByWeightWithinTheBudget) {
   for (int i = 0; i < 400; ++i) ASSERT_EQ(netif_rx(cpu, udp_frame(cpu, *dev, 1)), NET_RX_SUCCESS);
   cpu.run_pending();  // the backlog is one instance: one weight per round
