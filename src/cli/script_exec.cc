@@ -367,6 +367,11 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
     r.address = mac_str(d->mac());
     r.rx_bytes = s.rx_bytes;
     r.rx_packets = s.rx_packets;
+    if (peer) {  // mirrors veth_get_stats64: what the peer's xmit handed to netif_rx
+      const DevStatsSum ps = peer->stats_sum();
+      r.rx_bytes = ps.tx_bytes;
+      r.rx_packets = ps.tx_packets;
+    }
     r.rx_dropped = s.rx_dropped;
     r.tx_bytes = s.tx_bytes;
     r.tx_packets = s.tx_packets;

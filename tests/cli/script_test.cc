@@ -328,6 +328,27 @@ TEST(ScriptRun, ErrorsNameFileLineAndWordExitOne) {
   EXPECT_EQ(run_main({"run", "/nonexistent/script.pp"}), 1);
 }
 
+// veth in `ip -s link show`: NAME@PEER, no carrier while the peer is down, and the RX
+// counters are what the peer's transmit handed over (veth_get_stats64), including
+// frames that tc ingress then dropped.
+TEST(ScriptRun, VethLinkShowsPeerAndItsTransmitAsReceive) {
+  RunResult r = run_script(
+      "ip link add a type veth peer name b\n"
+      "ip link set dev a up\n"
+      "ip link show dev a\n"
+      "ip link set dev b up\n"
+      "tc qdisc add dev b clsact\n"
+      "tc filter add dev b ingress matchall action drop\n"
+      "send dev a count 7 size 100\n"
+      "ip -s link show dev b\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("a@b: <NO-CARRIER,BROADCAST,MULTICAST,UP>"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("state LOWERLAYERDOWN"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("b@a: <BROADCAST,MULTICAST,UP,LOWER_UP>"), std::string::npos) << r.out;
+  // RX: bytes packets errors dropped missed mcast
+  EXPECT_NE(r.out.find("           700       7      0       0       0       0"), std::string::npos) << r.out;
+}
+
 TEST(ScriptRun, FailedLineChangesNothing) {
   ScriptRunner runner(false, stdout);
   ScriptError e;
