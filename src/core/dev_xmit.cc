@@ -32,7 +32,7 @@ PP_NOINLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& de
       PP_LIKELY(dev.net().xmit_config().bypass.load(std::memory_order_relaxed)) && q.run_begin()) {
     // Look again under the seqlock: a requeue may have raced with the first test.
     if (PP_UNLIKELY(!q.nolock_is_empty())) {
-      rc = q.enqueue(cpu, p, to_free);
+      rc = q.enqueue(cpu, p, to_free) & NET_XMIT_MASK;
       qdisc_run_inner(cpu, q);
       q.run_end(cpu);
     } else {
@@ -43,14 +43,14 @@ PP_NOINLINE int dev_xmit_skb_nolock(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& de
       return NET_XMIT_SUCCESS;
     }
   } else {
-    rc = q.enqueue(cpu, p, to_free);
+    rc = q.enqueue(cpu, p, to_free) & NET_XMIT_MASK;
     qdisc_run(cpu, q);
   }
   if (PP_UNLIKELY(!to_free.empty())) free_to_free(cpu, to_free);
   return rc;
 }
 
-// mirrors __dev_xmit_skb for locked qdiscs
+// mirrors __dev_xmit_skb for locked qdiscs (dev_qdisc_enqueue masks the child's bits)
 PP_NOINLINE int dev_xmit_skb_locked(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& dev, TxQueue& txq) {
   PacketList to_free;
   int rc;
@@ -68,7 +68,7 @@ PP_NOINLINE int dev_xmit_skb_locked(Cpu& cpu, Packet* p, Qdisc& q, NetDevice& de
     q.run_end(cpu);
     rc = NET_XMIT_SUCCESS;
   } else {
-    rc = q.enqueue(cpu, p, to_free);
+    rc = q.enqueue(cpu, p, to_free) & NET_XMIT_MASK;
     if (q.run_begin()) {
       qdisc_run_inner(cpu, q);
       q.run_end(cpu);

@@ -55,6 +55,14 @@ inline constexpr uint32_t TCQ_F_NOENQUEUE = 0x10000;
 inline constexpr int NET_XMIT_SUCCESS = 0;
 inline constexpr int NET_XMIT_DROP = 1;
 inline constexpr int NET_XMIT_CN = 2;
+inline constexpr int NET_XMIT_MASK = 0x0f;  // what leaves the root: the code without the bits below
+// The kernel's __NET_XMIT_STOLEN and __NET_XMIT_BYPASS, or'ed into NET_XMIT_SUCCESS by a
+// child that did not queue the packet: a parent queues nothing for it, and counts a drop
+// unless it was stolen (consumed by an action).
+inline constexpr int NET_XMIT_STOLEN_BIT = 0x00010000;
+inline constexpr int NET_XMIT_BYPASS_BIT = 0x00020000;
+// mirrors net_xmit_drop_count
+inline constexpr bool net_xmit_drop_count(int rc) { return (rc & NET_XMIT_STOLEN_BIT) == 0; }
 
 // q->state bits.
 inline constexpr uint32_t QDISC_STATE_SCHED = 1u << 0;        // on some Cpu's tx work list
@@ -151,6 +159,12 @@ class Qdisc : public CpuWork {
   // The qdisc's own filter list (its tcf_block) for `tc filter ... parent MAJ:`;
   // nullptr for a kind that takes no filters.
   virtual tc::FilterBlock* filter_block() { return nullptr; }
+  // A class's own filter list (`tc filter ... parent MAJ:MIN`, the class's tcf_block),
+  // nullptr when the class does not exist or its kind keeps none.
+  virtual tc::FilterBlock* class_filter_block(uint32_t classid) {
+    (void)classid;
+    return nullptr;
+  }
 
   // ---- identity.
   const char* kind() const { return kind_; }

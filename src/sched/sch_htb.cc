@@ -69,6 +69,9 @@ struct HtbClass {
   // Statistics (root lock): bstats, drops, overlimits, xstats.
   uint64_t packets = 0, bytes = 0, drops = 0, overlimits = 0;
   uint32_t lends = 0, borrows = 0;
+  // Filters at `parent` this class: an inner class a filter or skb->priority chose
+  // continues classification with them (cl->filter_list).
+  tc::FilterBlock block;
 };
 
 // struct htb_level's row part (the wait queue is the classes' in_wait bits).
@@ -121,16 +124,18 @@ class HtbQdisc final : public PeekDequeuedQdisc {
       if (verdict == tc::TC_ACT_SHOT) {
         stats_dropped(cpu);
         to_free.push_back(p);
-        return NET_XMIT_DROP;
+        return NET_XMIT_SUCCESS | NET_XMIT_BYPASS_BIT;
       }
       cpu.free(p);  // stolen, queued or trapped by an action: consumed, not a drop
-      return NET_XMIT_SUCCESS;
+      return NET_XMIT_SUCCESS | NET_XMIT_STOLEN_BIT;
     } else {
       const uint32_t len = p->len;
       const int rc = cl->leaf->enqueue(cpu, p, to_free);
       if (rc != NET_XMIT_SUCCESS) {
-        stats_dropped(cpu);
-        ++cl->drops;
+        if (net_xmit_drop_count(rc)) {
+          stats_dropped(cpu);
+          ++cl->drops;
+        }
         return rc;
       }
       activate(*cl);
@@ -317,6 +322,10 @@ class HtbQdisc final : public PeekDequeuedQdisc {
   }
 
   tc::FilterBlock* filter_block() override { return &block_; }
+  tc::FilterBlock* class_filter_block(uint32_t classid) override {
+    HtbClass* cl = find(classid);
+    return cl ? &cl->block : nullptr;
+  }
 
   // Leaves' qdiscs: by class minor for grafting, in classid order for walks.
   Qdisc* child(uint32_t minor) const override {
@@ -445,10 +454,10 @@ class HtbQdisc final : public PeekDequeuedQdisc {
     p.cmode = HtbMode::CanSend;
   }
 
-  // mirrors htb_classify (6.1): skb->priority naming X:0 or a leaf; else the qdisc's
-  // filters (an inner class chosen by priority or by a filter would continue with its own
-  // filter list, which pktpath does not keep: that ends the walk); else `default`; else
-  // the direct queue. nullptr with *verdict when an action took the packet.
+  // mirrors htb_classify (6.1): skb->priority naming X:0 or a leaf; else filters, from
+  // the qdisc's list (or the inner class skb->priority names), each inner class a filter
+  // chooses continuing with its own list, until a leaf; else `default`; else the direct
+  // queue. nullptr with *verdict when an action took the packet.
   HtbClass* classify(Cpu& cpu, Packet* p, bool* direct, int* verdict) {
     if (p->priority == handle()) {
       *direct = true;
@@ -456,22 +465,26 @@ class HtbQdisc final : public PeekDequeuedQdisc {
     }
     HtbClass* cl = find(p->priority);
     if (cl && cl->level == 0) return cl;
-    const tc::Miniq* mq = cl ? nullptr : block_.head.load(std::memory_order_acquire);
-    if (mq) {
+    const tc::Miniq* mq = (cl ? cl->block : block_).head.load(std::memory_order_acquire);
+    // A filter choosing an inner class whose filters lead back would loop: the walk
+    // takes at most as many steps as the tree has levels, then uses the default.
+    int below = kHtbMaxDepth + 1;
+    while (mq && below-- > 0) {
       tc::TcResult res;
       const int r = tc::tcf_classify(tc::TcContext{cpu, false}, p, *mq, res);
-      if (r >= 0) {
-        if (r == tc::TC_ACT_QUEUED || r == tc::TC_ACT_STOLEN || r == tc::TC_ACT_TRAP || r == tc::TC_ACT_SHOT) {
-          *verdict = r;
-          return nullptr;
-        }
-        if (res.classid == handle()) {
-          *direct = true;
-          return nullptr;
-        }
-        HtbClass* f = find(res.classid);
-        if (f && f->level == 0) return f;
+      if (r < 0) break;
+      if (r == tc::TC_ACT_QUEUED || r == tc::TC_ACT_STOLEN || r == tc::TC_ACT_TRAP || r == tc::TC_ACT_SHOT) {
+        *verdict = r;
+        return nullptr;
       }
+      if (res.classid == handle()) {
+        *direct = true;
+        return nullptr;
+      }
+      HtbClass* f = find(res.classid);
+      if (!f) break;
+      if (f->level == 0) return f;
+      mq = f->block.head.load(std::memory_order_acquire);
     }
     cl = find((handle() & 0xffff0000u) | opts_.defcls);
     if (!cl || cl->level) {

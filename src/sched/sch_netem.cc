@@ -129,7 +129,7 @@ class NetemQdisc final : public PeekDequeuedQdisc {
       ++x_.lost;
       stats_dropped(cpu);
       to_free.push_back(p);
-      return NET_XMIT_SUCCESS;  // the kernel adds __NET_XMIT_BYPASS: not a parent's drop
+      return NET_XMIT_SUCCESS | NET_XMIT_BYPASS_BIT;  // a parent queues nothing, counts a drop
     }
     Packet* dup = nullptr;
     if (count > 1) {

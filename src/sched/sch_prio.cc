@@ -23,7 +23,7 @@ class PrioQdisc final : public Qdisc {
     const uint32_t len = p->len;
     const int rc = c.enqueue(cpu, p, to_free);
     if (PP_UNLIKELY(rc != NET_XMIT_SUCCESS)) {
-      stats_dropped(cpu);
+      if (net_xmit_drop_count(rc)) stats_dropped(cpu);
       return rc;
     }
     QdiscStatsBlock& s = st(cpu);

@@ -32,7 +32,7 @@ class TbfQdisc final : public Qdisc {
     }
     const int rc = child_->enqueue(cpu, p, to_free);
     if (rc != NET_XMIT_SUCCESS) {
-      stats_dropped(cpu);
+      if (net_xmit_drop_count(rc)) stats_dropped(cpu);
       return rc;
     }
     stats_enqueued(cpu, p);

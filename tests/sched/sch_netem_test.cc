@@ -52,7 +52,7 @@ class NetemUnit : public QdiscUnit {
   std::vector<uint32_t> pass(Qdisc& q, uint32_t n) {
     std::vector<uint32_t> sent;
     for (uint32_t i = 0; i < n; ++i) {
-      EXPECT_EQ(enq(q, pkt(i)), NET_XMIT_SUCCESS);
+      EXPECT_EQ(enq(q, pkt(i)) & NET_XMIT_MASK, NET_XMIT_SUCCESS);
       for (uint32_t m : drain_marks(q)) sent.push_back(m);
     }
     return sent;
@@ -172,6 +172,29 @@ TEST_F(NetemUnit, LossRandomTenPercent) {
   expect_accounted(*q, kN, out);
 }
 
+
+// A loss under a parent: netem says SUCCESS with the bypass bit, so the parent queues
+// nothing for the packet and counts it as its own drop too (prio_enqueue with
+// net_xmit_drop_count); the root's caller sees plain success.
+TEST_F(NetemUnit, LossUnderAParentIsNotQueuedThere) {
+  auto parent = create("prio");
+  parent->set_handle(0x10000);
+  NetemOptions o;
+  o.loss = kAll;
+  std::string err;
+  // Priority 0 goes to band 1 (minor 2) in the default priomap.
+  ASSERT_TRUE(parent->graft(*dev_, 2, create("netem", o), err)) << err;
+  for (uint32_t i = 0; i < 5; ++i) {
+    const int rc = enq(*parent, pkt(i));
+    EXPECT_EQ(rc & NET_XMIT_BYPASS_BIT, NET_XMIT_BYPASS_BIT);
+    EXPECT_EQ(rc & NET_XMIT_MASK, NET_XMIT_SUCCESS);
+  }
+  EXPECT_EQ(parent->stats().qlen, 0u);
+  EXPECT_EQ(parent->stats().drops, 5u);
+  EXPECT_EQ(parent->child(2)->stats().drops, 5u);
+  EXPECT_TRUE(drain_marks(*parent).empty());
+  EXPECT_EQ(drops(DropReason::QDISC_DROP), 5u);
+}
 
 // 4-state model, p13 = 100%: the first draw leaves "sent in a gap" for "lost in a
 // burst" and p31 = p32 = 0 keeps it there: every packet lost.
