@@ -136,6 +136,41 @@ TEST_F(HtbCli, FiltersAtTheQdiscClassify) {
             std::string::npos);
 }
 
+// Filters at an inner class: the qdisc's filter chooses 1:1 (inner), whose own filters
+// choose the leaf (htb_classify's walk down cl->filter_list); a frame no class filter
+// takes falls to the default. `tc filter show parent 1:1` lists the class's filters.
+TEST_F(HtbCli, FiltersAtAnInnerClassContinueTheWalk) {
+  setup_tree();
+  run("tc filter add dev t0 parent 1: protocol ip prio 1 matchall classid 1:1");
+  run("tc filter add dev t0 parent 1:1 protocol ip prio 1 u32 match ip dst 10.0.0.1/32 flowid 1:10");
+  run("tc filter add dev t0 parent 1:1 protocol ip prio 2 flower dst_ip 10.0.0.2 classid 1:20");
+  send_ip("10.0.0.1");
+  send_ip("10.0.0.2");
+  send_ip("10.0.0.2");
+  send_ip("10.9.9.9");  // 1:1's filters take none of it: the default, 1:20
+  send_ip("10.0.0.1", 80, 0x10001);  // priority names the inner class: its filters run
+  runner_.drain_pending();
+  EXPECT_EQ(class_packets(0x10010), 2u);
+  EXPECT_EQ(class_packets(0x10020), 3u);
+  const std::string fs = show("tc filter show dev t0 parent 1:1");
+  EXPECT_NE(fs.find("filter protocol ip pref 1 u32 chain 0"), std::string::npos) << fs;
+  EXPECT_NE(fs.find("pref 2 flower"), std::string::npos) << fs;
+  EXPECT_EQ(fs.find("matchall"), std::string::npos) << fs;
+  // A class filter that points back at its own inner class ends at the default.
+  run("tc filter add dev t0 parent 1:1 protocol ip prio 3 matchall classid 1:1");
+  send_ip("10.9.9.9");
+  runner_.drain_pending();
+  EXPECT_EQ(class_packets(0x10020), 4u);
+  run("tc filter del dev t0 parent 1:1 prio 1");
+  send_ip("10.0.0.1");
+  runner_.drain_pending();
+  EXPECT_EQ(class_packets(0x10010), 2u);
+  EXPECT_EQ(class_packets(0x10020), 5u);
+  const QdiscStats s = runner_.table().find("t0")->qdisc()->stats();
+  EXPECT_EQ(s.packets, 7u);
+  EXPECT_EQ(s.qlen, 0u);
+}
+
 TEST_F(HtbCli, ParseErrorsNameTheWord) {
   struct Case {
     const char* line;
@@ -157,7 +192,7 @@ TEST_F(HtbCli, ParseErrorsNameTheWord) {
       {"tc class add dev t0 parent 1:7 classid 1:10 htb rate 1mbit", "htb"},  // runs: no parent 1:7
       {"tc class add dev t0 parent 1: classid 5:10 htb rate 1mbit", "htb"},   // runs: no qdisc 5:
       {"tc class del dev t0 classid 1:99", "1:99"},                           // runs: no class
-      {"tc filter add dev t0 parent 1:5 protocol ip prio 1 matchall flowid 1:10", "1:5"},
+      {"tc filter add dev t0 parent 1:5 protocol ip prio 1 matchall flowid 1:10", "t0"},  // runs: no class 1:5
       {"tc filter add dev t0 parent 7: protocol ip prio 1 matchall flowid 1:10", "t0"},  // runs: no qdisc 7:
   };
   for (const Case& c : cases) {

@@ -1,6 +1,7 @@
 // tc's command line: flags and object dispatch (mirrors tc.c's main and do_cmd).
 #include "cli/tc/tc.h"
 
+#include "cli/script_exec.h"
 #include "cli/tc/tc_util.h"
 
 namespace pktpath::cli::tc {
@@ -23,6 +24,16 @@ Result<ExtCommand> parse_tc(const std::vector<std::string>& words) {
   if (matches(obj, "class")) return parse_class(lx, flags);
   if (matches(obj, "filter")) return parse_filter(lx, flags);
   return unexpected("unknown tc object \"" + obj + "\"", obj);
+}
+
+NetDevice* find_settled_device(ScriptRunner& r, const std::string& dev, ScriptError& err) {
+  NetDevice* d = r.table().find(dev);
+  if (!d) {
+    fail(err, dev, "cannot find device \"" + dev + "\"");
+    return nullptr;
+  }
+  r.drain_pending();
+  return d;
 }
 
 }  // namespace pktpath::cli::tc

@@ -9,6 +9,10 @@
 #include "cli/script_ext.h"
 #include "core/result.h"
 
+namespace pktpath {
+class NetDevice;
+}
+
 namespace pktpath::cli::tc {
 
 // tc's global flags.
@@ -16,6 +20,10 @@ struct TcFlags {
   bool stats = false;  // -s
   bool json = false;   // -j
 };
+
+// The device a line acts on, with the pending work run so that what it shows is
+// settled; nullptr after an error naming the device ("cannot find device").
+NetDevice* find_settled_device(ScriptRunner& r, const std::string& dev, ScriptError& err);
 
 // words[0] is "tc".
 Result<ExtCommand> parse_tc(const std::vector<std::string>& words);

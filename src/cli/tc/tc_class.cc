@@ -18,9 +18,8 @@ struct ClassLine final : ExtLine {
   std::string at;  // what errors name: the kind, else the classid
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
-    NetDevice* d = r.table().find(dev);
-    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
-    r.drain_pending();
+    NetDevice* d = find_settled_device(r, dev, err);
+    if (!d) return false;
     std::string warn;
     auto st = tc_class_modify(r.table(), *d, req, &warn);
     if (!st) return fail(err, at, st.error().msg);
@@ -35,9 +34,8 @@ struct ClassShowLine final : ExtLine {
 
   // mirrors print_class for every class of every classful qdisc of the device's tree
   bool execute(ScriptRunner& r, ScriptError& err) const override {
-    NetDevice* d = r.table().find(dev);
-    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
-    r.drain_pending();
+    NetDevice* d = find_settled_device(r, dev, err);
+    if (!d) return false;
     const bool json = flags.json || r.json();
     nlohmann::json arr = nlohmann::json::array();
     const uint64_t now_ns = r.control_cpu().clock().now_ns();

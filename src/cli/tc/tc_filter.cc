@@ -18,21 +18,28 @@ namespace {
 
 namespace ktc = ::pktpath::tc;
 
-// The filter list a line addresses: a clsact side, or a classful qdisc's own list
-// (`parent MAJ:`), found when the line runs.
+// The filter list a line addresses: a clsact side, a classful qdisc's own list
+// (`parent MAJ:`) or one of its classes' (`parent MAJ:MIN`), found when the line runs.
 struct FilterTarget {
   ktc::Dir dir = ktc::Dir::Egress;
   uint32_t qdisc = 0;  // MAJ:0 of the qdisc; 0: clsact
+  uint32_t cls = 0;    // MAJ:MIN of the class; 0: the qdisc's own list
 
-  // The qdisc's list, or nullptr with *msg (only when `qdisc` is set).
+  // The list, or nullptr with *msg (only when `qdisc` is set). mirrors tc_new_tfilter's
+  // lookups (qdisc, then class, then the block).
   ktc::FilterBlock* block(NetDevice& d, std::string* msg) const {
     Qdisc* q = qdisc_lookup(d, qdisc);
     if (!q) {
       *msg = "Cannot find specified qdisc " + tc_handle_str(qdisc) + " on " + d.name();
       return nullptr;
     }
-    ktc::FilterBlock* b = q->filter_block();
-    if (!b) *msg = "qdisc " + std::string(q->kind()) + " " + tc_handle_str(qdisc) + " takes no filters";
+    if (!q->filter_block()) {
+      *msg = "qdisc " + std::string(q->kind()) + " " + tc_handle_str(qdisc) + " takes no filters";
+      return nullptr;
+    }
+    if (!cls) return q->filter_block();
+    ktc::FilterBlock* b = q->class_filter_block(cls);
+    if (!b) *msg = "Specified class doesn't exist (" + tc_handle_str(cls) + ")";
     return b;
   }
   void walk(NetDevice& d, const std::function<void(const ktc::TcFilter&)>& fn) const {
@@ -91,8 +98,7 @@ bool parse_dir(const std::string& s, ktc::Dir& d) {
 }
 
 // `parent P`: clsact's sides ffff:fff2 (ingress) and ffff:fff3 (egress), ffff: (the
-// ingress qdisc), or MAJ: of a classful qdisc (its own list). A class's list (MAJ:MIN)
-// is not kept.
+// ingress qdisc), MAJ: of a classful qdisc (its own list) or MAJ:MIN (a class's list).
 Status parse_parent(const std::string& v, FilterTarget& t) {
   auto p = get_tc_classid(v);
   if (p && *p == (kIngressHandle | TC_H_MIN_EGRESS))
@@ -101,8 +107,10 @@ Status parse_parent(const std::string& v, FilterTarget& t) {
     t.dir = ktc::Dir::Ingress;
   else if (p && *p != TC_H_ROOT && (*p >> 16) != 0 && (*p >> 16) != 0xffff && (*p & 0xffff) == 0)
     t.qdisc = *p;
-  else if (p && *p != TC_H_ROOT && (*p >> 16) != 0 && (*p >> 16) != 0xffff)
-    return unexpected("filters on a class (" + v + ") are not supported: attach them at the qdisc (MAJ:)", v);
+  else if (p && *p != TC_H_ROOT && (*p >> 16) != 0 && (*p >> 16) != 0xffff) {
+    t.qdisc = *p & 0xffff0000u;
+    t.cls = *p;
+  }
   else
     return unexpected("parent must be clsact's ingress or egress (ffff:fff2, ffff:fff3), ffff: or a qdisc MAJ:", v);
   return {};
@@ -126,9 +134,8 @@ struct FilterShowLine final : ExtLine {
   TcFlags flags;
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
-    NetDevice* d = r.table().find(dev);
-    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
-    r.drain_pending();
+    NetDevice* d = find_settled_device(r, dev, err);
+    if (!d) return false;
     const bool json = flags.json || r.json();
     nlohmann::json arr = nlohmann::json::array();
     std::string text;

@@ -22,9 +22,8 @@ struct QdiscLine final : ExtLine {
   std::string kind_word;  // what errors name
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
-    NetDevice* d = r.table().find(dev);
-    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
-    r.drain_pending();
+    NetDevice* d = find_settled_device(r, dev, err);
+    if (!d) return false;
     auto st = tc_qdisc_modify(r.table(), *d, req);
     if (!st) return fail(err, kind_word.empty() ? dev : kind_word, st.error().msg);
     return true;
