@@ -5,6 +5,7 @@
 
 #include "core/counter.h"
 #include "core/dev_xmit.h"
+#include "core/inet_checksum.h"
 #include "core/net.h"
 #include "core/sysctl.h"
 
@@ -37,18 +38,6 @@ const SysctlRegistrar echo_ignore_all{
      }}};
 
 constexpr uint32_t kEth = 14;
-
-uint16_t fold(uint32_t s) {
-  while (s >> 16) s = (s & 0xffff) + (s >> 16);
-  return static_cast<uint16_t>(s);
-}
-
-uint16_t ipv4_header_csum(const uint8_t* ip, unsigned ihl) {
-  uint32_t s = 0;
-  for (unsigned i = 0; i < ihl; i += 2)
-    if (i != 10) s += static_cast<uint32_t>(ip[i] << 8 | ip[i + 1]);
-  return static_cast<uint16_t>(~fold(s));
-}
 
 // The ICMP type of an Ethernet/IPv4 ICMP packet with a whole header, or -1.
 int icmp_type(const Packet& p, unsigned* ihl_out) {
@@ -89,14 +78,14 @@ void icmp_echo_reply(Cpu& cpu, Packet* p, unsigned ihl) {
   std::memcpy(ip + 12, ip + 16, 4);
   std::memcpy(ip + 16, a, 4);
   ip[8] = 64;  // the reply's own TTL (sysctl_ip_default_ttl)
-  const uint16_t hc = ipv4_header_csum(ip, ihl);
+  const uint16_t hc = ip_fast_csum(ip, ihl);
   ip[10] = static_cast<uint8_t>(hc >> 8);
   ip[11] = static_cast<uint8_t>(hc);
   uint8_t* icmp = ip + ihl;
-  // Type 8 -> 0: the checksum grows by 0x0800 (RFC 1624's incremental update).
-  icmp[0] = 0;
+  // Type 8 -> 0: the checksum updated for the changed word (type, code).
   const uint16_t old = static_cast<uint16_t>(icmp[2] << 8 | icmp[3]);
-  const uint16_t sum = static_cast<uint16_t>(~fold(static_cast<uint32_t>(static_cast<uint16_t>(~old)) + 0xf7ffu));
+  const uint16_t sum = csum_replace2(old, static_cast<uint16_t>(icmp[0] << 8 | icmp[1]), icmp[1]);
+  icmp[0] = 0;
   icmp[2] = static_cast<uint8_t>(sum >> 8);
   icmp[3] = static_cast<uint8_t>(sum);
   p->skb_iif = 0;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/inet_checksum.h"
+
 namespace pktpath {
 
 namespace {
@@ -143,25 +145,6 @@ void pktgen_mod_cur_headers(const PktgenConfig& cfg, PktgenState& st, unsigned c
     st.cur_queue_map = static_cast<uint16_t>(real_num_tx_queues ? st.cur_queue_map % real_num_tx_queues : 0);
 }
 
-// ip_fast_csum for a 20-byte header: five 32-bit words summed with end-around carry.
-uint16_t ipv4_header_checksum(const uint8_t* ip) {
-  uint64_t sum = 0;
-  for (int i = 0; i < 5; ++i) {
-    uint32_t w;
-    std::memcpy(&w, ip + 4 * i, 4);
-    sum += __builtin_bswap32(w);
-  }
-  return pktgen_fold_checksum(sum);
-}
-
-uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed) {
-  uint64_t sum = seed;
-  for (; len >= 2; p += 2, len -= 2) sum += static_cast<uint32_t>(p[0] << 8 | p[1]);
-  if (len) sum += static_cast<uint32_t>(p[0] << 8);
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
-
 uint32_t pktgen_frame_len(const PktgenState& st) {
   const uint32_t datalen = st.cur_pkt_size > kPktgenHeadersLen + kPktgenHdrLen
                                ? st.cur_pkt_size - kPktgenHeadersLen
@@ -186,7 +169,7 @@ uint32_t pktgen_write_frame(uint8_t* eth, const PktgenConfig& cfg, const PktgenS
   pktgen_put16(ip + 4, id);
   pktgen_put16(ip + 6, 0);
   pktgen_put16(ip + 8, ttl_proto(cfg));
-  pktgen_put16(ip + 10, pktgen_fold_checksum(sum));
+  pktgen_put16(ip + 10, csum_fold(sum));
   pktgen_put32(ip + 12, st.cur_saddr);
   pktgen_put32(ip + 16, st.cur_daddr);
 

@@ -74,24 +74,10 @@ inline void pktgen_put32(uint8_t* p, uint32_t v) {
   std::memcpy(p, &v, 4);
 }
 
-// One's-complement fold of a wide sum to 16 bits, complemented (csum_fold).
-inline uint16_t pktgen_fold_checksum(uint64_t sum) {
-  sum = (sum & 0xffffffffu) + (sum >> 32);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
-
 // mirrors fill_packet_ipv4: allocate on `cpu` and write the frame for the current
 // values. nullptr if the pool is exhausted (counted by the Cpu). The IPv4 checksum is
 // always valid; the UDP checksum is computed with flag UDPCSUM, else 0 (none), as pktgen.
 Packet* pktgen_fill_packet_ipv4(Cpu& cpu, const PktgenConfig& cfg, PktgenState& st,
                                 uint64_t realtime_ns);
-
-// The Internet checksum (RFC 1071) of a buffer, folded and complemented.
-uint16_t inet_checksum(const uint8_t* p, uint32_t len, uint32_t seed = 0);
-// The same for exactly a 20-byte IPv4 header (with its checksum field zero).
-uint16_t ipv4_header_checksum(const uint8_t* ip);
 
 }  // namespace pktpath

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "core/inet_checksum.h"
 #include "core/packet_pool.h"
 
 namespace pktpath {
