@@ -98,6 +98,50 @@ TEST_F(AqmCli, SfqAndPfifoHeadDropShow) {
   EXPECT_EQ(show("tc qdisc show dev t0"), "qdisc pfifo_head_drop 4: root refcnt 2 limit 5p\n");
 }
 
+// fq: iproute2's show line for the defaults (psched_mtu 1514: quantum 3028, initial
+// 15140), the words, the xstats lines and keys, and the kernel's option checks.
+TEST_F(AqmCli, FqShowAndStats) {
+  run("tc qdisc add dev t0 root handle 1: fq");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc fq 1: root refcnt 2 limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 "
+            "quantum 3028b initial_quantum 15140b low_rate_threshold 550Kbit refill_delay 40ms "
+            "timer_slack 10us horizon 10s horizon_drop\n");
+  EXPECT_EQ(show("tc -s qdisc show dev t0"),
+            "qdisc fq 1: root refcnt 2 limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 "
+            "quantum 3028b initial_quantum 15140b low_rate_threshold 550Kbit refill_delay 40ms "
+            "timer_slack 10us horizon 10s horizon_drop\n"
+            " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
+            " backlog 0b 0p requeues 0\n"
+            "  flows 0 (inactive 0 throttled 0)\n"
+            "  gc 0 highprio 0 throttled 0\n");
+  run("tc qdisc change dev t0 root handle 1: fq limit 500 flow_limit 20 quantum 1514 initial_quantum 3000 "
+      "maxrate 10mbit buckets 100 nopacing refill_delay 10ms ce_threshold 2ms timer_slack 20us horizon 2s "
+      "horizon_cap");
+  EXPECT_EQ(show("tc qdisc show dev t0"),
+            "qdisc fq 1: root refcnt 2 limit 500p flow_limit 20p buckets 128 orphan_mask 1023 nopacing "
+            "quantum 1514b initial_quantum 3000b maxrate 10Mbit low_rate_threshold 550Kbit "
+            "refill_delay 10ms ce_threshold 2ms timer_slack 20us horizon 2s horizon_cap\n");
+  run("send dev t0 count 30 size 200");
+  const auto j = nlohmann::json::parse(show("tc -s -j qdisc show dev t0"))[0];
+  EXPECT_EQ(j["kind"], "fq");
+  EXPECT_EQ(j["options"]["limit"], 500);
+  EXPECT_EQ(j["options"]["flow_limit"], 20);
+  EXPECT_EQ(j["options"]["buckets"], 128);
+  EXPECT_EQ(j["options"]["pacing"], false);
+  EXPECT_EQ(j["options"]["maxrate"], 1250000);
+  EXPECT_EQ(j["options"]["timer_slack"], 20000);
+  EXPECT_EQ(j["options"]["horizon"], 2000000);
+  EXPECT_TRUE(j["options"].contains("horizon_cap"));
+  for (const char* k : {"flows", "inactive", "throttled", "gc", "highprio"}) EXPECT_TRUE(j.contains(k)) << k;
+  // Every packet made was sent, dropped or is still queued.
+  EXPECT_EQ(j["packets"].get<uint64_t>() + j["drops"].get<uint64_t>() + j["qlen"].get<uint64_t>(), 30u);
+  ScriptError e;
+  EXPECT_FALSE(try_run("tc qdisc change dev t0 root handle 1: fq quantum 0", e));
+  EXPECT_NE(e.msg.find("invalid quantum"), std::string::npos) << e.msg;
+  EXPECT_FALSE(try_run("tc qdisc change dev t0 root handle 1: fq buckets 1000000", e));
+  EXPECT_NE(e.msg.find("buckets"), std::string::npos) << e.msg;
+}
+
 // As a child: under prio and as mq's per-queue qdisc.
 TEST_F(AqmCli, AsChildren) {
   run("tc qdisc add dev t0 root handle 1: prio");

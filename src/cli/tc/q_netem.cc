@@ -231,20 +231,6 @@ Result<QdiscOptions> netem_parse_opt(Lexer& lx) {
   return QdiscOptions(o);
 }
 
-// print_time64: ns as tc prints them (10ms, 1.5s, 250us, 80ns).
-std::string sprint_time64(int64_t ns) {
-  char b[64];
-  const double t = static_cast<double>(ns);
-  if (ns >= 1000000000)
-    std::snprintf(b, sizeof b, "%.3gs", t / 1e9);
-  else if (ns >= 1000000)
-    std::snprintf(b, sizeof b, "%.3gms", t / 1e6);
-  else if (ns >= 1000)
-    std::snprintf(b, sizeof b, "%.3gus", t / 1e3);
-  else
-    std::snprintf(b, sizeof b, "%lldns", static_cast<long long>(ns));
-  return b;
-}
 std::string sprint_percent(uint32_t per) {  // print_percent
   char b[64];
   std::snprintf(b, sizeof b, "%g%%", 100. * per / kMaxPercent);

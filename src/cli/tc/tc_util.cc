@@ -200,21 +200,39 @@ Result<uint64_t> get_rate64(const std::string& s) {
   return static_cast<uint64_t>(bps);
 }
 
+// The time units of get_time and get_time64: `t` scaled to nanoseconds, a bare number
+// by `bare`; false for a unit neither knows (ns only with `ns_ok`).
+static bool scale_time(const std::string& u, double& t, double bare, bool ns_ok) {
+  if (u.empty())
+    t *= bare;
+  else if (ieq(u, "s") || ieq(u, "sec") || ieq(u, "secs"))
+    t *= 1e9;
+  else if (ieq(u, "ms") || ieq(u, "msec") || ieq(u, "msecs"))
+    t *= 1e6;
+  else if (ieq(u, "us") || ieq(u, "usec") || ieq(u, "usecs"))
+    t *= 1e3;
+  else if (!ns_ok || !(ieq(u, "ns") || ieq(u, "nsec") || ieq(u, "nsecs")))
+    return false;
+  return true;
+}
+
 Result<uint64_t> get_time(const std::string& s) {
   double t;
   std::string u;
   auto bad = [&] { return unexpected("invalid time \"" + s + "\"", s); };
-  if (!split_unit(s, t, u)) return bad();
-  if (ieq(u, "s") || ieq(u, "sec") || ieq(u, "secs"))
-    t *= 1e9;
-  else if (ieq(u, "ms") || ieq(u, "msec") || ieq(u, "msecs"))
-    t *= 1e6;
-  else if (u.empty() || ieq(u, "us") || ieq(u, "usec") || ieq(u, "usecs"))
-    t *= 1e3;
-  else
-    return bad();
+  if (!split_unit(s, t, u) || !scale_time(u, t, 1e3, false)) return bad();
   if (t > 4294967295e3) return bad();  // tc keeps times in 32-bit microseconds
   return static_cast<uint64_t>(t);
+}
+
+// get_time64: nanoseconds; also ns/nsec/nsecs, and a bare number is nanoseconds.
+Result<int64_t> get_time64(const std::string& s) {
+  double t;
+  std::string u;
+  auto bad = [&] { return unexpected("invalid time \"" + s + "\"", s); };
+  if (!split_unit(s, t, u) || !scale_time(u, t, 1, true)) return bad();
+  if (!(t >= -9.2e18 && t <= 9.2e18)) return bad();
+  return static_cast<int64_t>(t);
 }
 
 // --- printers.
@@ -258,6 +276,21 @@ std::string sprint_time(uint64_t usec) {
     std::snprintf(b, sizeof b, "%.3gms", tmp / 1e3);
   else
     std::snprintf(b, sizeof b, "%uus", static_cast<unsigned>(usec));
+  return b;
+}
+
+// print_time64: ns as tc prints them (10ms, 1.5s, 250us, 80ns).
+std::string sprint_time64(int64_t nsec) {
+  char b[64];
+  const double tmp = static_cast<double>(nsec);
+  if (nsec >= 1000000000)
+    std::snprintf(b, sizeof b, "%.3gs", tmp / 1e9);
+  else if (nsec >= 1000000)
+    std::snprintf(b, sizeof b, "%.3gms", tmp / 1e6);
+  else if (nsec >= 1000)
+    std::snprintf(b, sizeof b, "%.3gus", tmp / 1e3);
+  else
+    std::snprintf(b, sizeof b, "%lldns", static_cast<long long>(nsec));
   return b;
 }
 

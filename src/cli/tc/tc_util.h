@@ -70,12 +70,15 @@ Result<uint32_t> get_size(const std::string& s);
 Result<uint64_t> get_rate64(const std::string& s);
 // get_time: nanoseconds; s/sec/secs, ms/msec/msecs, us/usec/usecs; a bare number is usec.
 Result<uint64_t> get_time(const std::string& s);
+// get_time64: nanoseconds; also ns/nsec/nsecs, and a bare number is nanoseconds.
+Result<int64_t> get_time64(const std::string& s);
 
 // --- printers (iproute2 6.1's sprint_size, sprint_rate, sprint_time).
 
 std::string sprint_size(uint32_t bytes);      // 1600b, 4Kb, 1Mb
 std::string sprint_rate(uint64_t bytes_ps);   // 8Kbit, 1Mbit, 1500bit
 std::string sprint_time(uint64_t usec);       // 500us, 10ms, 1.5s
+std::string sprint_time64(int64_t nsec);      // 10us, 1.5ms, 999ns
 std::string sprint_tc_classid(uint32_t h);    // root, none, 1:, :2, 1:2
 
 // tc -s's two counter lines for a qdisc or a class (print_tcstats_attr: Sent ...,
