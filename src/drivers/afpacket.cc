@@ -611,7 +611,7 @@ const NetDeviceOps afp_ops = {
 };
 
 const LinkKind::Option afp_options[] = {
-    {"link", 0, LinkKind::kText},
+    {"link", 0, LinkKind::kHostInterface},
     {"netns", 0, LinkKind::kText},
     {"fanout", kMaxFanout},
     {"qdisc_bypass", 0, LinkKind::kText},

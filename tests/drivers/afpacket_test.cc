@@ -267,6 +267,18 @@ TEST(AfpacketOptions, BadValuesAreRefusedNamingTheWord) {
   EXPECT_NE(t.err.find("needs \"link IF\""), std::string::npos) << t.err;
 }
 
+// Where scripts may not write files (the fuzzer's limits) they may not reach a real
+// interface either.
+TEST(AfpacketOptions, HostInterfacesAreRefusedUnderTheFuzzersLimits) {
+  Runner t;
+  cli::ScriptLimits lim;
+  lim.write_files = false;
+  t.r.set_limits(lim);
+  EXPECT_FALSE(t.line("ip link add dev d0 type afpacket link lo"));
+  EXPECT_NE(t.err.find("link: the host's interfaces are disabled"), std::string::npos) << t.err;
+  EXPECT_EQ(t.dev("d0"), nullptr);
+}
+
 TEST(AfpacketOptions, MissingInterfaceOrNamespaceFailsTheUp) {
   Runner t;
   ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link ppafp_none0 netns ppafp_none_ns")) << t.err;
