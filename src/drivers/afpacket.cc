@@ -548,8 +548,18 @@ void afp_stop(NetDevice& dev) {
       }
     dev.stats(*cpu).rx_dropped.add(left);
   }
+  // A doorbell still on some Cpu's work list must run before its ring goes. The runner
+  // has run every Cpu's pending work before a device goes down; this covers the calling
+  // thread's own Cpu and waits (bounded) for another's.
+  for (int spin = 0; spin < 100000; ++spin) {
+    bool pending = false;
+    for (uint16_t i = 0; i < s.ntx; ++i) pending = pending || s.tx[i].scheduled.load(std::memory_order_acquire);
+    if (!pending) break;
+    if (Cpu* cpu = Cpu::current()) cpu->run_pending();
+    std::this_thread::yield();
+  }
   // What is marked but not yet sent goes out before the sockets close.
-  for (uint16_t i = 0; i < s.ntx; ++i) ::sendto(s.tx[i].fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+  for (uint16_t i = 0; i < s.ntx; ++i) s.tx[i].send_marked();
   s.close_all();
 }
 
