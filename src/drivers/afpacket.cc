@@ -53,8 +53,8 @@ namespace pktpath {
 namespace {
 
 constexpr uint32_t kMaxFanout = 64;
-constexpr uint32_t kRxBlockSize = 1u << 18;  // 256 KiB blocks
-constexpr uint32_t kRxBlocks = 16;           // 4 MiB of ring per receive socket
+constexpr uint32_t kRxBlockSize = 1u << 16;  // 64 KiB blocks
+constexpr uint32_t kRxBlocks = 64;           // 4 MiB of ring per receive socket
 constexpr uint32_t kRxFrameSize = 2048;      // only sizes tp_frame_nr for TPACKET_V3
 constexpr uint32_t kRxBlockTimeoutMs = 1;    // a part-filled block retires after this
 constexpr uint32_t kTxFrames = 512;

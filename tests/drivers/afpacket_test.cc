@@ -2,7 +2,8 @@
 // network namespace (IPv6 off, so the kernel sends no ND/MLD of its own) with veth
 // pairs, and removes it. pktgen through afpacket arrives on the kernel peer exactly
 // (its counters and a libpcap capture there, frame for frame against pktpath's capture);
-// frames the kernel sends arrive in pktpath's capture; a tc egress filter's drops are
+// frames the kernel sends arrive in pktpath's capture; the kernel's ring-full drops show
+// as rx.dropped, delivered plus dropped being all sent; a tc egress filter's drops are
 // missing on the wire; kernel veth A -> pktpath (tc redirect between two afpacket
 // devices) -> kernel veth B carries what the rule allows. Option and setup errors need
 // no privilege. Tests that need root and veth skip with the reason.
@@ -366,6 +367,34 @@ TEST(AfpacketKernel, KernelFramesArriveInPktpathsCapture) {
   EXPECT_EQ(got, want);
   ASSERT_TRUE(t.line("ip link del dev d0")) << t.err;
   std::remove(mine.c_str());
+}
+
+// More frames than the ring holds while nothing polls it (the runner is busy on this
+// thread): the kernel drops the rest (tp_drops), which d0 shows as rx.dropped; delivered
+// plus dropped is every frame sent.
+TEST(AfpacketKernel, RingFullDropsCountAsRxDropped) {
+  KernelNs ns;
+  SKIP_UNLESS(ns);
+  const std::string pid = std::to_string(::getpid());
+  const std::string a = "pa" + pid, b = "pb" + pid;
+  if (!ns.veth(a, b)) GTEST_SKIP() << ns.why();
+  KernelSender tx(ns.name(), b);
+  ASSERT_TRUE(tx.ok());
+  Runner t;
+  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a + " netns " + ns.name())) << t.err;
+  ASSERT_TRUE(t.line("ip link set dev d0 up")) << t.err;
+  constexpr uint64_t kN = 60000;  // 4 MiB of ring holds about 32k frames of 60 bytes
+  const Frame f = udp_frame(9, 1, 60);
+  for (uint64_t i = 0; i < kN; ++i) ASSERT_TRUE(tx.send(f));
+  auto total = [&] {
+    const DevStatsSum s = t.dev("d0")->stats_sum();
+    return s.rx_packets + s.rx_dropped;
+  };
+  for (int i = 0; i < 100 && total() < kN; ++i) ASSERT_TRUE(t.line("sleep 0.02"));
+  const DevStatsSum s = t.dev("d0")->stats_sum();
+  EXPECT_EQ(s.rx_packets + s.rx_dropped, kN);
+  EXPECT_GT(s.rx_dropped, 0u);
+  EXPECT_GT(s.rx_packets, 0u);
 }
 
 // A tc egress filter on the afpacket device drops two of four UDP flows: none of them
