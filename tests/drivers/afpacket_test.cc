@@ -98,6 +98,12 @@ class KernelNs {
     }
     return sh("ip -n " + name_ + " link set " + a + " up") && sh("ip -n " + name_ + " link set " + b + " up");
   }
+  // The test's first pair, pa<pid> <-> pb<pid>; false (why() says) without root or veth.
+  bool pair(std::string& a, std::string& b) {
+    a = "pa" + std::to_string(::getpid());
+    b = "pb" + std::to_string(::getpid());
+    return ok_ && veth(a, b);
+  }
   // The kernel's counters of dev (`ip -s -j link`): "rx" or "tx", "packets" or "bytes".
   uint64_t stat(const std::string& dev, const char* dir, const char* what) const {
     const auto j = nlohmann::json::parse(run_out("ip -n " + name_ + " -s -j link show dev " + dev), nullptr, false);
@@ -303,10 +309,8 @@ TEST(AfpacketOptions, MissingInterfaceOrNamespaceFailsTheUp) {
 // there see exactly N, frame for frame what pktpath's own capture of d0 saw.
 TEST(AfpacketKernel, PktgenArrivesOnTheKernelPeerExactly) {
   KernelNs ns;
-  SKIP_UNLESS(ns);
-  const std::string pid = std::to_string(::getpid());
-  const std::string a = "pa" + pid, b = "pb" + pid;
-  if (!ns.veth(a, b)) GTEST_SKIP() << ns.why();
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
   KernelCapture cap(ns.name(), b);
   ASSERT_TRUE(cap.ok());
   const uint64_t rx0 = ns.stat(b, "rx", "packets"), bytes0 = ns.stat(b, "rx", "bytes");
@@ -336,10 +340,8 @@ TEST(AfpacketKernel, PktgenArrivesOnTheKernelPeerExactly) {
 // sockets in a fanout group), byte for byte, none lost or added.
 TEST(AfpacketKernel, KernelFramesArriveInPktpathsCapture) {
   KernelNs ns;
-  SKIP_UNLESS(ns);
-  const std::string pid = std::to_string(::getpid());
-  const std::string a = "pa" + pid, b = "pb" + pid;
-  if (!ns.veth(a, b)) GTEST_SKIP() << ns.why();
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
   KernelSender tx(ns.name(), b);
   ASSERT_TRUE(tx.ok());
   const std::string mine = temp_path("rx.pcap");
@@ -374,10 +376,8 @@ TEST(AfpacketKernel, KernelFramesArriveInPktpathsCapture) {
 // plus dropped is every frame sent.
 TEST(AfpacketKernel, RingFullDropsCountAsRxDropped) {
   KernelNs ns;
-  SKIP_UNLESS(ns);
-  const std::string pid = std::to_string(::getpid());
-  const std::string a = "pa" + pid, b = "pb" + pid;
-  if (!ns.veth(a, b)) GTEST_SKIP() << ns.why();
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
   KernelSender tx(ns.name(), b);
   ASSERT_TRUE(tx.ok());
   Runner t;
@@ -401,10 +401,8 @@ TEST(AfpacketKernel, RingFullDropsCountAsRxDropped) {
 // reaches the wire, and sent + dropped is everything pktgen made.
 TEST(AfpacketKernel, EgressFilterDropsAreMissingOnTheWire) {
   KernelNs ns;
-  SKIP_UNLESS(ns);
-  const std::string pid = std::to_string(::getpid());
-  const std::string a = "pa" + pid, b = "pb" + pid;
-  if (!ns.veth(a, b)) GTEST_SKIP() << ns.why();
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
   KernelCapture cap(ns.name(), b);
   ASSERT_TRUE(cap.ok());
   constexpr uint64_t kN = 2000;
