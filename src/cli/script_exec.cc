@@ -260,6 +260,9 @@ bool ScriptRunner::apply_link_options(const LinkKind& k, NetDevice& d, const Lin
     std::string msg;
     if (link_kind_option(k, o.name)->value == LinkKind::kOutputPath && !limits_.write_files)
       return fail(err, o.text, o.name + ": writing files is disabled");
+    // Where scripts may not reach outside the runner (the fuzzer), a real interface neither.
+    if (link_kind_option(k, o.name)->value == LinkKind::kHostInterface && !limits_.write_files)
+      return fail(err, o.text, o.name + ": the host's interfaces are disabled");
     if (!k.set_text_option(d, o.name, o.text, msg)) return fail(err, o.text, d.name() + ": " + msg);
   }
   return true;

@@ -25,6 +25,7 @@ struct LinkKind {
     kNumber,
     kText,
     kOutputPath,  // text naming a file the device writes (refused where scripts may not write)
+    kHostInterface,  // text naming a host interface the device uses (refused, as kOutputPath, where scripts may not write)
   };
   struct Option {
     const char* name;

@@ -1,0 +1,644 @@
+// afpacket: a Linux interface as a pktpath device, through AF_PACKET sockets
+// (net/packet/af_packet.c on the other side).
+//
+//   ip link add dev D type afpacket link IF [netns NAME] [fanout N] [qdisc_bypass on|off]
+//
+// Receive: `fanout N` sockets (default 1) bound to IF, joined by PACKET_FANOUT_HASH when
+// N > 1, each with a TPACKET_V3 ring and PACKET_IGNORE_OUTGOING (what the kernel sends
+// out of IF, our own transmits among it, is not seen again). One NAPI instance on the
+// Cpu of the thread that sets the device up (the control thread in `pktpath run`) walks
+// the rings' retired blocks up to its budget and hands each frame to netif_receive_skb.
+// The interrupt is a thread of the device that sleeps in poll() on the sockets; when a
+// block is ready it schedules the instance and waits until the poll completes it
+// (napi_complete_done re-arms it, as a driver re-enables its interrupt).
+//
+// Transmit: one socket per tx queue with a TPACKET_V3 tx ring. A frame is copied into
+// the next free slot and marked for sending; the ring's doorbell (one sendto, which
+// makes the kernel send every marked slot) rings when the ring is full, or once per
+// burst: the last frame of a burst (no xmit_more) schedules the doorbell as work on the
+// sending Cpu, so frames sent one by one go out together at that Cpu's next run of its
+// pending work. PACKET_QDISC_BYPASS (default on) hands frames straight to IF's driver.
+//
+// `netns NAME` opens the sockets from a thread that entered /var/run/netns/NAME (what
+// `ip netns add NAME` makes); the sockets then work from any thread. MTU follows IF at
+// each up; IF down refuses the up. The kernel's own drops (tp_drops: the ring was full)
+// count as rx.dropped.
+#include "core/dev_rx.h"
+#include "core/link_kind.h"
+
+// After pktpath's headers: <linux/if_packet.h> defines PACKET_HOST and its kin as
+// macros, which are enumerators in core/packet.h.
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace pktpath {
+
+namespace {
+
+constexpr uint32_t kMaxFanout = 64;
+constexpr uint32_t kRxBlockSize = 1u << 16;  // 64 KiB blocks
+constexpr uint32_t kRxBlocks = 64;           // 4 MiB of ring per receive socket
+constexpr uint32_t kRxFrameSize = 2048;      // only sizes tp_frame_nr for TPACKET_V3
+constexpr uint32_t kRxBlockTimeoutMs = 1;    // a part-filled block retires after this
+constexpr uint32_t kTxFrames = 512;
+constexpr uint32_t kTxCoalesce = 128;
+// Where a tx frame's bytes start: after the aligned tpacket3_hdr (tpacket_parse_header
+// without PACKET_TX_HAS_OFF: tp_hdrlen - sizeof(struct sockaddr_ll)).
+constexpr uint32_t kTxDataOff = TPACKET_ALIGN(sizeof(tpacket3_hdr));
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+struct AfpPriv;
+
+// One receive socket and its mapped ring; the position is the polling Cpu's.
+struct RxRing {
+  int fd = -1;
+  uint8_t* map = nullptr;
+  uint32_t block = 0;              // the block being read or next to become ready
+  uint32_t left = 0;               // frames of `block` not yet read (0: not started)
+  const tpacket3_hdr* pkt = nullptr;
+  tpacket_block_desc* desc(uint32_t i) const {
+    return reinterpret_cast<tpacket_block_desc*>(map + static_cast<size_t>(i) * kRxBlockSize);
+  }
+};
+
+// The doorbell of a tx ring, run as deferred work on the Cpu that sent a burst's last
+// frame. `scheduled` keeps it on at most one Cpu's list. While frames keep coming it
+// waits one more round of that Cpu's pending work, up to kTxCoalesce frames (a NIC's tx
+// interrupt coalescing, from the other side): the sender's next burst shares the syscall.
+struct TxKick final : CpuWork {
+  struct TxRing* ring = nullptr;
+  void run(Cpu& cpu) override;
+};
+
+// One transmit socket and its ring; head is advanced under the tx queue's xmit lock.
+struct TxRing {
+  AfpPriv* s = nullptr;
+  int fd = -1;
+  uint8_t* map = nullptr;
+  uint32_t frame_size = 0;
+  uint32_t head = 0;
+  std::atomic<bool> scheduled{false};
+  std::atomic<uint32_t> marked{0};  // frames marked for sending, ever (wraps)
+  std::atomic<uint32_t> rung{0};    // `marked` at the last doorbell
+  uint32_t seen = 0;                // `marked` at the kick's last look (the kick only)
+  std::atomic<int> error{0};        // the first errno a doorbell met
+  TxKick kick;
+  tpacket3_hdr* frame(uint32_t i) const {
+    return reinterpret_cast<tpacket3_hdr*>(map + static_cast<size_t>(i) * frame_size);
+  }
+  // The kernel sends every marked slot (tpacket_snd) before this returns.
+  void send_marked() {
+    rung.store(marked.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    if (PP_UNLIKELY(::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0) && errno != EAGAIN) {
+      int none = 0;
+      error.compare_exchange_strong(none, errno);
+    }
+  }
+};
+
+void TxKick::run(Cpu& cpu) {
+  TxRing& r = *ring;
+  const uint32_t m = r.marked.load(std::memory_order_relaxed);
+  if (m != r.seen && m - r.rung.load(std::memory_order_relaxed) < kTxCoalesce) {
+    r.seen = m;
+    cpu.schedule_work(this);
+    return;
+  }
+  r.seen = m;
+  r.scheduled.store(false, std::memory_order_seq_cst);  // a frame marked after this schedules anew
+  r.send_marked();
+}
+
+struct AfpPriv final : DriverState {
+  NetDevice* dev = nullptr;
+  // Configuration (while down).
+  std::string link, netns;
+  uint32_t fanout = 1;
+  bool qdisc_bypass = true;
+
+  // Up: opened by afp_open, closed by afp_stop.
+  std::vector<RxRing> rx;
+  std::unique_ptr<TxRing[]> tx;
+  uint16_t ntx = 0;
+  uint32_t link_mtu = 1500;
+  size_t rx_map_len = 0, tx_map_len = 0;
+
+  // Receive: the instance, its interrupt thread and the handshake between them.
+  Napi napi;
+  std::thread irq;
+  int stop_fd = -1;                      // eventfd: wakes the interrupt thread to end
+  std::atomic<bool> stopping{false};
+  std::atomic<uint32_t> armed{1};        // 1: the interrupt may fire; 0: the poll runs
+  bool rx_running = false;               // the polling Cpu's thread only
+
+  // The first failure, reported once through busy().
+  std::string error;
+  bool error_reported = false;
+
+  ~AfpPriv() override { close_all(); }
+  void fail(std::string msg) {
+    if (error.empty()) error = dev->name() + ": " + std::move(msg);
+  }
+  void close_all() {
+    for (RxRing& r : rx) {
+      if (r.map) ::munmap(r.map, rx_map_len);
+      if (r.fd >= 0) ::close(r.fd);
+    }
+    rx.clear();
+    for (uint16_t i = 0; tx && i < ntx; ++i) {
+      if (tx[i].map) ::munmap(tx[i].map, tx_map_len);
+      if (tx[i].fd >= 0) ::close(tx[i].fd);
+    }
+    tx.reset();
+    ntx = 0;
+    if (stop_fd >= 0) ::close(stop_fd);
+    stop_fd = -1;
+  }
+};
+
+AfpPriv& priv(const NetDevice& dev) { return *static_cast<AfpPriv*>(dev.priv()); }
+
+// ---- opening the sockets (in IF's namespace)
+
+// A packet socket, or -1 with err; EPERM/EACCES say what capability is missing.
+int packet_socket(std::string& err) {
+  const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    err = errno == EPERM || errno == EACCES
+              ? "opening an AF_PACKET socket needs CAP_NET_RAW (run as root, or grant the binary "
+                "cap_net_raw: setcap cap_net_raw+ep)"
+              : "socket(AF_PACKET): " + errno_text(errno);
+  }
+  return fd;
+}
+
+bool sockopt(int fd, int name, int val, const char* what, std::string& err) {
+  if (::setsockopt(fd, SOL_PACKET, name, &val, sizeof val) == 0) return true;
+  err = std::string(what) + ": " + errno_text(errno);
+  return false;
+}
+
+bool bind_to(int fd, int ifindex, uint16_t proto, std::string& err) {
+  sockaddr_ll a{};
+  a.sll_family = AF_PACKET;
+  a.sll_protocol = htons(proto);
+  a.sll_ifindex = ifindex;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return true;
+  err = "bind to the interface: " + errno_text(errno);
+  return false;
+}
+
+// A TPACKET_V3 ring of `req` on fd (rx or tx), mapped; null with err.
+uint8_t* map_ring(int fd, int which, const tpacket_req3& req, size_t& len, std::string& err) {
+  if (::setsockopt(fd, SOL_PACKET, which, &req, sizeof req) != 0) {
+    err = std::string(which == PACKET_RX_RING ? "PACKET_RX_RING" : "PACKET_TX_RING") + ": " + errno_text(errno);
+    return nullptr;
+  }
+  len = static_cast<size_t>(req.tp_block_size) * req.tp_block_nr;
+  void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (m == MAP_FAILED) {
+    err = "mmap of the packet ring: " + errno_text(errno);
+    return nullptr;
+  }
+  return static_cast<uint8_t*>(m);
+}
+
+// mirrors what packet_set_ring/fanout_add expect: the interface's index, MTU and state
+// read (SIOCGIF*), then the receive sockets (ring, ignore outgoing, bind, fanout) and
+// the transmit sockets (ring, qdisc bypass, bind with protocol 0: nothing received).
+bool open_sockets(AfpPriv& s, std::string& err) {
+  const int probe = packet_socket(err);
+  if (probe < 0) return false;
+  ifreq ifr{};
+  if (s.link.size() >= IFNAMSIZ) {
+    ::close(probe);
+    err = "link " + s.link + ": interface names are at most " + std::to_string(IFNAMSIZ - 1) + " bytes";
+    return false;
+  }
+  std::memcpy(ifr.ifr_name, s.link.data(), s.link.size());
+  const std::string where = s.netns.empty() ? "" : " in netns " + s.netns;
+  if (::ioctl(probe, SIOCGIFINDEX, &ifr) != 0) {
+    ::close(probe);
+    err = "link " + s.link + ": no such interface" + where;
+    return false;
+  }
+  const int ifindex = ifr.ifr_ifindex;
+  const bool mtu_ok = ::ioctl(probe, SIOCGIFMTU, &ifr) == 0;
+  s.link_mtu = mtu_ok ? static_cast<uint32_t>(ifr.ifr_mtu) : 1500;
+  const bool flags_ok = ::ioctl(probe, SIOCGIFFLAGS, &ifr) == 0;
+  ::close(probe);
+  if (flags_ok && !(ifr.ifr_flags & IFF_UP)) {
+    err = "link " + s.link + where + " is down (ip link set dev " + s.link + " up)";
+    return false;
+  }
+
+  tpacket_req3 rreq{};
+  rreq.tp_block_size = kRxBlockSize;
+  rreq.tp_block_nr = kRxBlocks;
+  rreq.tp_frame_size = kRxFrameSize;
+  rreq.tp_frame_nr = kRxBlockSize / kRxFrameSize * kRxBlocks;
+  rreq.tp_retire_blk_tov = kRxBlockTimeoutMs;
+  s.rx.resize(s.fanout);
+  int group = -1;
+  for (RxRing& r : s.rx) {
+    if ((r.fd = packet_socket(err)) < 0) return false;
+    if (!sockopt(r.fd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION", err)) return false;
+    if (!(r.map = map_ring(r.fd, PACKET_RX_RING, rreq, s.rx_map_len, err))) return false;
+    if (!sockopt(r.fd, PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING", err)) return false;
+    if (!bind_to(r.fd, ifindex, ETH_P_ALL, err)) return false;
+    if (s.fanout < 2) continue;
+    // The first socket makes a group with an id of the kernel's choosing; the rest join it.
+    const int val = group < 0 ? (PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_UNIQUEID) << 16
+                              : group | (PACKET_FANOUT_HASH << 16);
+    if (!sockopt(r.fd, PACKET_FANOUT, val, "PACKET_FANOUT", err)) return false;
+    if (group < 0) {
+      int got = 0;
+      socklen_t len = sizeof got;
+      if (::getsockopt(r.fd, SOL_PACKET, PACKET_FANOUT, &got, &len) != 0) {
+        err = "PACKET_FANOUT: " + errno_text(errno);
+        return false;
+      }
+      group = got & 0xffff;
+    }
+  }
+
+  // A slot holds the header and a frame of the MTU with an Ethernet and a VLAN header.
+  uint32_t frame = 2048;
+  while (frame < kTxDataOff + s.link_mtu + 18) frame <<= 1;
+  tpacket_req3 treq{};
+  treq.tp_block_size = std::max<uint32_t>(frame, 1u << 16);
+  treq.tp_frame_size = frame;
+  treq.tp_frame_nr = kTxFrames;
+  treq.tp_block_nr = kTxFrames / (treq.tp_block_size / frame);
+  s.ntx = s.dev->num_tx_queues();
+  s.tx = std::make_unique<TxRing[]>(s.ntx);
+  for (uint16_t i = 0; i < s.ntx; ++i) {
+    TxRing& t = s.tx[i];
+    t.s = &s;
+    t.kick.ring = &t;
+    t.frame_size = frame;
+    if ((t.fd = packet_socket(err)) < 0) return false;
+    if (!sockopt(t.fd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION", err)) return false;
+    if (!sockopt(t.fd, PACKET_QDISC_BYPASS, s.qdisc_bypass ? 1 : 0, "PACKET_QDISC_BYPASS", err)) return false;
+    if (!(t.map = map_ring(t.fd, PACKET_TX_RING, treq, s.tx_map_len, err))) return false;
+    if (!bind_to(t.fd, ifindex, 0, err)) return false;
+  }
+  return true;
+}
+
+// open_sockets in IF's namespace: from a thread that entered /var/run/netns/NAME.
+bool open_sockets_in_netns(AfpPriv& s, std::string& err) {
+  if (s.netns.empty()) return open_sockets(s, err);
+  bool ok = false;
+  std::thread t([&] {
+    const std::string path = "/var/run/netns/" + s.netns;
+    const int nsfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0) {
+      err = "netns " + s.netns + ": " + path + ": " + errno_text(errno) +
+            (errno == ENOENT ? " (make it with ip netns add " + s.netns + ")" : "");
+      return;
+    }
+    if (::setns(nsfd, CLONE_NEWNET) != 0) {
+      err = "netns " + s.netns + ": setns: " + errno_text(errno) + (errno == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+      ::close(nsfd);
+      return;
+    }
+    ::close(nsfd);
+    ok = open_sockets(s, err);
+  });
+  t.join();
+  return ok;
+}
+
+// ---- receive
+
+// One frame of a ring into a packet of `cpu` and up the stack (the VLAN tag the kernel
+// took out, tp_vlan_tci, put back in); runt, oversized or unallocatable frames count as
+// rx_dropped.
+void deliver(AfpPriv& s, Cpu& cpu, const tpacket3_hdr* h) {
+  NetDevice& dev = *s.dev;
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(h) + h->tp_mac;
+  const uint32_t n = h->tp_snaplen;
+  const bool vlan = (h->tp_status & TP_STATUS_VLAN_VALID) && n >= 12;
+  const uint32_t len = n + (vlan ? 4 : 0);
+  DropReason why = DropReason::NOT_SPECIFIED;
+  Packet* p = nullptr;
+  if (PP_UNLIKELY(n < 14)) why = DropReason::PKT_TOO_SMALL;
+  else if (PP_UNLIKELY(len > dev.mtu() + 18)) why = DropReason::PKT_TOO_BIG;
+  else if (PP_UNLIKELY(!(p = cpu.alloc()))) why = DropReason::NOMEM;
+  if (PP_LIKELY(p)) {
+    if (uint8_t* d = p->put(len); PP_LIKELY(d != nullptr)) {
+      if (PP_LIKELY(!vlan)) {
+        std::memcpy(d, data, n);
+      } else {
+        const uint16_t tpid = h->hv1.tp_vlan_tpid ? h->hv1.tp_vlan_tpid : ETHERTYPE_VLAN;
+        const uint8_t tag[4] = {uint8_t(tpid >> 8), uint8_t(tpid), uint8_t(h->hv1.tp_vlan_tci >> 8),
+                                uint8_t(h->hv1.tp_vlan_tci)};
+        std::memcpy(d, data, 12);
+        std::memcpy(d + 12, tag, 4);
+        std::memcpy(d + 16, data + 12, n - 12);
+      }
+      eth_type_trans(*p, dev);
+      netif_receive_skb(cpu, p);
+      return;
+    }
+    why = DropReason::PKT_TOO_BIG;  // larger than the pool's buffers
+  }
+  dev.stats(cpu).rx_dropped.add();
+  if (p) cpu.free_reason(p, why);
+  else cpu.stats().drops[static_cast<unsigned>(why)].add();
+}
+
+// Up to `budget` frames of one ring; true when it ran dry first.
+bool poll_ring(AfpPriv& s, RxRing& r, Cpu& cpu, int budget, int& done) {
+  while (done < budget) {
+    if (r.left == 0) {
+      tpacket_block_desc* b = r.desc(r.block);
+      if (r.pkt) {  // the block is read: back to the kernel
+        __atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        r.pkt = nullptr;
+        r.block = (r.block + 1) % kRxBlocks;
+        continue;
+      }
+      if (!(__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return true;
+      r.left = b->hdr.bh1.num_pkts;
+      r.pkt = reinterpret_cast<const tpacket3_hdr*>(reinterpret_cast<uint8_t*>(b) + b->hdr.bh1.offset_to_first_pkt);
+      if (r.left == 0) continue;
+    }
+    deliver(s, cpu, r.pkt);
+    ++done;
+    if (--r.left) r.pkt = reinterpret_cast<const tpacket3_hdr*>(reinterpret_cast<const uint8_t*>(r.pkt) + r.pkt->tp_next_offset);
+  }
+  return false;
+}
+
+// The NAPI poll: the rings in turn, up to the budget. All dry: complete, and re-arm the
+// interrupt thread.
+int afp_poll(Napi& n, Cpu& cpu, int budget) {
+  AfpPriv& s = *static_cast<AfpPriv*>(n.ctx);
+  int done = 0;
+  bool dry = true;
+  if (s.rx_running)
+    for (RxRing& r : s.rx) dry = poll_ring(s, r, cpu, budget, done) && dry;
+  if (dry && done < budget) {
+    napi_complete_done(n, done);
+    s.armed.store(1, std::memory_order_release);
+    s.armed.notify_one();
+  }
+  return done;
+}
+
+// The interrupt: poll() on the receive sockets; a ready ring schedules the instance,
+// then the thread waits for the poll to complete it before it looks again.
+void irq_thread(AfpPriv& s) {
+  std::vector<pollfd> fds;
+  for (RxRing& r : s.rx) fds.push_back({r.fd, POLLIN, 0});
+  fds.push_back({s.stop_fd, POLLIN, 0});
+  while (!s.stopping.load(std::memory_order_acquire)) {
+    for (pollfd& f : fds) f.revents = 0;
+    const int rc = ::poll(fds.data(), fds.size(), -1);
+    if (rc < 0 && errno != EINTR) break;
+    if (s.stopping.load(std::memory_order_acquire)) break;
+    bool ready = false;
+    for (size_t i = 0; i + 1 < fds.size(); ++i) ready = ready || (fds[i].revents & POLLIN);
+    if (!ready) {
+      // POLLERR (IF went down): the socket's error is taken, the next poll() waits again.
+      for (size_t i = 0; i + 1 < fds.size(); ++i)
+        if (fds[i].revents & POLLERR) {
+          int e = 0;
+          socklen_t l = sizeof e;
+          ::getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &e, &l);
+        }
+      continue;
+    }
+    s.armed.store(0, std::memory_order_relaxed);
+    napi_schedule(s.napi);
+    while (s.armed.load(std::memory_order_acquire) == 0 && !s.stopping.load(std::memory_order_acquire))
+      s.armed.wait(0, std::memory_order_acquire);
+  }
+}
+
+// The kernel's drops since the last read (PACKET_STATISTICS resets them) into rx_dropped.
+void read_kernel_drops(AfpPriv& s, Cpu& cpu) {
+  for (RxRing& r : s.rx) {
+    tpacket_stats_v3 st{};
+    socklen_t len = sizeof st;
+    if (::getsockopt(r.fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0 && st.tp_drops)
+      s.dev->stats(cpu).rx_dropped.add(st.tp_drops);
+  }
+}
+
+// ---- transmit
+
+NetdevTx afp_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
+  AfpPriv& s = priv(dev);
+  const uint16_t qi = static_cast<uint16_t>(&txq - &dev.txq(0));
+  DropReason why = DropReason::NOT_SPECIFIED;
+  if (PP_UNLIKELY(qi >= s.ntx)) why = DropReason::DEV_READY;
+  else if (PP_UNLIKELY(p->len < 14)) why = DropReason::PKT_TOO_SMALL;
+  else if (PP_UNLIKELY(p->len > s.link_mtu + 18 || p->len > s.tx[qi].frame_size - kTxDataOff)) why = DropReason::PKT_TOO_BIG;
+  if (PP_UNLIKELY(why != DropReason::NOT_SPECIFIED)) {
+    dev.stats(cpu).tx_dropped.add();
+    cpu.free_reason(p, why);
+    return NetdevTx::OK;
+  }
+  TxRing& r = s.tx[qi];
+  tpacket3_hdr* h = r.frame(r.head);
+  if (PP_UNLIKELY(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE)) {
+    r.send_marked();  // full: send what is marked now
+    if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) return NetdevTx::BUSY;
+  }
+  uint8_t* d = reinterpret_cast<uint8_t*>(h) + kTxDataOff;
+  const uint32_t len = p->len;
+  if (PP_LIKELY(len <= p->headlen())) std::memcpy(d, p->data(), len);
+  else p->copy_bits(0, d, len);
+  h->tp_len = len;
+  h->tp_snaplen = len;
+  h->tp_next_offset = 0;
+  __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+  r.head = r.head + 1 == kTxFrames ? 0 : r.head + 1;
+  r.marked.store(r.marked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer: the lock holder
+  DevCpuStats& st = dev.stats(cpu);
+  st.tx_packets.add();
+  st.tx_bytes.add(len);
+  const bool more = p->xmit_more;
+  cpu.free(p);
+  // The burst's last frame: the doorbell at this Cpu's next pending work, unless one is
+  // already due (it sends this frame too: it clears `scheduled` before it rings).
+  // The exchange orders the slot's status before the look at `scheduled` (a plain load
+  // could pass the store, and a doorbell clearing `scheduled` would then miss the slot).
+  if (!more && !r.scheduled.exchange(true, std::memory_order_seq_cst))
+    cpu.schedule_work(&r.kick);
+  return NetdevTx::OK;
+}
+
+// ---- up, down, the runner's check
+
+int afp_open(NetDevice& dev) {
+  AfpPriv& s = priv(dev);
+  s.error.clear();
+  s.error_reported = false;
+  Cpu* cpu = Cpu::current();
+  std::string err;
+  if (s.link.empty()) err = "needs \"link IF\" (the kernel interface to use)";
+  else if (!cpu) err = "needs a Cpu bound to the thread that sets it up";
+  if (!err.empty() || !open_sockets_in_netns(s, err)) {
+    s.fail(err);
+    s.close_all();
+    return -1;
+  }
+  dev.set_mtu(s.link_mtu);
+  s.stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s.stop_fd < 0) {
+    s.fail("eventfd: " + errno_text(errno));
+    s.close_all();
+    return -1;
+  }
+  s.napi.cpu = cpu;
+  s.rx_running = true;
+  s.stopping.store(false);
+  s.armed.store(1);
+  s.irq = std::thread(irq_thread, std::ref(s));
+  return 0;
+}
+
+// mirrors ndo_stop with napi_disable: the interrupt thread ends, a scheduled poll runs
+// out on the polling Cpu, frames left in the rings count as rx_dropped (closing the
+// socket drops them), the sockets close.
+void afp_stop(NetDevice& dev) {
+  AfpPriv& s = priv(dev);
+  if (s.irq.joinable()) {
+    s.stopping.store(true, std::memory_order_release);
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t w = ::write(s.stop_fd, &one, sizeof one);
+    s.armed.store(1, std::memory_order_release);
+    s.armed.notify_one();
+    s.irq.join();
+  }
+  s.rx_running = false;
+  while (s.napi.scheduled()) {
+    if (Cpu::current() == s.napi.cpu) s.napi.cpu->net_rx_action();
+  }
+  if (Cpu* cpu = Cpu::current()) {
+    read_kernel_drops(s, *cpu);
+    uint64_t left = 0;
+    for (RxRing& r : s.rx)
+      for (uint32_t i = 0; i < kRxBlocks; ++i) {
+        const tpacket_block_desc* b = r.desc((r.block + i) % kRxBlocks);
+        if (!(__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+        left += i == 0 && r.pkt ? r.left : b->hdr.bh1.num_pkts;
+      }
+    dev.stats(*cpu).rx_dropped.add(left);
+  }
+  // A doorbell still on some Cpu's work list must run before its ring goes. The runner
+  // has run every Cpu's pending work before a device goes down; this covers the calling
+  // thread's own Cpu and waits (bounded) for another's.
+  for (int spin = 0; spin < 100000; ++spin) {
+    bool pending = false;
+    for (uint16_t i = 0; i < s.ntx; ++i) pending = pending || s.tx[i].scheduled.load(std::memory_order_acquire);
+    if (!pending) break;
+    if (Cpu* cpu = Cpu::current()) cpu->run_pending();
+    std::this_thread::yield();
+  }
+  // What is marked but not yet sent goes out before the sockets close.
+  for (uint16_t i = 0; i < s.ntx; ++i) s.tx[i].send_marked();
+  s.close_all();
+}
+
+bool afp_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
+  AfpPriv& s = priv(dev);
+  if (!s.rx.empty()) read_kernel_drops(s, cpu);
+  for (uint16_t i = 0; i < s.ntx; ++i)
+    if (const int e = s.tx[i].error.exchange(0)) s.fail("link " + s.link + ": send: " + errno_text(e));
+  if (!s.error.empty() && !s.error_reported) {
+    err = s.error;
+    s.error_reported = true;
+  }
+  return false;  // receive runs on its own: nothing to wait for
+}
+
+bool afp_set_text_option(NetDevice& dev, std::string_view name, std::string_view value, std::string& err) {
+  AfpPriv& s = priv(dev);
+  if (dev.is_up()) {
+    err = "afpacket: " + std::string(name) + " cannot change while the device is up";
+    return false;
+  }
+  if (value.find(' ') != std::string_view::npos) {
+    err = std::string(name) + ": one word expected, got \"" + std::string(value) + "\"";
+    return false;
+  }
+  if (name == "qdisc_bypass") {
+    if (value != "on" && value != "off") {
+      err = "qdisc_bypass: expected on or off, got \"" + std::string(value) + "\"";
+      return false;
+    }
+    s.qdisc_bypass = value == "on";
+    return true;
+  }
+  if ((name == "link" && value.size() >= IFNAMSIZ) || value.find('/') != std::string_view::npos) {
+    err = std::string(name) + ": \"" + std::string(value) + "\" is not an interface or namespace name";
+    return false;
+  }
+  (name == "link" ? s.link : s.netns) = value;
+  return true;
+}
+
+void afp_set_option(NetDevice& dev, std::string_view name, uint64_t value) {
+  if (name == "fanout") priv(dev).fanout = value ? static_cast<uint32_t>(value) : 1;
+}
+
+void afp_setup(NetDevice& dev) {
+  auto s = std::make_unique<AfpPriv>();
+  s->dev = &dev;
+  s->napi.poll = afp_poll;
+  s->napi.ctx = s.get();
+  dev.set_priv(std::move(s));
+}
+
+const NetDeviceOps afp_ops = {
+    .open = afp_open,
+    .stop = afp_stop,
+    .start_xmit = afp_xmit,
+    .select_queue = nullptr,
+};
+
+const LinkKind::Option afp_options[] = {
+    {"link", 0, LinkKind::kHostInterface},
+    {"netns", 0, LinkKind::kText},
+    {"fanout", kMaxFanout},
+    {"qdisc_bypass", 0, LinkKind::kText},
+    {nullptr, 0},
+};
+
+// No queue of its own (the tx ring is the queue), not LLTX: the tx queue's lock orders
+// the writers of its ring.
+const LinkKindRegistrar kAfpacket{{.kind = "afpacket",
+                                   .ops = &afp_ops,
+                                   .flags = IFF_NO_QUEUE,
+                                   .setup = afp_setup,
+                                   .options = afp_options,
+                                   .set_option = afp_set_option,
+                                   .dellink = nullptr,
+                                   .set_text_option = afp_set_text_option,
+                                   .busy = afp_busy}};
+
+}  // namespace
+}  // namespace pktpath
