@@ -191,6 +191,8 @@ bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
     if (!veth_newlink(table(), c.cfg, peer_net->devices(), c.peer, msg)) return fail(err, c.cfg.name, msg);
     return true;
   }
+  if (const LinkKind* k = link_kind_lookup(c.kind); k && k->touches_host && !limits_.host_devices)
+    return fail(err, c.kind, "type " + c.kind + ": devices of the host kernel are off in this runner");
   NetDevice* d = table().add(c.cfg, c.kind, msg);
   if (!d) {
     const bool kind_bad = msg.find("link type") != std::string::npos;

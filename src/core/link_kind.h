@@ -43,6 +43,9 @@ struct LinkKind {
   // caller keeps running `cpu`'s pending work); err set once when the device failed.
   // May be null.
   bool (*busy)(NetDevice& dev, Cpu& cpu, std::string& err) = nullptr;
+  // The device makes objects of the host kernel (a tap's kernel interface): refused where
+  // scripts may not touch the host (ScriptLimits::host_devices, the fuzzer).
+  bool touches_host = false;
 };
 
 void link_kind_register(const LinkKind& k);

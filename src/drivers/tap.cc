@@ -447,7 +447,8 @@ const LinkKindRegistrar kTap{{.kind = "tap",
                               .set_option = tap_set_option,
                               .dellink = nullptr,
                               .set_text_option = tap_set_text_option,
-                              .busy = tap_busy}};
+                              .busy = tap_busy,
+                              .touches_host = true}};
 
 }  // namespace
 }  // namespace pktpath

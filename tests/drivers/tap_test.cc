@@ -304,6 +304,14 @@ TEST_F(TapTest, BadOptionsAndMissingNamespaceAreClearErrors) {
   EXPECT_FALSE(line("ip link add dev tp0 type tap name averyveryverylongname", &err));
   EXPECT_NE(err.find("longer than 15"), std::string::npos) << err;
   EXPECT_EQ(runner().table().find("tp0"), nullptr);
+  {
+    cli::ScriptLimits lim;
+    lim.host_devices = false;  // as the script fuzzer runs
+    runner().set_limits(lim);
+    EXPECT_FALSE(line("ip link add dev tp0 type tap", &err));
+    EXPECT_NE(err.find("devices of the host kernel are off"), std::string::npos) << err;
+    runner().set_limits(cli::ScriptLimits{});
+  }
   line("ip link add dev tp0 type tap netns " + ns_ + "_missing");
   EXPECT_FALSE(line("ip link set dev tp0 up", &err));
   EXPECT_NE(err.find("ip netns add " + ns_ + "_missing"), std::string::npos) << err;
