@@ -213,7 +213,7 @@ bool kernel_tx_dropped(TapPriv& s, uint64_t& v) {
 // The kernel's drops since the last look, as this device's rx_dropped (FULL_RING): a
 // frame the kernel sent on IF is either read by a poll or counted here.
 void collect_kernel_drops(TapPriv& s, Cpu& cpu) {
-  uint64_t v;
+  uint64_t v = 0;
   if (s.nl < 0 || !kernel_tx_dropped(s, v) || v <= s.kernel_dropped) return;
   const uint64_t d = v - s.kernel_dropped;
   s.kernel_dropped = v;
