@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_wait_ns = 2'000'000;
   lim.commands = false;
   lim.write_files = false;
+  lim.host_devices = false;  // no kernel interfaces (tap) from fuzzed scripts
   lim.datapath_cpus = false;  // a redirect loop between them would never go idle
   runner.set_limits(lim);
   for (const ScriptLine& l : lines) {

@@ -28,6 +28,7 @@ struct ScriptLimits {
   bool commands = true;      // `bpf ...` and `bench ...` lines
   bool write_files = true;   // `capture -w FILE`
   bool datapath_cpus = true; // `rps_cpus`: datapath Cpu threads of the runner
+  bool host_devices = true;  // link kinds that make host kernel interfaces (tap)
 };
 
 class ScriptRunner {

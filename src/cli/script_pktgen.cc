@@ -62,6 +62,7 @@ bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
     if (auto e = pktgen_validate(cmd.cfg)) return fail("start", *e);
   }
   cmd.json = cmd.json || json_;
+  cmd.caller_cpu = &control_;  // a tap's receive runs on it while the generators run
   apply_limits(limits_, cmd);
   NetDevice* d = table().find(cmd.cfg.dev);
   if (!d) return fail(cmd.cfg.dev, "cannot find device \"" + cmd.cfg.dev + "\"");

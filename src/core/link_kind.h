@@ -25,7 +25,6 @@ struct LinkKind {
     kNumber,
     kText,
     kOutputPath,  // text naming a file the device writes (refused where scripts may not write)
-    kHostInterface,  // text naming a host interface the device uses (refused, as kOutputPath, where scripts may not write)
   };
   struct Option {
     const char* name;
@@ -44,6 +43,10 @@ struct LinkKind {
   // caller keeps running `cpu`'s pending work); err set once when the device failed.
   // May be null.
   bool (*busy)(NetDevice& dev, Cpu& cpu, std::string& err) = nullptr;
+  // The device makes or uses objects of the host kernel (a tap's kernel interface, an
+  // afpacket's socket on one): refused where scripts may not touch the host
+  // (ScriptLimits::host_devices, the fuzzer).
+  bool touches_host = false;
 };
 
 void link_kind_register(const LinkKind& k);

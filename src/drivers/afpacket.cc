@@ -621,7 +621,7 @@ const NetDeviceOps afp_ops = {
 };
 
 const LinkKind::Option afp_options[] = {
-    {"link", 0, LinkKind::kHostInterface},
+    {"link", 0, LinkKind::kText},
     {"netns", 0, LinkKind::kText},
     {"fanout", kMaxFanout},
     {"qdisc_bypass", 0, LinkKind::kText},
@@ -638,7 +638,8 @@ const LinkKindRegistrar kAfpacket{{.kind = "afpacket",
                                    .set_option = afp_set_option,
                                    .dellink = nullptr,
                                    .set_text_option = afp_set_text_option,
-                                   .busy = afp_busy}};
+                                   .busy = afp_busy,
+                                   .touches_host = true}};
 
 }  // namespace
 }  // namespace pktpath

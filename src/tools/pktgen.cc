@@ -1,7 +1,10 @@
 #include "tools/pktgen.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -100,9 +103,46 @@ PktgenResult Pktgen::run() {
     return res;
   }
   res.threads.resize(opts_.threads);
+  // The caller's Cpu runs its pending work meanwhile: woken by a schedule onto it (its
+  // waker) or a generator ending, and at least every millisecond for its timers.
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    unsigned left;
+    bool kicked = false;
+  } wait;
+  wait.left = opts_.threads;
   std::vector<std::thread> ts;
   for (unsigned i = 0; i < opts_.threads; ++i)
-    ts.emplace_back([this, i, &res] { res.threads[i] = pktgen_thread_worker(i); });
+    ts.emplace_back([this, i, &res, &wait] {
+      res.threads[i] = pktgen_thread_worker(i);
+      std::lock_guard g(wait.mu);
+      --wait.left;
+      wait.cv.notify_one();
+    });
+  if (Cpu* c = opts_.caller_cpu) {
+    c->set_waker(
+        [](void* ctx) {
+          auto* w = static_cast<Wait*>(ctx);
+          std::lock_guard g(w->mu);
+          w->kicked = true;
+          w->cv.notify_one();
+        },
+        &wait);
+    std::unique_lock lk(wait.mu);
+    while (wait.left) {
+      // Straight on while instances wait to be polled; else until kicked (a timer
+      // armed for later keeps has_pending true and must not make this spin).
+      if (c->napi_polling() == 0 && !c->remote_pending())
+        wait.cv.wait_for(lk, std::chrono::milliseconds(1), [&] { return wait.kicked || wait.left == 0; });
+      wait.kicked = false;
+      lk.unlock();
+      c->run_pending();
+      lk.lock();
+    }
+    lk.unlock();
+    c->set_waker(nullptr, nullptr);
+  }
   for (auto& t : ts) t.join();
   return res;
 }

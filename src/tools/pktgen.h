@@ -59,6 +59,10 @@ struct PktgenRunOptions {
   // netif_receive mode: steer each generator's packets to a partner receive thread's
   // input queue (RPS), which runs the receive path there and frees them remotely.
   bool rps = false;
+  // The Cpu bound to the thread that calls run() (the runner's control Cpu), or null:
+  // while the generators run, that thread runs its pending work (a tap device's receive
+  // polls), woken as soon as work is scheduled onto it from another thread.
+  Cpu* caller_cpu = nullptr;
 };
 
 class Pktgen {

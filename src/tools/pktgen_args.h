@@ -21,6 +21,8 @@
 
 namespace pktpath {
 
+class Cpu;
+
 struct PktgenAb {
   std::string setting;
   std::string a, b;
@@ -35,6 +37,7 @@ struct PktgenCommand {
   unsigned repeat = 1;
   std::optional<PktgenAb> ab;
   bool json = false;
+  Cpu* caller_cpu = nullptr;  // PktgenRunOptions::caller_cpu
 };
 
 // Parses the words after `pktgen`. On error returns nullopt and sets *err to a message

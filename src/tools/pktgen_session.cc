@@ -62,7 +62,8 @@ void print_result_text(std::FILE* out, const PktgenResult& r, const std::string&
 // One run with progress on a terminal and Ctrl-C support.
 PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool) {
   PktgenRunOptions ro{.threads = cmd.threads, .pin = cmd.pin, .first_core = cmd.first_core,
-                      .defer_free = dev.net().core().defer_free.load(), .rps = cmd.rps};
+                      .defer_free = dev.net().core().defer_free.load(), .rps = cmd.rps,
+                      .caller_cpu = cmd.caller_cpu};
   Pktgen g(dev, pool, cmd.cfg, ro);
   g_running.store(&g);
   auto old = std::signal(SIGINT, on_sigint);
