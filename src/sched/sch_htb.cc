@@ -127,6 +127,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
       return NET_XMIT_SUCCESS;
     } else {
       const uint32_t len = p->len;
+      p->tc_class = static_cast<uint16_t>(cl->classid);  // the trace's class (minor)
       const int rc = cl->leaf->enqueue(cpu, p, to_free);
       if (rc != NET_XMIT_SUCCESS) {
         stats_dropped(cpu);
