@@ -332,6 +332,7 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
         g_settle_interrupted.store(false);
         auto old = std::signal(SIGINT, on_settle_sigint);
         const uint64_t t0 = MonotonicClock::instance().now_ns();
+        bool idle = false;
         while (k->busy(*d, control_, msg)) {
           if (g_settle_interrupted.load(std::memory_order_relaxed) ||
               (limits_.max_wait_ns && MonotonicClock::instance().now_ns() - t0 > limits_.max_wait_ns)) {
@@ -339,16 +340,20 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
             net->devices().set_up(*d, false, ignored);
             break;
           }
-          control_.run_pending();
-          // Only a timer left (a paced replay between records): sleep a little, or on
-          // the virtual clock move it to that timer (none left: nothing can change).
-          if (vclock_ && control_.napi_polling() == 0 && !control_.remote_pending()) {
+          // On the virtual clock, once only a timer is left (a paced replay between
+          // records, a watchdog), move the clock to it (none left: nothing can change).
+          // Checked before running, so the clock moves only while the replay is busy.
+          if (vclock_ && idle) {
             uint64_t next = control_.next_timer_ns(), next_worker = UINT64_MAX;
             for (auto& w : workers_) next_worker = std::min(next_worker, w->next_timer_ns());
             if (std::min(next, next_worker) == UINT64_MAX) break;
             if (std::min(next, next_worker) > vclock_->now_ns()) vclock_->set(std::min(next, next_worker));
             if (next_worker <= next) run_all_pending();
-          } else if (control_.napi_polling() == 0 && !control_.remote_pending()) {
+          }
+          control_.run_pending();
+          idle = control_.napi_polling() == 0 && !control_.remote_pending();
+          // Only a timer left on the monotonic clock: sleep a little.
+          if (!vclock_ && idle) {
             timespec ts{0, 20'000};
             nanosleep(&ts, nullptr);
           }
