@@ -160,42 +160,41 @@ TEST(VirtualReplay, AccountingHoldsInTheTrace) {
   std::remove(o.c_str());
 }
 
-// Ten 1000-byte frames at one instant through tbf at 8 Mbit/s (1000 bytes per ms) with
-// a bucket of one frame: the first leaves at once, each next one 1 ms after the last.
-TEST(VirtualReplay, TbfDeparturesAreTheRateApart) {
-  const std::string in = temp("tbf_in.pcap"), t = temp("tbf.jsonl"), o = temp("tbf_out.pcap");
+// Ten 1000-byte frames at one instant through `tree` on out0 (pace file), then a
+// second of sleep; the trace, and out0's tx capture in *pcap.
+Trace shape_burst(const std::string& name, const std::string& tree, std::string* pcap) {
+  const std::string in = temp(name + "_in.pcap"), t = temp(name + ".jsonl"), o = temp(name + "_out.pcap");
   write_burst(in, 10, 1000);
   std::string err;
-  ASSERT_EQ(run_traced(shaper_script(in, o, "tc qdisc add dev out0 root handle 1: tbf rate 8mbit burst 1000 limit 100000\n",
-                                     " pace file", "sleep 1s\n"),
-                       t, &err),
-            0)
-      << err;
-  const Trace tr = read_trace(t);
+  EXPECT_EQ(run_traced(shaper_script(in, o, tree, " pace file", "sleep 1s\n"), t, &err), 0) << err;
+  Trace tr = read_trace(t);
+  *pcap = slurp(o);
+  for (const auto& f : {in, t, o}) std::remove(f.c_str());
+  return tr;
+}
+
+// tbf at 8 Mbit/s (1000 bytes per ms) with a bucket of one frame: the first leaves at
+// once, each next one 1 ms after the last.
+TEST(VirtualReplay, TbfDeparturesAreTheRateApart) {
+  std::string pcap;
+  const Trace tr = shape_burst("tbf", "tc qdisc add dev out0 root handle 1: tbf rate 8mbit burst 1000 limit 100000\n", &pcap);
   ASSERT_EQ(tr.sent.size(), 10u);
   for (size_t k = 0; k < 10; ++k) {
     EXPECT_EQ(tr.sent[k]["t_ns"].get<uint64_t>(), k * 1'000'000) << k;
     EXPECT_EQ(tr.sent[k]["sojourn_ns"].get<uint64_t>(), k * 1'000'000) << k;
     EXPECT_EQ(tr.sent[k]["class"], "1:");
   }
-  for (const auto& f : {in, t, o}) std::remove(f.c_str());
 }
 
 // htb at 8 Mbit/s, one class with a bucket of one frame (burst and cburst 1000): the
 // first frame leaves at once on a full bucket, the second too (tokens exactly 0 still
 // allow sending, as htb_class_mode's `toks < 0` test has it), then one per ms.
 TEST(VirtualReplay, HtbDeparturesAreTheRateApart) {
-  const std::string in = temp("htb_in.pcap"), t = temp("htb.jsonl"), o = temp("htb_out.pcap");
-  write_burst(in, 10, 1000);
-  std::string err;
-  ASSERT_EQ(run_traced(shaper_script(in, o,
-                                     "tc qdisc add dev out0 root handle 1: htb default 10\n"
-                                     "tc class add dev out0 parent 1: classid 1:10 htb rate 8mbit ceil 8mbit burst 1000 cburst 1000\n",
-                                     " pace file", "sleep 1s\n"),
-                       t, &err),
-            0)
-      << err;
-  const Trace tr = read_trace(t);
+  std::string pcap;
+  const Trace tr = shape_burst("htb",
+                               "tc qdisc add dev out0 root handle 1: htb default 10\n"
+                               "tc class add dev out0 parent 1: classid 1:10 htb rate 8mbit ceil 8mbit burst 1000 cburst 1000\n",
+                               &pcap);
   ASSERT_EQ(tr.sent.size(), 10u);
   for (size_t k = 0; k < 10; ++k) {
     const uint64_t want = k == 0 ? 0 : (k - 1) * 1'000'000;
@@ -203,7 +202,6 @@ TEST(VirtualReplay, HtbDeparturesAreTheRateApart) {
     EXPECT_EQ(tr.sent[k]["class"], "1:10");
   }
   // The tx capture carries the same departure times.
-  const std::string pcap = slurp(o);
   ASSERT_EQ(pcap.size(), 24u + 10 * (16 + 1000));
   for (size_t k = 0; k < 10; ++k) {
     uint32_t sec, nsec;
@@ -211,7 +209,6 @@ TEST(VirtualReplay, HtbDeparturesAreTheRateApart) {
     std::memcpy(&nsec, pcap.data() + 28 + k * 1016, 4);
     EXPECT_EQ(uint64_t{sec} * 1'000'000'000ull + nsec, tr.sent[k]["t_ns"].get<uint64_t>()) << k;
   }
-  for (const auto& f : {in, t, o}) std::remove(f.c_str());
 }
 
 TEST(VirtualReplay, SleepMovesTheVirtualClockAndFiresTimers) {

@@ -13,7 +13,9 @@ namespace {
 TEST(PacketTrace, BucketsBoundTheirValuesWithinAnEighth) {
   for (unsigned b = 0; b < TraceWriter::kBuckets; ++b) {
     EXPECT_EQ(TraceWriter::bucket_of(TraceWriter::bucket_top(b)), b) << b;
-    if (b + 1 < TraceWriter::kBuckets) EXPECT_EQ(TraceWriter::bucket_of(TraceWriter::bucket_top(b) + 1), b + 1) << b;
+    if (b + 1 < TraceWriter::kBuckets) {
+      EXPECT_EQ(TraceWriter::bucket_of(TraceWriter::bucket_top(b) + 1), b + 1) << b;
+    }
   }
   for (uint64_t v : {uint64_t{0}, uint64_t{15}, uint64_t{16}, uint64_t{1000}, uint64_t{123456789}, UINT64_MAX / 3}) {
     const uint64_t top = TraceWriter::bucket_top(TraceWriter::bucket_of(v));
