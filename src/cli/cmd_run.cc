@@ -1,9 +1,12 @@
-// `pktpath run [--json] FILE|-`: run a script of ip/tc/sleep/send lines. The whole
+// `pktpath run [--json] [--trace OUT] FILE|-`: run a script of ip/tc/sleep/send lines. The whole
 // script is parsed first, so a bad line anywhere stops it before anything is applied;
 // a line that fails while running stops the script there. Errors name file:line and
 // the offending word; exit 1 for bad input, 2 for usage.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <sstream>
 #include <vector>
 
@@ -12,6 +15,7 @@
 #include "cli/script.h"
 #include "cli/script_exec.h"
 #include "cli/script_text.h"
+#include "core/packet_trace.h"
 
 namespace pktpath::cli {
 
@@ -28,8 +32,9 @@ void report(const std::string& file, size_t line, const ScriptError& e) {
 int cmd_run(const std::vector<std::string>& args) {
   CLI::App app{"run a script of ip/tc lines", "pktpath run"};
   bool json = false;
-  std::string file;
+  std::string file, trace_path;
   app.add_flag("--json", json, "JSON Lines output");
+  app.add_option("--trace", trace_path, "write per-packet outcome records (JSON Lines) to this file");
   app.add_option("file", file, "script file, or - for stdin")->required();
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
@@ -58,11 +63,33 @@ int cmd_run(const std::vector<std::string>& args) {
     return 1;
   }
 
+  // The trace outlives the runner: Cpus it made may still hold it.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace_file(nullptr, std::fclose);
+  std::unique_ptr<TraceWriter> trace;
+  if (!trace_path.empty()) {
+    trace_file.reset(std::fopen(trace_path.c_str(), "w"));
+    if (!trace_file) {
+      std::fprintf(stderr, "pktpath: run: --trace %s: %s\n", trace_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+    trace = std::make_unique<TraceWriter>(trace_file.get());
+  }
   ScriptRunner runner(json, stdout);
+  runner.set_trace(trace.get());
+  // The summaries and end record, also when a line failed; then no more records.
+  auto end_trace = [&]() {
+    if (!trace) return true;
+    runner.drain_pending();
+    const bool ok = trace->finish(runner.control_cpu().clock().now_ns(), runner.queued_packets());
+    runner.set_trace(nullptr);
+    if (!ok) std::fprintf(stderr, "pktpath: run: --trace %s: write failed\n", trace_path.c_str());
+    return ok;
+  };
   for (const ScriptLine& p : script) {
     ScriptError e;
     if (!runner.execute(p.cmd, e)) {
       report(name, p.line, e);
+      end_trace();
       return 1;
     }
     std::fflush(stdout);
@@ -70,13 +97,14 @@ int cmd_run(const std::vector<std::string>& args) {
   ScriptError e;
   if (!runner.finish(e)) {  // captures still running print their counts
     report(name, lineno, e);
+    end_trace();
     return 1;
   }
   std::fflush(stdout);
-  return 0;
+  return end_trace() ? 0 : 1;
 }
 
-CommandRegistration reg("run", "run a script of ip/tc lines: `run [--json] FILE|-`", cmd_run);
+CommandRegistration reg("run", "run a script of ip/tc lines: `run [--json] [--trace OUT] FILE|-`", cmd_run);
 
 }  // namespace
 }  // namespace pktpath::cli

@@ -14,6 +14,7 @@
 #include "core/dev_xmit.h"
 #include "core/link_kind.h"
 #include "drivers/veth.h"
+#include "sched/qdisc.h"
 #include "sched/sch_generic.h"
 
 namespace pktpath::cli {
@@ -92,6 +93,8 @@ Net* ScriptRunner::add_net(const std::string& name) {
   if (name.empty() || find_net(name)) return nullptr;
   nets_.push_back(std::make_unique<Net>(control_, name));
   nets_.back()->set_cpu_set(&cpu_set_);
+  nets_.back()->set_clock(vclock_.get());
+  nets_.back()->set_trace(trace_);
   return nets_.back().get();
 }
 
@@ -125,8 +128,57 @@ bool ScriptRunner::execute_in(Net& net, const ScriptCommand& cmd, ScriptError& e
 }
 
 Cpu& ScriptRunner::worker(unsigned i) {
-  while (workers_.size() <= i) workers_.push_back(std::make_unique<Cpu>(pool_));
+  while (workers_.size() <= i) {
+    workers_.push_back(std::make_unique<Cpu>(pool_));
+    workers_.back()->set_clock(vclock_.get());
+    workers_.back()->set_trace(trace_);
+  }
   return *workers_[i];
+}
+
+bool ScriptRunner::use_virtual_clock(ScriptError& err) {
+  for (auto& n : nets_)
+    for (NetDevice* d : n->devices().list())
+      if (!(d->flags() & IFF_LOOPBACK))
+        return fail(err, "virtual", "clock: must come before any device is added (\"" + d->name() + "\" exists)");
+  if (!vclock_) vclock_ = std::make_unique<VirtualClock>(0);
+  control_.set_clock(vclock_.get());
+  for (auto& w : workers_) w->set_clock(vclock_.get());
+  for (auto& n : nets_) n->set_clock(vclock_.get());
+  return true;
+}
+
+void ScriptRunner::set_trace(PacketTrace* t) {
+  trace_ = t;
+  control_.set_trace(t);
+  for (auto& w : workers_) w->set_trace(t);
+  for (auto& n : nets_) n->set_trace(t);
+}
+
+uint64_t ScriptRunner::queued_packets() {
+  uint64_t n = 0;
+  for (auto& net : nets_)
+    for (NetDevice* d : net->devices().list())
+      if (const Qdisc* q = d->qdisc()) n += q->qlen();
+  return n;
+}
+
+void ScriptRunner::advance_virtual(uint64_t end) {
+  // A timer that keeps re-arming for the present cannot hold the clock for ever.
+  for (int stalls = 0; stalls < 1000;) {
+    run_all_pending();
+    uint64_t next = control_.next_timer_ns();
+    for (auto& w : workers_) next = std::min(next, w->next_timer_ns());
+    if (next > end) break;
+    if (next > vclock_->now_ns()) {
+      vclock_->set(next);
+      stalls = 0;
+    } else {
+      ++stalls;
+    }
+  }
+  if (end > vclock_->now_ns()) vclock_->set(end);
+  run_all_pending();
 }
 
 void ScriptRunner::set_alloc_fail_every(uint32_t n) {
@@ -227,6 +279,8 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
     // store_rps_map: the set bits name datapath Cpus, started here if new.
     if (!limits_.datapath_cpus && *c.rps_cpus != 0)
       return fail(err, "rps_cpus", "rps_cpus: datapath Cpus are off in this runner");
+    if (vclock_ && *c.rps_cpus != 0)
+      return fail(err, "rps_cpus", "rps_cpus: datapath Cpus run on threads of their own, not on the virtual clock");
     if (*c.rps_cpus >> CpuSet::kMax)
       return fail(err, "rps_cpus", "rps_cpus: at most " + std::to_string(CpuSet::kMax) + " CPUs (bits 0.." +
                                        std::to_string(CpuSet::kMax - 1) + ")");
@@ -288,6 +342,7 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
         g_settle_interrupted.store(false);
         auto old = std::signal(SIGINT, on_settle_sigint);
         const uint64_t t0 = MonotonicClock::instance().now_ns();
+        bool idle = false;
         while (k->busy(*d, control_, msg)) {
           if (g_settle_interrupted.load(std::memory_order_relaxed) ||
               (limits_.max_wait_ns && MonotonicClock::instance().now_ns() - t0 > limits_.max_wait_ns)) {
@@ -295,9 +350,20 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
             net->devices().set_up(*d, false, ignored);
             break;
           }
+          // On the virtual clock, once only a timer is left (a paced replay between
+          // records, a watchdog), move the clock to it (none left: nothing can change).
+          // Checked before running, so the clock moves only while the replay is busy.
+          if (vclock_ && idle) {
+            uint64_t next = control_.next_timer_ns(), next_worker = UINT64_MAX;
+            for (auto& w : workers_) next_worker = std::min(next_worker, w->next_timer_ns());
+            if (std::min(next, next_worker) == UINT64_MAX) break;
+            if (std::min(next, next_worker) > vclock_->now_ns()) vclock_->set(std::min(next, next_worker));
+            if (next_worker <= next) run_all_pending();
+          }
           control_.run_pending();
-          // Only a timer left (a paced replay between records): sleep a little.
-          if (control_.napi_polling() == 0 && !control_.remote_pending()) {
+          idle = control_.napi_polling() == 0 && !control_.remote_pending();
+          // Only a timer left on the monotonic clock: sleep a little.
+          if (!vclock_ && idle) {
             timespec ts{0, 20'000};
             nanosleep(&ts, nullptr);
           }
@@ -387,6 +453,10 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
 // Sleep while running the Cpus' pending work (timers such as tbf's watchdog).
 bool ScriptRunner::sleep(const SleepCmd& c) {
   const uint64_t ns = limits_.max_wait_ns ? std::min(c.ns, limits_.max_wait_ns) : c.ns;
+  if (vclock_) {  // no wall time: the timers due within it fire in order
+    advance_virtual(vclock_->now_ns() + ns);
+    return true;
+  }
   const uint64_t end = MonotonicClock::instance().now_ns() + ns;
   for (;;) {
     run_all_pending();

@@ -67,6 +67,14 @@ class ScriptRunner {
   // which stops them and prints their counts.
   std::shared_ptr<CaptureState>& capture_slot() { return capture_; }
   bool finish(ScriptError& err);
+  // `clock virtual` (script_clock.cc): this runner's Nets and Cpus read a VirtualClock
+  // from here on, advanced by events; false with err once a device exists.
+  bool use_virtual_clock(ScriptError& err);
+  VirtualClock* virtual_clock() { return vclock_.get(); }
+  // `pktpath run --trace FILE`: every Cpu of the runner reports to `t` (null: off).
+  void set_trace(PacketTrace* t);
+  // Packets still held by every device's qdisc, in every namespace.
+  uint64_t queued_packets();
 
  private:
   bool ip_link_add(const IpLinkAdd& c, ScriptError& err);
@@ -87,11 +95,16 @@ class ScriptRunner {
   // Wait for the datapath Cpus to be idle (bounded by limits_.max_wait_ns when set).
   void quiesce_cpus();
   Cpu& worker(unsigned i);
+  // On the virtual clock: run pending work, moving the clock to each timer's expiry in
+  // turn, up to `end`, then to `end` (a `sleep`).
+  void advance_virtual(uint64_t end);
 
   bool json_;
   std::FILE* out_;
   ScriptLimits limits_;
   PacketPool pool_;
+  std::unique_ptr<VirtualClock> vclock_;  // before the Cpus that read it
+  PacketTrace* trace_ = nullptr;
   Cpu control_;
   std::vector<std::unique_ptr<Cpu>> workers_;
   // nets_[0] is the script's first namespace (init_net); the others are named.

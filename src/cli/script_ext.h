@@ -38,6 +38,8 @@ std::optional<bool> parse_capture_ext(const std::vector<std::string>& words, Ext
 bool parse_fault_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `cat /proc/net/softnet_stat`, `cat /proc/net/snmp` (cli/script_proc.cc).
 std::optional<bool> parse_proc_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+// `clock virtual|monotonic` (cli/script_clock.cc).
+std::optional<bool> parse_clock_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `sysctl ...` (cli/sysctl.cc).
 std::optional<bool> parse_sysctl_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `ip netns ...`, `ip -n NAME ...`, `tc -n NAME ...`, `ip link set dev D netns NAME`

@@ -64,6 +64,8 @@ bool ScriptRunner::pktgen(const PktgenLine& c, ScriptError& err) {
   cmd.json = cmd.json || json_;
   cmd.caller_cpu = &control_;  // a tap's receive runs on it while the generators run
   apply_limits(limits_, cmd);
+  if (virtual_clock() && (cmd.cfg.delay_ns || cmd.cfg.duration_s > 0 || cmd.cfg.count == 0))
+    return fail(cmd.cfg.dev, "pktgen: on the virtual clock a run needs a count and no delay or duration (time moves only by events)");
   NetDevice* d = table().find(cmd.cfg.dev);
   if (!d) return fail(cmd.cfg.dev, "cannot find device \"" + cmd.cfg.dev + "\"");
   run_all_pending();

@@ -34,7 +34,8 @@ Cpu::Cpu(PacketPool& pool, Options opts)
       opts_(opts),
       headroom_(pool.headroom()),
       fail_every_(pool.alloc_fail_every()),
-      clock_(&MonotonicClock::instance()) {
+      clock_(opts.clock ? opts.clock : &MonotonicClock::instance()),
+      trace_(opts.trace) {
   if (opts_.cache_size == 0 || opts_.cache_batch == 0 || opts_.cache_batch > opts_.cache_size)
     throw std::invalid_argument("cpu: need 0 < cache_batch <= cache_size");
   cache_ = std::make_unique<Packet*[]>(opts_.cache_size);
@@ -372,6 +373,12 @@ unsigned Cpu::timers_armed() const {
   unsigned n = 0;
   for (CpuTimer* c = timers_.load(std::memory_order_relaxed); c; c = c->next_timer_) ++n;
   return n;
+}
+
+uint64_t Cpu::next_timer_ns() const {
+  LockGuard g(const_cast<SpinLock&>(timer_lock_));
+  const CpuTimer* t = timers_.load(std::memory_order_relaxed);
+  return t ? t->expires_ns() : UINT64_MAX;
 }
 
 // mirrors __hrtimer_run_queues: take each expired timer off the list (marked running

@@ -27,6 +27,7 @@
 #include "core/drop_reason.h"
 #include "core/packet.h"
 #include "core/packet_pool.h"
+#include "core/packet_trace.h"
 #include "core/spinlock.h"
 
 namespace pktpath {
@@ -112,6 +113,8 @@ class alignas(kCacheLine) Cpu {
     uint32_t dev_rx_weight = 64;          // the backlog's NAPI weight (dev_weight)
     bool defer_free = true;      // false: remote frees go straight back (A/B switch)
     int core = -1;               // pin the bound thread to this core in bind(); -1: don't
+    Clock* clock = nullptr;      // where its timers and qdiscs read time; null: monotonic
+    PacketTrace* trace = nullptr;  // per-packet outcome records; null: off
   };
 
   Cpu(PacketPool& pool, Options opts);
@@ -193,6 +196,7 @@ class alignas(kCacheLine) Cpu {
   // kfree_skb_reason: count one drop under `r`, then free.
   void free_reason(Packet* p, DropReason r) {
     stats_.drops[static_cast<unsigned>(r)].add();
+    if (PP_UNLIKELY(trace_ != nullptr)) trace_->dropped(*this, *p, r);
     free(p);
   }
   // kfree_skb_list/napi_consume_skb in bulk: packets that are this Cpu's own and
@@ -274,8 +278,14 @@ class alignas(kCacheLine) Cpu {
   // hrtimer_cancel, any thread, whatever Cpu `t` is armed on (CpuTimer::cancel).
   static bool cancel_timer(CpuTimer* t) { return t->cancel(); }
   unsigned timers_armed() const;  // timers on this Cpu's list (tests)
+  // The earliest armed expiry, UINT64_MAX when none (what a virtual clock advances to).
+  uint64_t next_timer_ns() const;
   Clock& clock() { return *clock_; }
   void set_clock(Clock* c) { clock_ = c ? c : &MonotonicClock::instance(); }
+  // Per-packet outcome records (core/packet_trace.h); null (the default): off, and the
+  // hooks cost one test of this pointer. Owner thread, or while the Cpu runs nothing.
+  PacketTrace* trace() const { return trace_; }
+  void set_trace(PacketTrace* t) { trace_ = t; }
 
   // dev_xmit_recursion: nesting depth of dev_queue_xmit on this Cpu.
   int xmit_recursion = 0;
@@ -335,6 +345,7 @@ class alignas(kCacheLine) Cpu {
   std::atomic<CpuTimer*> timers_{nullptr};
   SpinLock timer_lock_;
   Clock* clock_;
+  PacketTrace* trace_ = nullptr;
   RxHandler rx_handler_ = nullptr;
   std::atomic<WakeFn> waker_{nullptr};
   std::atomic<void*> waker_ctx_{nullptr};

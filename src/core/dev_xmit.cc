@@ -93,9 +93,13 @@ PP_NOINLINE int dev_xmit_noqueue_slow(Cpu& cpu, Packet* p, NetDevice& dev, TxQue
         ++cpu.xmit_recursion;
         p->xmit_more = false;
         if (PP_UNLIKELY(dev.has_taps())) dev_queue_xmit_nit(cpu, *p, dev);  // xmit_one
+        PacketTrace* const tr = cpu.trace();
+        TraceTx tx;
+        if (PP_UNLIKELY(tr != nullptr)) tx = trace_tx_capture(*p, dev);
         const NetdevTx rc = dev.ops().start_xmit(cpu, p, dev, txq);
         --cpu.xmit_recursion;
         if (!lltx) txq.xmit_lock.unlock();
+        if (PP_UNLIKELY(tr != nullptr) && rc == NetdevTx::OK) tr->sent(cpu, tx);
         if (PP_LIKELY(rc == NetdevTx::OK)) return NET_XMIT_SUCCESS;
       } else if (!lltx) {
         txq.xmit_lock.unlock();
@@ -121,7 +125,7 @@ PP_NOINLINE int dev_xmit_noqueue_busy(Cpu& cpu, Packet* p, NetDevice& dev) {
 // taps takes the out-of-line path, which delivers to them (dev_queue_xmit_nit).
 PP_ALWAYS_INLINE int dev_xmit_noqueue(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   if (PP_LIKELY(dev.lltx() && dev.is_up() && cpu.xmit_recursion < kXmitRecursionLimit && !txq.stopped() &&
-                !dev.has_taps())) {
+                !dev.has_taps() && cpu.trace() == nullptr)) {
     ++cpu.xmit_recursion;
     p->xmit_more = false;
     const NetdevTx rc = dev.ops().start_xmit(cpu, p, dev, txq);
@@ -205,6 +209,7 @@ PP_ALWAYS_INLINE int dev_queue_xmit_impl(Cpu& cpu, Packet* p) {
   } else {
     txq = &pick_tx_inline(cpu, dev, p);
   }
+  if (PP_UNLIKELY(cpu.trace() != nullptr)) trace_enqueue_stamp(cpu, *p);
   Qdisc& q = *txq->qdisc;
   const uint32_t qflags = q.flags();
   if (PP_LIKELY(qflags & TCQ_F_NOLOCK)) return dev_xmit_skb_nolock(cpu, p, q, dev, *txq);

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "core/netdevice.h"
+#include "core/cpu.h"
 
 namespace pktpath {
 
@@ -23,6 +24,7 @@ TxQueue& netdev_core_pick_tx(Cpu& cpu, NetDevice& dev, Packet* p);
 PP_ALWAYS_INLINE Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice& dev, TxQueue& txq,
                                              NetdevTx& rc) {
   auto start_xmit = dev.ops().start_xmit;
+  PacketTrace* const tr = cpu.trace();
   Packet* p = first;
   rc = NetdevTx::OK;
   while (p) {
@@ -30,11 +32,14 @@ PP_ALWAYS_INLINE Packet* dev_hard_start_xmit(Cpu& cpu, Packet* first, NetDevice&
     p->next = nullptr;
     p->xmit_more = next != nullptr;
     if (PP_UNLIKELY(dev.has_taps())) dev_queue_xmit_nit(cpu, *p, dev);  // xmit_one
+    TraceTx tx;
+    if (PP_UNLIKELY(tr != nullptr)) tx = trace_tx_capture(*p, dev);
     rc = start_xmit(cpu, p, dev, txq);  // mirrors xmit_one / netdev_start_xmit
     if (PP_UNLIKELY(rc != NetdevTx::OK)) {
       p->next = next;
       return p;
     }
+    if (PP_UNLIKELY(tr != nullptr)) tr->sent(cpu, tx);
     p = next;
     // The driver stopped the queue under us: hand the rest back for a requeue.
     if (PP_UNLIKELY(p != nullptr && txq.stopped())) {

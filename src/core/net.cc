@@ -43,6 +43,8 @@ Cpu::Options Net::cpu_options() {
   o.netdev_budget = core_.netdev_budget.load();
   o.netdev_budget_usecs = core_.netdev_budget_usecs.load();
   o.dev_rx_weight = core_.dev_weight.load();
+  o.clock = clock_;
+  o.trace = trace_;
   return o;
 }
 

@@ -91,6 +91,12 @@ class Net {
   // The options a datapath Cpu working for this Net takes from its sysctls
   // (skb_defer_max, netdev_max_backlog, netdev_budget[_usecs], dev_weight, defer_free).
   Cpu::Options cpu_options();
+  // The clock this Net's Cpus read (`clock virtual`); null: the monotonic clock.
+  Clock* clock() const { return clock_; }
+  void set_clock(Clock* c) { clock_ = c; }
+  // The tracer the Cpus made for this Net get (core/packet_trace.h); null: none.
+  PacketTrace* trace() const { return trace_; }
+  void set_trace(PacketTrace* t) { trace_ = t; }
 
   XmitConfig& xmit_config() { return xmit_; }
   NetCore& core() { return core_; }
@@ -103,6 +109,8 @@ class Net {
   XmitConfig xmit_;
   NetCore core_;
   CpuSet* cpu_set_ = nullptr;
+  Clock* clock_ = nullptr;
+  PacketTrace* trace_ = nullptr;
   mutable std::mutex mu_;  // default_qdisc_
   std::string default_qdisc_ = "pfifo_fast";
   std::vector<std::unique_ptr<PernetState>> generic_;

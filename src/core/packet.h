@@ -58,8 +58,8 @@ struct Packet {
   uint8_t nr_frags;
   bool vlan_present;
   bool xmit_more;           // more packets follow in this burst (netdev_xmit_more)
-  uint8_t reserved_[2];
-  uint64_t tstamp_ns;
+  uint16_t tc_class;       // the classful qdisc's leaf class minor it was queued in (trace)
+  uint64_t tstamp_ns;      // when traced: the time its device's qdisc took it
   // --- end of the cleared block.
 
   // --- buffer geometry. Offsets are relative to head; head and end_off never change.

@@ -130,6 +130,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
       return NET_XMIT_SUCCESS | NET_XMIT_STOLEN_BIT;
     } else {
       const uint32_t len = p->len;
+      p->tc_class = static_cast<uint16_t>(cl->classid);  // the trace's class (minor)
       const int rc = cl->leaf->enqueue(cpu, p, to_free);
       if (rc != NET_XMIT_SUCCESS) {
         if (net_xmit_drop_count(rc)) {

@@ -1,0 +1,332 @@
+// `clock virtual` replays and `pktpath run --trace`: the same script and capture give
+// byte-identical traces and tx captures; shapers on the virtual clock send at the times
+// their rates give; every packet of a capture is in the trace (sent + dropped) or still
+// queued; bad `clock` lines name their word; `pktpath plot` draws or says what is missing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/script_run_util.h"
+
+namespace pktpath::cli {
+namespace {
+
+std::string temp(const std::string& name) {
+  return ::testing::TempDir() + "/pp_replay_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void put32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
+
+// A nanosecond pcap of `n` IPv4/UDP frames of `size` bytes, all at the same instant.
+void write_burst(const std::string& path, unsigned n, uint32_t size) {
+  std::string f;
+  put32(f, 0xA1B23C4D);
+  put32(f, 2 | 4u << 16);  // version 2.4
+  put32(f, 0);
+  put32(f, 0);
+  put32(f, 65535);
+  put32(f, 1);  // EN10MB
+  for (unsigned i = 0; i < n; ++i) {
+    put32(f, 1'700'000'000);
+    put32(f, 0);
+    put32(f, size);
+    put32(f, size);
+    std::string b(size, '\0');
+    const unsigned char hdr[] = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0};
+    std::memcpy(b.data(), hdr, sizeof hdr);
+    b[16] = static_cast<char>((size - 14) >> 8);
+    b[17] = static_cast<char>((size - 14) & 0xff);
+    b[22] = 64;
+    b[23] = 17;
+    f += b;
+  }
+  std::ofstream(path, std::ios::binary) << f;
+}
+
+struct Trace {
+  std::vector<nlohmann::json> sent, dropped, summaries;
+  nlohmann::json end;
+};
+
+Trace read_trace(const std::string& path) {
+  Trace t;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("summary")) t.summaries.push_back(j["summary"]);
+    else if (j.contains("end")) t.end = j["end"];
+    else if (j["verdict"] == "sent") t.sent.push_back(j);
+    else t.dropped.push_back(j);
+  }
+  return t;
+}
+
+int run_traced(const std::string& script, const std::string& trace, std::string* err = nullptr) {
+  const std::string path = temp("script.pp");
+  std::ofstream(path) << script;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = run_main({"run", "--trace", trace, path});
+  std::fflush(stdout);
+  ::testing::internal::GetCapturedStdout();
+  const std::string e = ::testing::internal::GetCapturedStderr();
+  if (err) *err = e;
+  std::remove(path.c_str());
+  return rc;
+}
+
+// On the virtual clock: in0 replays IN (at `pace`), tc redirects it to out0, whose root
+// is `tree`, and which writes OUT; then the `after` lines.
+std::string shaper_script(const std::string& in, const std::string& out, const std::string& tree,
+                          const std::string& pace, const std::string& after) {
+  return "clock virtual\n"
+         "ip link add dev out0 type pcap tx " + out + "\n" + tree +
+         "ip link set dev out0 up\n"
+         "ip link add dev in0 type pcap rx " + in + pace + "\n"
+         "tc qdisc add dev in0 clsact\n"
+         "tc filter add dev in0 ingress matchall action mirred egress redirect dev out0\n"
+         "ip link set dev in0 up\n" + after;
+}
+
+// The example: the capture through htb with fq_codel leaves, on the virtual clock.
+int run_example(const std::string& trace, const std::string& out_pcap, std::string* err) {
+  ::setenv("PP_CAPTURE", (std::string(PKTPATH_SOURCE_DIR) + "/examples/what-would-tc-do.pcap").c_str(), 1);
+  ::setenv("PP_OUT", out_pcap.c_str(), 1);
+  const std::string script = slurp(std::string(PKTPATH_SOURCE_DIR) + "/examples/what-would-tc-do.pp");
+  const int rc = run_traced(script, trace, err);
+  ::unsetenv("PP_CAPTURE");
+  ::unsetenv("PP_OUT");
+  return rc;
+}
+
+TEST(VirtualReplay, TwoRunsGiveIdenticalTraceAndTxCapture) {
+  const std::string t1 = temp("a.jsonl"), t2 = temp("b.jsonl"), o1 = temp("a.pcap"), o2 = temp("b.pcap");
+  std::string err;
+  ASSERT_EQ(run_example(t1, o1, &err), 0) << err;
+  ASSERT_EQ(run_example(t2, o2, &err), 0) << err;
+  const std::string a = slurp(t1), b = slurp(t2);
+  EXPECT_GT(a.size(), 1000u);
+  EXPECT_EQ(a, b);
+  const std::string pa = slurp(o1), pb = slurp(o2);
+  EXPECT_GT(pa.size(), 24u);
+  EXPECT_EQ(pa, pb);
+  for (const auto& f : {t1, t2, o1, o2}) std::remove(f.c_str());
+}
+
+TEST(VirtualReplay, AccountingHoldsInTheTrace) {
+  const std::string t = temp("acct.jsonl"), o = temp("acct.pcap");
+  std::string err;
+  ASSERT_EQ(run_example(t, o, &err), 0) << err;
+  const Trace tr = read_trace(t);
+  ASSERT_TRUE(tr.end.is_object());
+  const uint64_t made = 400;  // the capture's records (examples/what-would-tc-do-capture.py)
+  EXPECT_EQ(tr.end["sent"].get<uint64_t>(), tr.sent.size());
+  EXPECT_EQ(tr.end["dropped"].get<uint64_t>(), tr.dropped.size());
+  EXPECT_EQ(tr.sent.size() + tr.dropped.size() + tr.end["queued"].get<uint64_t>(), made);
+  // The shaper held packets back: some left late, each class has a summary, and the
+  // summaries add up to the records.
+  uint64_t late = 0, sum_sent = 0, sum_dropped = 0;
+  for (const auto& s : tr.sent) late += s["sojourn_ns"].get<uint64_t>() > 1'000'000;
+  EXPECT_GT(late, 10u);
+  std::vector<std::string> classes;
+  for (const auto& s : tr.summaries) {
+    classes.push_back(s["class"]);
+    sum_sent += s["sent"].get<uint64_t>();
+    sum_dropped += s["dropped"].get<uint64_t>();
+    EXPECT_LE(s["sojourn_ns"]["p50"].get<uint64_t>(), s["sojourn_ns"]["p99"].get<uint64_t>());
+  }
+  EXPECT_EQ(sum_sent, tr.sent.size());
+  EXPECT_EQ(sum_dropped, tr.dropped.size());
+  for (const char* c : {"1:10", "1:20", "1:30"})
+    EXPECT_NE(std::find(classes.begin(), classes.end(), c), classes.end()) << c;
+  std::remove(t.c_str());
+  std::remove(o.c_str());
+}
+
+// Ten 1000-byte frames at one instant through `tree` on out0 (pace file), then a
+// second of sleep; the trace, and out0's tx capture in *pcap.
+Trace shape_burst(const std::string& name, const std::string& tree, std::string* pcap) {
+  const std::string in = temp(name + "_in.pcap"), t = temp(name + ".jsonl"), o = temp(name + "_out.pcap");
+  write_burst(in, 10, 1000);
+  std::string err;
+  EXPECT_EQ(run_traced(shaper_script(in, o, tree, " pace file", "sleep 1s\n"), t, &err), 0) << err;
+  Trace tr = read_trace(t);
+  *pcap = slurp(o);
+  for (const auto& f : {in, t, o}) std::remove(f.c_str());
+  return tr;
+}
+
+// tbf at 8 Mbit/s (1000 bytes per ms) with a bucket of one frame: the first leaves at
+// once, each next one 1 ms after the last.
+TEST(VirtualReplay, TbfDeparturesAreTheRateApart) {
+  std::string pcap;
+  const Trace tr = shape_burst("tbf", "tc qdisc add dev out0 root handle 1: tbf rate 8mbit burst 1000 limit 100000\n", &pcap);
+  ASSERT_EQ(tr.sent.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) {
+    EXPECT_EQ(tr.sent[k]["t_ns"].get<uint64_t>(), k * 1'000'000) << k;
+    EXPECT_EQ(tr.sent[k]["sojourn_ns"].get<uint64_t>(), k * 1'000'000) << k;
+    EXPECT_EQ(tr.sent[k]["class"], "1:");
+  }
+}
+
+// htb at 8 Mbit/s, one class with a bucket of one frame (burst and cburst 1000): the
+// first frame leaves at once on a full bucket, the second too (tokens exactly 0 still
+// allow sending, as htb_class_mode's `toks < 0` test has it), then one per ms.
+TEST(VirtualReplay, HtbDeparturesAreTheRateApart) {
+  std::string pcap;
+  const Trace tr = shape_burst("htb",
+                               "tc qdisc add dev out0 root handle 1: htb default 10\n"
+                               "tc class add dev out0 parent 1: classid 1:10 htb rate 8mbit ceil 8mbit burst 1000 cburst 1000\n",
+                               &pcap);
+  ASSERT_EQ(tr.sent.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) {
+    const uint64_t want = k == 0 ? 0 : (k - 1) * 1'000'000;
+    EXPECT_EQ(tr.sent[k]["t_ns"].get<uint64_t>(), want) << k;
+    EXPECT_EQ(tr.sent[k]["class"], "1:10");
+  }
+  // The tx capture carries the same departure times.
+  ASSERT_EQ(pcap.size(), 24u + 10 * (16 + 1000));
+  for (size_t k = 0; k < 10; ++k) {
+    uint32_t sec, nsec;
+    std::memcpy(&sec, pcap.data() + 24 + k * 1016, 4);
+    std::memcpy(&nsec, pcap.data() + 28 + k * 1016, 4);
+    EXPECT_EQ(uint64_t{sec} * 1'000'000'000ull + nsec, tr.sent[k]["t_ns"].get<uint64_t>()) << k;
+  }
+}
+
+TEST(VirtualReplay, SleepMovesTheVirtualClockAndFiresTimers) {
+  const std::string in = temp("sl_in.pcap"), t = temp("sl.jsonl"), o = temp("sl_out.pcap");
+  write_burst(in, 4, 1000);
+  std::string err;
+  // At 0.8 Mbit/s a frame takes 10 ms: after `sleep 0.015` two are out, the rest after
+  // the second sleep; the end record's time is the sum of the sleeps.
+  ASSERT_EQ(run_traced(shaper_script(in, o, "tc qdisc add dev out0 root handle 1: tbf rate 800kbit burst 1000 limit 100000\n",
+                                     "", "sleep 0.015\nsleep 1s\n"),
+                       t, &err),
+            0)
+      << err;
+  const Trace tr = read_trace(t);
+  ASSERT_EQ(tr.sent.size(), 4u);
+  EXPECT_EQ(tr.sent[1]["t_ns"].get<uint64_t>(), 10'000'000u);
+  EXPECT_EQ(tr.sent[3]["t_ns"].get<uint64_t>(), 30'000'000u);
+  EXPECT_EQ(tr.end["t_ns"].get<uint64_t>(), 1'015'000'000u);
+  EXPECT_EQ(tr.end["queued"].get<uint64_t>(), 0u);
+  for (const auto& f : {in, t, o}) std::remove(f.c_str());
+}
+
+TEST(VirtualReplay, BadClockLinesNameTheWord) {
+  auto r = testutil::run_pp("clock warp\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(":1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\"warp\""), std::string::npos) << r.err;
+  r = testutil::run_pp("clock virtual now\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("\"now\""), std::string::npos) << r.err;
+  r = testutil::run_pp("clock\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("clock"), std::string::npos) << r.err;
+  r = testutil::run_pp("ip link add dev d0 type dummy\nclock virtual\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(":2:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("before any device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(at \"virtual\")"), std::string::npos) << r.err;
+  // Waiting on the clock cannot end when only events move it.
+  r = testutil::run_pp("clock virtual\nip link add dev d0 type dummy\nip link set dev d0 up\n"
+                       "pktgen -i d0 -n 10 -w 1000\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("virtual clock"), std::string::npos) << r.err;
+  r = testutil::run_pp("clock virtual\nip link add dev d0 type dummy\nip link set dev d0 rps_cpus 1\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("virtual clock"), std::string::npos) << r.err;
+}
+
+TEST(VirtualReplay, MonotonicClockStillRunsTheScriptAndTraces) {
+  const std::string t = temp("mono.jsonl");
+  std::string err;
+  ASSERT_EQ(run_traced("clock monotonic\nip link add dev d0 type dummy\nip link set dev d0 up\n"
+                       "tc qdisc add dev d0 root handle 1: pfifo limit 5\n"
+                       "send dev d0 count 20\n",
+                       t, &err),
+            0)
+      << err;
+  const Trace tr = read_trace(t);
+  EXPECT_EQ(tr.sent.size() + tr.dropped.size() + tr.end["queued"].get<uint64_t>(), 20u);
+  EXPECT_GT(tr.sent.size(), 0u);
+  std::remove(t.c_str());
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+std::string small_trace() {
+  const std::string t = temp("plot.jsonl"), o = temp("plot.pcap");
+  std::string err;
+  EXPECT_EQ(run_example(t, o, &err), 0) << err;
+  std::remove(o.c_str());
+  return t;
+}
+
+TEST(Plot, DrawsANonEmptySvg) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox)";
+  const std::string t = small_trace(), svg = temp("plot.svg");
+  ::testing::internal::CaptureStderr();
+  const int rc = run_main({"plot", t, "-o", svg});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rc, 0) << err;
+  const std::string s = slurp(svg);
+  EXPECT_GT(s.size(), 1000u);
+  EXPECT_NE(s.find("<svg"), std::string::npos);
+  EXPECT_NE(s.find("sojourn"), std::string::npos);
+  std::remove(t.c_str());
+  std::remove(svg.c_str());
+}
+
+TEST(Plot, MissingGnuplotIsAClearError) {
+  const std::string t = small_trace(), svg = temp("nogp.svg");
+  const char* old = std::getenv("PATH");
+  const std::string saved = old ? old : "";
+  ::setenv("PATH", "", 1);
+  ::testing::internal::CaptureStderr();
+  const int rc = run_main({"plot", t, "-o", svg});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("gnuplot-nox"), std::string::npos) << err;
+  EXPECT_NE(err.find("PATH"), std::string::npos) << err;
+  // Usage: a picture name that is neither .png nor .svg.
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_main({"plot", t, "-o", temp("x.pdf")}), 2);
+  ::testing::internal::GetCapturedStderr();
+  std::remove(t.c_str());
+}
+
+TEST(Plot, ABadTraceNamesItsLine) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox)";
+  const std::string t = temp("bad.jsonl");
+  std::ofstream(t) << "{\"t_ns\":1,\"dev\":\"a\",\"len\":60,\"verdict\":\"sent\",\"sojourn_ns\":0,\"class\":\"1:\",\"qlen\":0}\nnot json\n";
+  ::testing::internal::CaptureStderr();
+  const int rc = run_main({"plot", t, "-o", temp("bad.svg")});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find(":2:"), std::string::npos) << err;
+  std::remove(t.c_str());
+}
+
+}  // namespace
+}  // namespace pktpath::cli
