@@ -195,7 +195,6 @@ TEST_F(NetifRxTest, DeletingADeviceFlushesItsPacketsFromTheBacklog) {
   EXPECT_EQ(drop_totals()[static_cast<unsigned>(DropReason::DEV_READY)] -
                 before[static_cast<unsigned>(DropReason::DEV_READY)],
             68u);
-  EXPECT_EQ(cpu.backlog_len(), 68u);
   while (cpu.has_pending()) cpu.run_pending();
   EXPECT_EQ(dev->stats_sum().rx_packets, 100u);
   EXPECT_EQ(cpu.backlog_len(), 0u);
