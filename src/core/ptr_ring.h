@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "base/compiler.h"
 #include "core/spinlock.h"
 
 namespace pktpath {
