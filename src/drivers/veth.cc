@@ -103,6 +103,7 @@ void veth_napi_del(NetDevice& dev, VethRq& rq) {
   }
 }
 
+// mirrors veth_open / veth_close, their NAPI part: GRO wanted means NAPI while up.
 int veth_open(NetDevice& dev) {
   VethPriv* me = veth_priv(dev);
   if (me->gro) veth_napi_enable(me->rq);
