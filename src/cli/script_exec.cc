@@ -406,7 +406,7 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
   }
   std::vector<LinkRow> rows;
   for (NetDevice* d : devs) {
-    const DevStatsSum s = d->stats_sum();
+    const DevStatsSum s = veth_peer(*d) ? veth_get_stats64(*d) : d->stats_sum();
     const std::string kind(table().kind_of(*d));
     const bool loopback = d->flags() & IFF_LOOPBACK;
     const bool noarp = kind == "dummy";
@@ -435,11 +435,6 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
     r.address = mac_str(d->mac());
     r.rx_bytes = s.rx_bytes;
     r.rx_packets = s.rx_packets;
-    if (peer) {  // mirrors veth_get_stats64: what the peer's xmit handed to netif_rx
-      const DevStatsSum ps = peer->stats_sum();
-      r.rx_bytes = ps.tx_bytes;
-      r.rx_packets = ps.tx_packets;
-    }
     r.rx_dropped = s.rx_dropped;
     r.tx_bytes = s.tx_bytes;
     r.tx_packets = s.tx_packets;

@@ -20,6 +20,7 @@ std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtComm
   if (auto r = parse_netns_ext(w, out, err)) return r;
   if (w[0] == "clock") return parse_clock_ext(w, out, err);
   if (w[0] == "sysctl") return parse_sysctl_ext(w, out, err);
+  if (w[0] == "ethtool") return parse_ethtool_ext(w, out, err);
   if (w[0] == "tc") return parse_tc_ext(w, out, err);
   if (w[0] == "nft") return parse_nft_ext(w, out, err);
   if (w[0] == "capture" || w[0] == "tcpdump") return parse_capture_ext(w, out, err);

@@ -42,6 +42,8 @@ std::optional<bool> parse_proc_ext(const std::vector<std::string>& words, ExtCom
 std::optional<bool> parse_clock_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `sysctl ...` (cli/sysctl.cc).
 std::optional<bool> parse_sysctl_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+// `ethtool -K DEV gro on|off` (cli/ethtool.cc).
+std::optional<bool> parse_ethtool_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 // `ip netns ...`, `ip -n NAME ...`, `tc -n NAME ...`, `ip link set dev D netns NAME`
 // (cli/ip/ip_netns.cc).
 std::optional<bool> parse_netns_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);

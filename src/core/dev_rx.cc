@@ -28,6 +28,18 @@ Cpu& get_rps_cpu(const RpsMap& map, Packet& p) {
   return *map.cpus[reciprocal_scale(skb_get_hash(p), static_cast<uint32_t>(map.cpus.size()))];
 }
 
+namespace {
+
+// mirrors enqueue_to_backlog: a full queue drops (CPU_BACKLOG, rx_dropped).
+int enqueue_to_backlog(Cpu& cpu, Cpu& target, Packet* p) {
+  if (PP_LIKELY(target.backlog_enqueue(p))) return NET_RX_SUCCESS;
+  p->dev->stats(cpu).rx_dropped.add();
+  cpu.free_reason(p, DropReason::CPU_BACKLOG);
+  return NET_RX_DROP;
+}
+
+}  // namespace
+
 int netif_rx(Cpu& cpu, Packet* p) {
   NetDevice& dev = *p->dev;
   if (PP_UNLIKELY(!dev.is_up())) {
@@ -37,10 +49,15 @@ int netif_rx(Cpu& cpu, Packet* p) {
   }
   Cpu* target = &cpu;
   if (const RpsMap* m = dev.rps_map(); PP_UNLIKELY(m != nullptr)) target = &get_rps_cpu(*m, *p);
-  if (PP_LIKELY(target->backlog_enqueue(p))) return NET_RX_SUCCESS;
-  dev.stats(cpu).rx_dropped.add();
-  cpu.free_reason(p, DropReason::CPU_BACKLOG);
-  return NET_RX_DROP;
+  return enqueue_to_backlog(cpu, *target, p);
+}
+
+// mirrors netif_receive_skb_list_internal's RPS step: with a map, each packet goes to
+// its flow's Cpu's input queue (this Cpu's too, as the kernel does); without, up here.
+int netif_receive_skb_rps(Cpu& cpu, Packet* p) {
+  if (const RpsMap* m = p->dev->rps_map(); PP_UNLIKELY(m != nullptr))
+    return enqueue_to_backlog(cpu, get_rps_cpu(*m, *p), p);
+  return netif_receive_skb(cpu, p);
 }
 
 // mirrors __netif_receive_skb_core from the ptype_all taps on; pktpath has no protocol

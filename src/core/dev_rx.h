@@ -26,6 +26,12 @@ int netif_receive_skb(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
 // (DEV_READY), a full queue drops (CPU_BACKLOG); both count rx_dropped. Any thread.
 int netif_rx(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
 
+// What a NAPI poll hands each packet to (napi_gro_receive without aggregation, then
+// netif_receive_skb_list_internal): with the device's RPS map the packet goes to its
+// flow's Cpu's input queue (CPU_BACKLOG and rx_dropped when full), else netif_receive_skb
+// on this Cpu. Any thread.
+int netif_receive_skb_rps(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
+
 // mirrors eth_type_trans without the pull (pktpath's receive path keeps data at the
 // Ethernet header): sets p.dev, pkt_type (host, broadcast, multicast, other host) and
 // protocol from the frame. The frame must hold 14 bytes.
