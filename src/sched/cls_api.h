@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/packet.h"
 #include "sched/act_api.h"
@@ -118,6 +119,25 @@ const Spec* filter_spec_as(const FilterSpec& s, std::string* err) {
   return t;
 }
 
+// A kind whose nodes of one pref make one structure (u32's hash tables and the knodes
+// in their buckets; the kernel's tcf_proto with its private data): the pref's list
+// holds every node (shown and deleted by handle), and the datapath runs one object bound
+// from them at each publication.
+struct PrefOps {
+  enum class Add { Refused, Nothing, Node };
+  // Checks a new node against the pref's others (`pref`: in run order) and completes its
+  // handle; Nothing when the line asks only for what exists (an empty u32 line on a
+  // pref that has nodes; never for an empty pref).
+  Add (*check_add)(FilterSpec& spec, const std::vector<const TcFilter*>& pref, std::string* err);
+  // The handles deleting `handle` removes (a table takes its nodes); false with *err when
+  // the kind refuses (a table still linked to).
+  bool (*del_set)(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone,
+                  std::string* err);
+  // What tcf_classify runs for the pref; it may keep pointers to the nodes, which outlive
+  // every list published with them.
+  std::unique_ptr<TcFilter> (*bind)(const std::vector<const TcFilter*>& pref);
+};
+
 // What a filter is made with: its Net (engine settings) and the spec with pref and
 // handle chosen.
 struct FilterOps {
@@ -127,6 +147,7 @@ struct FilterOps {
   // The handle of a new node in a pref whose highest handle is `max` (0: empty pref):
   // 1, 2, ... by default; u32 numbers its nodes 800::800, 800::801, ...
   uint32_t (*new_handle)(uint32_t max) = nullptr;
+  const PrefOps* pref_ops = nullptr;
 };
 // mirrors register_tcf_proto_ops: called by FilterRegistrar objects during static
 // initialisation. A duplicate kind aborts.

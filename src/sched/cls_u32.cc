@@ -1,59 +1,277 @@
-// u32 (net/sched/cls_u32.c), the one-level form.
+// u32 (net/sched/cls_u32.c): nodes and hash tables as entries of the pref's list, bound
+// into one walk of the tables for the datapath.
 #include "sched/cls_u32.h"
 
+#include <arpa/inet.h>
+#include <strings.h>
+
+#include <cstdio>
 #include <cstring>
 
 namespace pktpath::tc {
 namespace {
 
-class U32Filter final : public FilterOf<U32Spec> {
+// A knode or a table as an entry of the pref's list; it never runs by itself (the
+// pref's U32Tables does), and keeps the knode's counters (tc_u32_pcnt).
+class U32Node final : public FilterOf<U32Spec> {
  public:
   using FilterOf::FilterOf;
-  // mirrors u32_classify for one knode of a table without links: every key must hold;
-  // a key past the packet's end ends the walk without a match (skb_header_pointer
-  // failing: "goto out"); a non-terminal node never matches.
+  int classify(const TcContext&, Packet*, TcResult&) const override { return TC_ACT_UNSPEC; }
+  const U32Spec& spec() const { return spec_; }
+  bool is_table() const { return u32_key(handle()) == 0; }
+};
+
+const U32Node& node_of(const TcFilter* f) { return static_cast<const U32Node&>(*f); }
+
+std::string ht_str(uint32_t h) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%x:", u32_htid(h) >> 20);
+  return b;
+}
+
+// The pref's tables as the datapath walks them: the root first, each bucket's knodes in
+// node order (u32_change's insertion), each knode with the index of the table it links to.
+class U32Tables final : public TcFilter {
+ public:
+  explicit U32Tables(const std::vector<const TcFilter*>& pref)
+      : TcFilter(pref.front()->spec_base(), false), first_(&node_of(pref.front())) {
+    std::vector<uint32_t> handles{kU32RootHt};
+    std::vector<uint32_t> divisors{1};
+    for (const TcFilter* f : pref)
+      if (node_of(f).is_table() && f->handle() != kU32RootHt) {
+        handles.push_back(f->handle());
+        divisors.push_back(node_of(f).spec().divisor);
+      }
+    auto table_index = [&](uint32_t h) -> int32_t {
+      for (size_t i = 0; i < handles.size(); ++i)
+        if (handles[i] == h) return static_cast<int32_t>(i);
+      return -1;
+    };
+    std::vector<std::vector<std::vector<Knode>>> buckets(handles.size());
+    for (size_t t = 0; t < handles.size(); ++t) buckets[t].resize(divisors[t]);
+    for (const TcFilter* f : pref) {
+      const U32Node& n = node_of(f);
+      if (n.is_table()) continue;
+      const int32_t t = table_index(u32_htid(f->handle()));
+      if (t < 0 || u32_hash(f->handle()) >= divisors[t]) continue;  // check_add keeps this from happening
+      const uint32_t hmask = ntohl(n.spec().hmask);
+      const int32_t down = n.spec().link ? table_index(n.spec().link) : -1;
+      buckets[t][u32_hash(f->handle())].push_back(
+          {&n, down, static_cast<uint8_t>(hmask ? ffs(static_cast<int>(hmask)) - 1 : 0)});
+    }
+    for (size_t t = 0; t < handles.size(); ++t) {
+      tables_.push_back({divisors[t] - 1, static_cast<uint32_t>(bounds_.size())});
+      for (const auto& b : buckets[t]) {
+        bounds_.push_back(static_cast<uint32_t>(nodes_.size()));
+        nodes_.insert(nodes_.end(), b.begin(), b.end());
+      }
+      bounds_.push_back(static_cast<uint32_t>(nodes_.size()));
+    }
+  }
+
+  const char* kind() const override { return U32Spec::kKind; }
+  const FilterSpec& spec_base() const override { return first_->spec_base(); }
+
+  // mirrors u32_classify without variable offsets: walk the bucket's knodes; all keys
+  // must hold; a key past the packet's end ends the walk ("goto out"); a match with a
+  // link continues in the linked table's bucket (PUSH), and when that bucket is done
+  // without a verdict the linking node's own terminal verdict applies (POP, then
+  // check_terminal); deeper than kU32MaxDepth ends the walk ("dead loop").
   int classify(const TcContext& ctx, Packet* p, TcResult& res) const override {
-    TcStats::Slot& s = count(ctx, p);
     const int nh = tc_network_offset(p);
     if (nh < 0) return TC_ACT_UNSPEC;
     const uint8_t* d = p->data();
-    const int64_t n = p->headlen();
-    for (const U32Key& k : spec_.keys) {
-      const int64_t toff = nh + static_cast<int64_t>(k.off);
-      if (toff < 0 || toff + 4 > n) return TC_ACT_UNSPEC;
-      uint32_t w;
-      std::memcpy(&w, d + toff, 4);
-      if ((w ^ k.val) & k.mask) return TC_ACT_UNSPEC;
+    const int64_t len = p->headlen();
+    auto word = [&](int64_t off, uint32_t* w) {
+      if (off < 0 || off + 4 > len) return false;
+      std::memcpy(w, d + off, 4);
+      return true;
+    };
+    struct Frame {
+      uint32_t i, end;
+    };
+    Frame stack[kU32MaxDepth];
+    uint32_t depth = 0;
+    uint32_t i = bounds_[0], end = bounds_[1];
+    for (;;) {
+      if (i == end) {
+        if (depth == 0) return TC_ACT_UNSPEC;
+        --depth;
+        i = stack[depth].i;
+        end = stack[depth].end;
+        const int r = check_terminal(ctx, p, nodes_[i], res);
+        if (r >= 0) return r;
+        ++i;
+        continue;
+      }
+      const Knode& k = nodes_[i];
+      const U32Spec& s = k.n->spec();
+      TcStats::Slot& st = k.n->stats.at(ctx.cpu);  // rcnt
+      st.packets.add();
+      st.bytes.add(p->len);
+      bool held = true;
+      for (const U32Key& key : s.keys) {
+        uint32_t w;
+        if (!word(nh + static_cast<int64_t>(key.off), &w)) return TC_ACT_UNSPEC;
+        if ((w ^ key.val) & key.mask) {
+          held = false;
+          break;
+        }
+      }
+      if (!held) {
+        ++i;
+        continue;
+      }
+      if (k.down < 0) {
+        const int r = check_terminal(ctx, p, k, res);
+        if (r >= 0) return r;
+        ++i;
+        continue;
+      }
+      if (depth >= kU32MaxDepth) return TC_ACT_UNSPEC;
+      stack[depth++] = {i, end};
+      const Table& t = tables_[k.down];
+      uint32_t sel = 0;
+      if (t.mask) {
+        uint32_t w;
+        if (!word(nh + static_cast<int64_t>(s.hoff), &w)) return TC_ACT_UNSPEC;
+        sel = t.mask & (ntohl(w & s.hmask) >> k.fshift);  // u32_hash_fold
+      }
+      i = bounds_[t.first + sel];
+      end = bounds_[t.first + sel + 1];
     }
-    s.matched.add();  // the keys held (tc_u32_pcnt's rhit), terminal or not
-    if (!spec_.terminal) return TC_ACT_UNSPEC;
-    return exts_exec(ctx, p, spec_, res);
   }
+
+ private:
+  struct Knode {
+    const U32Node* n;
+    int32_t down;    // the linked table's index, -1: none
+    uint8_t fshift;  // n->fshift: the hash mask's lowest set bit
+  };
+  struct Table {
+    uint32_t mask;   // tc_u_hnode.divisor: buckets - 1
+    uint32_t first;  // its buckets' bounds start at bounds_[first]
+  };
+
+  // check_terminal: a terminal node's classid and actions; rhit counts it.
+  static int check_terminal(const TcContext& ctx, Packet* p, const Knode& k, TcResult& res) {
+    const U32Spec& s = k.n->spec();
+    if (!s.terminal) return TC_ACT_UNSPEC;
+    k.n->stats.at(ctx.cpu).matched.add();
+    return exts_exec(ctx, p, s, res);
+  }
+
+  const U32Node* first_;
+  std::vector<Knode> nodes_;
+  std::vector<uint32_t> bounds_;  // per bucket of each table: first node; then the end
+  std::vector<Table> tables_;     // [0]: the root
 };
 
-// mirrors u32_change for a new knode of 800:
+const U32Spec* entry(const std::vector<const TcFilter*>& pref, uint32_t handle) {
+  for (const TcFilter* f : pref)
+    if (f->handle() == handle) return &node_of(f).spec();
+  return nullptr;
+}
+
+// mirrors u32_change for a new table (divisor) or knode: the table and bucket it goes in,
+// its handle (gen_new_htid, gen_new_kid: the lowest free id), its link.
+PrefOps::Add u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>& pref, std::string* err) {
+  auto& s = static_cast<U32Spec&>(base);
+  auto fail = [&](const std::string& m) {
+    if (err) *err = "u32: " + m;
+    return PrefOps::Add::Refused;
+  };
+  auto used = [&](uint32_t h) { return h == kU32RootHt || entry(pref, h) != nullptr; };
+  if (s.keys.empty() && !s.terminal && !s.divisor && !s.htid && !s.link && !s.hmask) {
+    // No options: the tcf_proto and its root table only.
+    if (s.handle) return fail("a node needs a selector (\"match ...\")");
+    if (!pref.empty()) return PrefOps::Add::Nothing;
+    s.handle = kU32RootHt;
+    return PrefOps::Add::Node;
+  }
+  if (s.divisor) {
+    if (u32_key(s.handle)) return fail("\"divisor\" can only be used on a hash table (handle HT:)");
+    if (s.link || s.htid || !s.keys.empty()) return fail("a hash table takes no selector, \"ht\" or \"link\"");
+    if (s.handle == kU32RootHt) return fail("hash table 800: exists (the pref's root)");
+    for (uint32_t id = 0x801; !s.handle && id < 0xfff; ++id)
+      if (!used(id << 20)) s.handle = id << 20;
+    if (!s.handle) return fail("no free hash table id");
+    return PrefOps::Add::Node;
+  }
+  uint32_t ht = s.htid ? u32_htid(s.htid) : kU32RootHt;
+  if (ht == 0xfff00000u) ht = kU32RootHt;  // TC_U32_ROOT
+  uint32_t buckets = 1;
+  if (ht != kU32RootHt) {
+    const U32Spec* t = entry(pref, ht);
+    if (!t) return fail("Specified hash table not found (" + ht_str(ht) + ")");
+    buckets = t->divisor;
+  }
+  const uint32_t bucket = u32_hash(s.htid);
+  if (bucket >= buckets) return fail("Specified hash table buckets exceed configured value (bucket " +
+                                     std::to_string(bucket) + " of " + std::to_string(buckets) + ")");
+  const uint32_t htb = ht | bucket << 12;
+  if (s.handle) {
+    if (u32_htid(s.handle) && u32_htid(s.handle) != ht) return fail("Handle specified hash table address mismatch");
+    if (u32_node(s.handle) == 0) return fail("a node's handle needs a node id (HT:BKT:NODE)");
+    s.handle = htb | u32_node(s.handle);
+  } else {
+    for (uint32_t node = 0x800; !s.handle && node <= 0xfff; ++node)
+      if (!used(htb | node)) s.handle = htb | node;
+    if (!s.handle) return fail("no free node id in " + ht_str(ht));
+  }
+  if (s.link) {
+    if (u32_key(s.link)) return fail("Link handle must be a hash table");
+    if (s.link == kU32RootHt) return fail("Not linking to root node");
+    const U32Spec* t = entry(pref, s.link);
+    if (!t) return fail("Link hash table not found (" + ht_str(s.link) + ")");
+  }
+  return PrefOps::Add::Node;
+}
+
+// mirrors u32_delete: a knode alone; a table with its knodes, unless it is the root or a
+// knode links to it.
+bool u32_del_set(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone,
+                 std::string* err) {
+  if (u32_key(handle)) return true;
+  if (handle == kU32RootHt) {
+    if (err) *err = "u32: Not allowed to delete root node";
+    return false;
+  }
+  for (const TcFilter* f : pref)
+    if (node_of(f).spec().link == handle) {
+      if (err) *err = "u32: Can not delete in-use filter (" + ht_str(handle) + " is linked to)";
+      return false;
+    }
+  for (const TcFilter* f : pref)
+    if (u32_htid(f->handle()) == handle && u32_key(f->handle())) gone->push_back(f->handle());
+  return true;
+}
+
+std::unique_ptr<TcFilter> u32_bind(const std::vector<const TcFilter*>& pref) {
+  return std::make_unique<U32Tables>(pref);
+}
+
 std::unique_ptr<TcFilter> u32_create(const FilterSpec& spec, Net&, std::string* err) {
   const auto* s = filter_spec_as<U32Spec>(spec, err);
   if (!s) return nullptr;
-  if (u32_htid(s->handle) != kU32RootHt || u32_hash(s->handle) != 0 || u32_node(s->handle) == 0) {
-    if (err) *err = "u32: only nodes of the default table 800: bucket 0 are supported (handle 800::N)";
-    return nullptr;
-  }
   for (const U32Key& k : s->keys)
     if (k.off % 4 != 0) {
       if (err) *err = "u32: key offsets must be multiples of 4";
       return nullptr;
     }
-  return std::make_unique<U32Filter>(*s);
+  if (s->hoff % 4 != 0) {
+    if (err) *err = "u32: the hash key's offset must be a multiple of 4";
+    return nullptr;
+  }
+  if (s->divisor > 256 || (s->divisor & (s->divisor - 1))) {
+    if (err) *err = "u32: divisor must be a power of 2, 256 at most";
+    return nullptr;
+  }
+  return std::make_unique<U32Node>(*s);
 }
 
-// gen_new_kid: node ids from 0x800 up, within 800:
-uint32_t u32_new_handle(uint32_t max) {
-  const uint32_t node = max ? u32_node(max) + 1 : 0x800;
-  return kU32RootHt | (node < 0x800 ? 0x800 : node);
-}
-
-const FilterRegistrar kU32{{U32Spec::kKind, u32_create, u32_new_handle}};  // cls_u32_ops
+const PrefOps kU32PrefOps{u32_check_add, u32_del_set, u32_bind};
+const FilterRegistrar kU32{{U32Spec::kKind, u32_create, nullptr, &kU32PrefOps}};  // cls_u32_ops
 
 }  // namespace
 }  // namespace pktpath::tc

@@ -1,6 +1,12 @@
 // u32 (net/sched/cls_u32.c): 32-bit value/mask keys at offsets from the network header,
-// all ANDed in one selector. One level: nodes of the default table 800: (bucket 0),
-// handles 800::800, 800::801, ...; no divisor, hashkey or link.
+// all ANDed in one selector, in hash tables: the pref's root table 800: (one bucket) and
+// tables of 1..256 buckets made with `divisor`, which a matching node continues in with
+// `link` (the bucket picked by `hashkey mask M at OFF`), eight links deep at most.
+// No variable offsets (offset, nexthdr+, eat), marks or indev.
+//
+// Every node and table is an entry of the pref's filter list (handle HT:BKT:NODE, a
+// table's HT:); the datapath runs the tables bound from them (PrefOps). Tables belong to
+// their pref (the kernel shares them across the prefs of one block).
 #pragma once
 
 #include <vector>
@@ -18,14 +24,21 @@ struct U32Key {
 };
 
 inline constexpr uint32_t kU32RootHt = 0x80000000u;  // 800:
+inline constexpr uint32_t kU32MaxDepth = 8;          // TC_U32_MAXDEPTH
 inline constexpr uint32_t u32_htid(uint32_t h) { return h & 0xfff00000u; }  // TC_U32_HTID
 inline constexpr uint32_t u32_hash(uint32_t h) { return (h >> 12) & 0xffu; }  // TC_U32_HASH
 inline constexpr uint32_t u32_node(uint32_t h) { return h & 0xfffu; }         // TC_U32_NODE
+inline constexpr uint32_t u32_key(uint32_t h) { return h & 0xfffffu; }        // TC_U32_KEY
 
 struct U32Spec : FilterSpecOf<U32Spec> {
   static constexpr const char* kKind = "u32";
   std::vector<U32Key> keys;  // tc_u32_sel.keys
   bool terminal = false;     // TC_U32_TERMINAL: a classid or an action was given
+  uint32_t divisor = 0;      // TCA_U32_DIVISOR: this entry is a table of that many buckets
+  uint32_t htid = 0;         // TCA_U32_HASH (`ht HT:BKT:`): the table and bucket; 0: the root
+  uint32_t link = 0;         // TCA_U32_LINK: the table a match continues in; 0: none
+  uint32_t hmask = 0;        // tc_u32_sel.hmask (network order): the bits that pick the bucket
+  int32_t hoff = 0;          // tc_u32_sel.hoff: where the hashed word is
 };
 
 }  // namespace pktpath::tc

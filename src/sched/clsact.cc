@@ -114,9 +114,22 @@ std::unique_ptr<const Miniq> make_miniq(const FilterList& list, TcStats* qstats)
   auto m = std::make_unique<Miniq>();
   m->qstats = qstats;
   m->all_bpf = true;
-  for (const auto& f : list) {
-    m->filters.push_back(f.get());
+  for (size_t i = 0; i < list.size();) {
+    const TcFilter* f = list[i].get();
+    const FilterOps* ops = tcf_proto_lookup_ops(f->kind());
+    if (ops && ops->pref_ops) {
+      // The pref's nodes, bound into the one object that runs them.
+      std::vector<const TcFilter*> pref;
+      for (; i < list.size() && list[i]->pref() == f->pref(); ++i) pref.push_back(list[i].get());
+      std::unique_ptr<TcFilter> b = ops->pref_ops->bind(pref);
+      m->filters.push_back(b.get());
+      m->bound.push_back(std::move(b));
+      m->all_bpf = false;
+      continue;
+    }
+    m->filters.push_back(f);
     m->all_bpf = m->all_bpf && f->is_bpf();
+    ++i;
   }
   if (list.size() == 1 && list[0]->protocol() == kEthPAll && list[0]->is_bpf()) {
     const auto* b = static_cast<const BpfFilter*>(list[0].get());
@@ -314,6 +327,21 @@ bool list_add(Net& net, FilterList& list, const FilterSpec& spec_in, bool replac
   FilterSpec& spec = *owned;
   // tcf_auto_prio: 0xC000 for the first filter, then one less than the current first.
   if (spec.pref == 0) spec.pref = list.empty() ? 49152 : (list.front()->pref() > 1 ? list.front()->pref() - 1 : 1);
+  if (ops->pref_ops) {
+    std::vector<const TcFilter*> pref;
+    for (const auto& f : list)
+      if (f->pref() == spec.pref && std::string_view(f->kind()) == spec.kind()) pref.push_back(f.get());
+    switch (ops->pref_ops->check_add(spec, pref, err)) {
+      case PrefOps::Add::Refused:
+        return false;
+      case PrefOps::Add::Nothing:
+        if (pref_out) *pref_out = spec.pref;
+        if (handle_out) *handle_out = pref.front()->handle();
+        return true;
+      case PrefOps::Add::Node:
+        break;
+    }
+  }
   if (spec.handle == 0 && replace) {
     // `replace` without a handle means the pref's (first) filter, if it has one.
     for (const auto& f : list)
@@ -361,8 +389,18 @@ bool list_add(Net& net, FilterList& list, const FilterSpec& spec_in, bool replac
 // tc_del_tfilter's list part: pref 0 = all, handle 0 = every handle of the pref. What was
 // removed goes to `removed`; false with *err when nothing matched.
 bool list_del(FilterList& list, uint32_t pref, uint32_t handle, FilterList& removed, std::string* err) {
+  // A kind with PrefOps says which nodes go with the one named.
+  std::vector<uint32_t> gone{handle};
+  if (pref && handle) {
+    std::vector<const TcFilter*> nodes;
+    for (const auto& f : list)
+      if (f->pref() == pref) nodes.push_back(f.get());
+    const FilterOps* ops = nodes.empty() ? nullptr : tcf_proto_lookup_ops(nodes.front()->kind());
+    if (ops && ops->pref_ops && !ops->pref_ops->del_set(handle, nodes, &gone, err)) return false;
+  }
+  auto named = [&](uint32_t h) { return handle == 0 || std::find(gone.begin(), gone.end(), h) != gone.end(); };
   for (auto it = list.begin(); it != list.end();) {
-    if ((pref == 0 || (*it)->pref() == pref) && (handle == 0 || (*it)->handle() == handle)) {
+    if ((pref == 0 || (*it)->pref() == pref) && named((*it)->handle())) {
       removed.push_back(std::move(*it));
       it = list.erase(it);
     } else {

@@ -36,6 +36,8 @@ const char* dir_name(Dir d);
 struct Miniq {
   TcStats* qstats = nullptr;  // owned by the clsact; outlives every Miniq of it
   std::vector<const TcFilter*> filters;
+  // What a kind with PrefOps bound for its prefs (in `filters` in their place).
+  std::vector<std::unique_ptr<const TcFilter>> bound;
   // Set when the list is one direct-action cls_bpf filter for every protocol (document
   // 000's setup): the hook runs it without the list walk and without an indirect call,
   // and without marking packets for a redirect no direct-action classic BPF program can

@@ -246,14 +246,130 @@ TEST_F(ClsTest, U32Table) {
   EXPECT_EQ(outstanding(), 0u);
 }
 
-TEST_F(ClsTest, U32RefusesOtherTables) {
+// A knode's handle names its table; a table must exist before nodes go in it.
+TEST_F(ClsTest, U32RefusesNodesOfMissingTables) {
   NetDevice* d = make("foo", "dummy");
   clsact(d);
   tc::U32Spec s = with<tc::U32Spec>(1, 0x0800, 0x10001);
-  s.handle = 0x80101800;  // 801:1:800
+  s.handle = 0x80101800;  // 801:1:800 without "ht 801:1:": the root's node id with another table
+  s.terminal = true;
   std::string err;
   EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, s, false, &err));
-  EXPECT_NE(err.find("800:"), std::string::npos) << err;
+  EXPECT_NE(err.find("mismatch"), std::string::npos) << err;
+  s.handle = 0;
+  s.htid = 0x80101000;  // ht 801:1:
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, s, false, &err));
+  EXPECT_NE(err.find("not found (801:)"), std::string::npos) << err;
+}
+
+// The common hashed form: table 2: of 256 buckets; a root node for 10.0.0.0/24 links to it
+// hashing the destination's last byte; nodes in buckets 1 and 2 pick the class; a
+// destination whose bucket has no match falls back to the linking node's own classid
+// (the POP to check_terminal).
+TEST_F(ClsTest, U32HashTableLinkedFromTheRoot) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  tc::U32Spec table = with<tc::U32Spec>(5, 0x0800, 0);
+  table.handle = 0x00200000;  // 2:
+  table.divisor = 256;
+  add(d, table);
+  tc::U32Spec link = with<tc::U32Spec>(5, 0x0800, 0x10009);
+  link.keys = {key(0x0a000000, 0xffffff00, 16)};
+  link.terminal = true;
+  link.link = 0x00200000;
+  link.hmask = htonl(0xff);
+  link.hoff = 16;
+  add(d, link);
+  for (uint32_t last : {1u, 2u}) {
+    tc::U32Spec n = with<tc::U32Spec>(5, 0x0800, 0x10000 + last);
+    n.htid = 0x00200000 | last << 12;  // ht 2:LAST:
+    n.keys = {key(0x0a000000 | last, 0xffffffff, 16)};
+    n.terminal = true;
+    add(d, n);
+  }
+  std::vector<uint32_t> handles;
+  tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& f) { handles.push_back(f.handle()); });
+  EXPECT_EQ(handles, (std::vector<uint32_t>{0x00200000, 0x00201800, 0x00202800, 0x80000800}));
+
+  struct Row {
+    const char* dst;
+    int verdict;
+    uint32_t classid;
+  };
+  const Row rows[] = {{"10.0.0.1", tc::TC_ACT_OK, 0x10001},
+                      {"10.0.0.2", tc::TC_ACT_OK, 0x10002},
+                      {"10.0.0.3", tc::TC_ACT_OK, 0x10009},  // empty bucket: the linking node's class
+                      {"10.0.1.1", tc::TC_ACT_UNSPEC, 0}};
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.dst);
+    Frame f;
+    f.dst = r.dst;
+    uint32_t cl = 0;
+    EXPECT_EQ(classify(d, f, &cl), r.verdict);
+    EXPECT_EQ(cl, r.classid);
+  }
+  // rcnt / rhit per node: the root node ran 4 times and ended 1 (its own class); each
+  // bucket node ran once and matched once.
+  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& f) {
+    const auto st = f.stats.sum();
+    counts.emplace_back(st.packets, st.matched);
+  });
+  EXPECT_EQ(counts, (std::vector<std::pair<uint64_t, uint64_t>>{{0, 0}, {1, 1}, {1, 1}, {4, 1}}));
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+// Links that loop end at TC_U32_MAXDEPTH without a verdict; what u32_change and
+// u32_delete refuse.
+TEST_F(ClsTest, U32LinksLoopsAndDeletes) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  std::string err;
+  tc::U32Spec table = with<tc::U32Spec>(1, tc::kEthPAll, 0);
+  table.handle = 0x00100000;  // 1:
+  table.divisor = 1;
+  add(d, table);
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, table, false, &err));  // the same table again
+  tc::U32Spec bad = with<tc::U32Spec>(1, tc::kEthPAll, 0);
+  bad.htid = 0x00101000;  // bucket 1 of a one-bucket table
+  bad.terminal = true;
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, bad, false, &err));
+  EXPECT_NE(err.find("buckets exceed"), std::string::npos) << err;
+  bad.htid = 0;
+  bad.link = 0x00300000;
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, bad, false, &err));
+  EXPECT_NE(err.find("Link hash table not found"), std::string::npos) << err;
+  bad.link = tc::kU32RootHt;
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, bad, false, &err));
+  EXPECT_NE(err.find("root"), std::string::npos) << err;
+  // 800: -> 1: and 1: -> 1: (itself): a loop.
+  tc::U32Spec in_root = with<tc::U32Spec>(1, tc::kEthPAll, 0);
+  in_root.keys = {key(0, 0, 0)};
+  in_root.link = 0x00100000;
+  add(d, in_root);
+  tc::U32Spec self = in_root;
+  self.htid = 0x00100000;
+  add(d, self);
+  Frame f;
+  uint32_t cl = 0;
+  EXPECT_EQ(classify(d, f, &cl), tc::TC_ACT_UNSPEC);
+  uint64_t self_runs = 0;
+  tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& fl) {
+    if (fl.handle() == 0x00100800) self_runs = fl.stats.sum().packets;
+  });
+  EXPECT_EQ(self_runs, tc::kU32MaxDepth);  // pushed by the root node, then by itself up to depth 8
+  // 1: is linked to: refused; its linking nodes go first, then it goes with its node.
+  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000, &err));
+  EXPECT_NE(err.find("in-use"), std::string::npos) << err;
+  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, tc::kU32RootHt, &err));
+  EXPECT_NE(err.find("root"), std::string::npos) << err;
+  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 1, 0x80000800, &err)) << err;
+  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000, &err));  // 1::800 still links to 1:
+  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 1, 0x00100800, &err)) << err;
+  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000, &err)) << err;
+  size_t left = 0;
+  tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter&) { ++left; });
+  EXPECT_EQ(left, 0u);
 }
 
 // flower: dissect once, compare under the mask; port ranges apart.

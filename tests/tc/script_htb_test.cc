@@ -94,6 +94,55 @@ TEST_F(HtbCli, ClassShowQdiscShowAndGraft) {
   EXPECT_EQ(show("tc class show dev t0").find("1:20"), std::string::npos);
 }
 
+// u32's hashed form as the LARTC guide writes it: the pref, a 256-bucket table, a root
+// node hashing 10.0.0.0/24 destinations on their last byte into it, one node per host
+// (placed by `ht 2:N:` and by `sample`); tc filter show lists tables and nodes in the
+// kernel's order, and deleting a table still linked to is refused.
+TEST_F(HtbCli, U32HashTableClassifies) {
+  setup_tree();
+  run("tc filter add dev t0 parent 1: prio 5 protocol ip u32");
+  run("tc filter add dev t0 parent 1: prio 5 handle 2: protocol ip u32 divisor 256");
+  run("tc filter add dev t0 parent 1: prio 5 protocol ip u32 ht 800:: match ip dst 10.0.0.0/24 "
+      "hashkey mask 0x000000ff at 16 link 2:");
+  run("tc filter add dev t0 parent 1: prio 5 protocol ip u32 ht 2:1: match ip dst 10.0.0.1 flowid 1:10");
+  run("tc filter add dev t0 parent 1: prio 5 protocol ip u32 ht 2: sample ip dst 10.0.0.7 match ip dst 10.0.0.7 "
+      "flowid 1:10");
+  send_ip("10.0.0.1");
+  send_ip("10.0.0.7");
+  send_ip("10.0.0.9");  // an empty bucket: no class, the default 1:20
+  send_ip("10.0.1.1");  // the root node does not match
+  runner_.drain_pending();
+  EXPECT_EQ(class_packets(0x10010), 2u);
+  EXPECT_EQ(class_packets(0x10020), 2u);
+  EXPECT_EQ(show("tc -s filter show dev t0 parent 1:"),
+            "filter protocol ip pref 5 u32 chain 0 \n"
+            "filter protocol ip pref 5 u32 chain 0 fh 2: ht divisor 256 \n"
+            "filter protocol ip pref 5 u32 chain 0 fh 2:1:800 order 2048 key ht 2 bkt 1 flowid 1:10 not_in_hw "
+            " (rule hit 1 success 1)\n"
+            "  match 0a000001/ffffffff at 16\n"
+            "\n"
+            "filter protocol ip pref 5 u32 chain 0 fh 2:7:800 order 2048 key ht 2 bkt 7 flowid 1:10 not_in_hw "
+            " (rule hit 1 success 1)\n"
+            "  match 0a000007/ffffffff at 16\n"
+            "\n"
+            "filter protocol ip pref 5 u32 chain 0 fh 800: ht divisor 1 \n"
+            "filter protocol ip pref 5 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 link 2: not_in_hw "
+            " (rule hit 4 success 0)\n"
+            "  match 0a000000/ffffff00 at 16\n"
+            "    hash mask 000000ff at 16 \n"
+            "\n");
+  EXPECT_NE(run_error("tc filter del dev t0 parent 1: prio 5 handle 2: u32").find("in-use"), std::string::npos);
+  EXPECT_NE(run_error("tc filter add dev t0 parent 1: prio 5 protocol ip u32 ht 3:1: match ip dst 10.0.0.3 "
+                      "flowid 1:10")
+                .find("not found (3:)"),
+            std::string::npos);
+  run("tc filter del dev t0 parent 1: prio 5 handle 800::800 u32");
+  run("tc filter del dev t0 parent 1: prio 5 handle 2: u32");
+  EXPECT_EQ(show("tc filter show dev t0 parent 1:"),
+            "filter protocol ip pref 5 u32 chain 0 \n"
+            "filter protocol ip pref 5 u32 chain 0 fh 800: ht divisor 1 \n");
+}
+
 TEST_F(HtbCli, FiltersAtTheQdiscClassify) {
   setup_tree();
   run("tc filter add dev t0 parent 1: protocol ip prio 1 u32 match ip dst 10.0.0.1/32 flowid 1:10");

@@ -63,6 +63,12 @@ class DeviceCliTest : public ::testing::Test {
     ScriptError e;
     ASSERT_TRUE(try_run(line, e)) << line << ": " << e.word << ": " << e.msg;
   }
+  // The message of a line that must fail.
+  std::string run_error(const std::string& line) {
+    ScriptError e;
+    EXPECT_FALSE(try_run(line, e)) << line;
+    return e.msg;
+  }
   // The output of `line` alone.
   std::string show(const std::string& line) {
     std::fflush(out_);

@@ -1,9 +1,11 @@
-// u32 (iproute2's tc/f_u32.c), the one-level form: `u32 [ht 800:] [order N] (match
-// SELECTOR)... [classid|flowid X] [action ...]...` with SELECTOR one of `ip src|dst
-// A.B.C.D[/N]`, `ip protocol|tos|dsfield N MASK`, `ip sport|dport N MASK`, `u32|u16|u8 VAL
-// MASK at OFF`. Hash tables (divisor, hashkey, link, sample), variable offsets and
-// nexthdr+ are refused, naming the word.
+// u32 (iproute2's tc/f_u32.c): `u32 [ht HT:[BKT:]] [order N] [divisor D] (match
+// SELECTOR)... [sample SELECTOR [divisor D]] [link HT:] [hashkey mask M at OFF]
+// [classid|flowid X] [action ...]...` with SELECTOR one of `ip src|dst A.B.C.D[/N]`, `ip
+// protocol|tos|dsfield N MASK`, `ip sport|dport N MASK`, `u32|u16|u8 VAL MASK at OFF`.
+// Variable offsets (offset, nexthdr+, eat), indev, mark and police are refused, naming
+// the word.
 #include <arpa/inet.h>
+#include <strings.h>
 
 #include "cli/tc/tc_util.h"
 #include "sched/cls_u32.h"
@@ -114,36 +116,106 @@ Status parse_raw(Lexer& lx, ktc::U32Spec& s, const std::string& kind) {
   return pack_key_n(s, *val, *mask, static_cast<int32_t>(off), bits, *ov);
 }
 
-// mirrors u32_parse_opt for one-level nodes
+// `hashkey [mask M] [at OFF]`: the mask in hex (parse_hashkey).
+Status parse_hashkey(Lexer& lx, ktc::U32Spec& s) {
+  bool any = false;
+  if (lx.peek() == "mask") {
+    lx.next();
+    auto v = lx.value("mask");
+    if (!v) return unexpected(v.error());
+    auto m = get_u32(*v, 16);
+    if (!m) return unexpected("u32: Illegal \"hashkey\" mask \"" + *v + "\"", *v);
+    s.hmask = htonl(*m);
+    any = true;
+  }
+  if (lx.peek() == "at") {
+    lx.next();
+    auto v = lx.value("at");
+    if (!v) return unexpected(v.error());
+    char* end = nullptr;
+    const long off = std::strtol(v->c_str(), &end, 0);
+    if (v->empty() || *end != '\0' || off % 4 != 0 || off < -0x8000 || off > 0x7fff)
+      return unexpected("u32: Illegal \"hashkey\" offset \"" + *v + "\" (a multiple of 4)", *v);
+    s.hoff = static_cast<int32_t>(off);
+    any = true;
+  }
+  if (!any) return unexpected("u32: \"hashkey\" needs \"mask M\" or \"at OFF\"", "hashkey");
+  return {};
+}
+
+// `divisor D`: 1..256, a power of 2.
+Result<uint32_t> parse_divisor(Lexer& lx, const std::string& key) {
+  auto v = lx.value(key);
+  if (!v) return unexpected(v.error());
+  auto n = get_u32(*v, 0);
+  if (!n || *n == 0 || *n > 0x100 || ((*n - 1) & *n))
+    return unexpected("u32: Illegal \"divisor\" \"" + *v + "\" (a power of 2, 1..256)", *v);
+  return *n;
+}
+
+Status parse_selector(Lexer& lx, ktc::U32Spec& s, const std::string& k) {
+  const std::string what = lx.next();
+  if (what == "ip") return parse_ip(lx, s);
+  if (what == "u32" || what == "u16" || what == "u8") return parse_raw(lx, s, what);
+  return unexpected("u32: \"" + k + " " + what + "\" is not supported (ip, u32, u16, u8)", what.empty() ? k : what);
+}
+
+// mirrors u32_parse_opt
 Status u32_parse_opt(Lexer& lx, FilterRequest& req) {
   auto spec = std::make_shared<ktc::U32Spec>();
   uint32_t order = 0;
+  bool sample = false;
+  uint32_t sample_bucket = 0;
   while (!lx.done()) {
     const std::string k = lx.next();
     if (k == "match") {
-      const std::string what = lx.next();
-      Status st;
-      if (what == "ip")
-        st = parse_ip(lx, *spec);
-      else if (what == "u32" || what == "u16" || what == "u8")
-        st = parse_raw(lx, *spec, what);
-      else
-        return unexpected("u32: \"match " + what + "\" is not supported (ip, u32, u16, u8)",
-                          what.empty() ? k : what);
+      auto st = parse_selector(lx, *spec, k);
       if (!st) return unexpected(st.error());
     } else if (k == "ht") {
       auto v = lx.value(k);
       if (!v) return unexpected(v.error());
       auto h = get_u32_handle(*v);
-      if (!h || ktc::u32_htid(*h) != ktc::kU32RootHt || ktc::u32_node(*h) != 0 || ktc::u32_hash(*h) != 0)
-        return unexpected("u32: only the default table \"800:\" is supported", *v);
+      if (!h) return unexpected("u32: Illegal \"ht\" \"" + *v + "\"", *v);
+      if (ktc::u32_node(*h)) return unexpected("u32: \"ht\" must be a hash table (HT:[BKT:])", *v);
+      spec->htid = *h & 0xfffff000u;
+    } else if (k == "link") {
+      auto v = lx.value(k);
+      if (!v) return unexpected(v.error());
+      auto h = get_u32_handle(*v);
+      if (!h) return unexpected("u32: Illegal \"link\" \"" + *v + "\"", *v);
+      if (ktc::u32_key(*h)) return unexpected("u32: \"link\" must be a hash table (HT:)", *v);
+      spec->link = *h;
+    } else if (k == "divisor") {
+      auto n = parse_divisor(lx, k);
+      if (!n) return unexpected(n.error());
+      spec->divisor = *n;
+    } else if (k == "hashkey") {
+      auto st = parse_hashkey(lx, *spec);
+      if (!st) return unexpected(st.error());
+    } else if (k == "sample") {
+      // The bucket the one key's value hashes to (iproute2 computes it, not the kernel).
+      ktc::U32Spec one;
+      auto st = parse_selector(lx, one, k);
+      if (!st) return unexpected(st.error());
+      if (one.keys.size() != 1) return unexpected("u32: \"sample\" must contain exactly ONE key", k);
+      uint32_t divisor = 0x100;
+      if (lx.peek() == "divisor") {
+        lx.next();
+        auto n = parse_divisor(lx, "divisor");
+        if (!n) return unexpected(n.error());
+        divisor = *n;
+      }
+      // u32_hash_fold: the key's masked value, shifted down to its mask's lowest bit.
+      const uint32_t mask = ntohl(one.keys[0].mask);
+      const uint32_t hash = mask ? ntohl(one.keys[0].val & one.keys[0].mask) >> (ffs(static_cast<int>(mask)) - 1) : 0;
+      sample = true;
+      sample_bucket = hash % divisor;
     } else if (k == "order") {
       auto v = value_of(lx, k, 0xfff);
       if (!v || *v == 0) return unexpected("u32: bad order \"" + lx.prev() + "\" (1..0xfff)", lx.prev());
       order = *v;
-    } else if (k == "divisor" || k == "hashkey" || k == "link" || k == "sample" || k == "offset" ||
-               k == "indev" || k == "police" || k == "mark") {
-      return unexpected("u32: \"" + k + "\" is not supported (one-level tables only)", k);
+    } else if (k == "offset" || k == "indev" || k == "police" || k == "mark") {
+      return unexpected("u32: \"" + k + "\" is not supported", k);
     } else {
       auto taken = parse_filter_common(k, lx, req, *spec);
       if (!taken) return unexpected(taken.error());
@@ -151,12 +223,12 @@ Status u32_parse_opt(Lexer& lx, FilterRequest& req) {
       if (k == "classid" || k == "flowid" || k == "action" || k == "act") spec->terminal = true;
     }
   }
+  if (sample) spec->htid = (spec->htid & 0xfff00000u) | sample_bucket << 12;
   if (order) {
     if (req.handle && ktc::u32_node(req.handle) != order)
       return unexpected("u32: \"order\" contradicts \"handle\"", "order");
-    req.handle = ktc::kU32RootHt | order;
+    req.handle = (req.handle & 0xfffff000u) | order;
   }
-  if (req.handle && ktc::u32_htid(req.handle) == 0) req.handle |= ktc::kU32RootHt;
   req.spec = std::move(spec);
   return {};
 }
@@ -172,27 +244,49 @@ std::string sprint_u32_handle(uint32_t h) {
   return std::string(b, l);
 }
 
-// The pref's table line, as tc shows the table before its nodes.
-void u32_print_pref(const ktc::TcFilter&, const std::string& head, KindPrint& out) {
-  out.text += head + "fh 800: ht divisor 1 \n";
+// The root table's line, as the kernel dumps it before the root's knodes (and, with
+// no such knode, after the pref's other tables); state 1: printed, or the pref has its
+// own root entry (an empty u32 line made it).
+void u32_print_gap(const ktc::TcFilter* next, int& state, const std::string& head, KindPrint& out) {
+  if (state) return;
+  if (next && ktc::u32_htid(next->handle()) != ktc::kU32RootHt) return;
+  state = 1;
+  if (!next || ktc::u32_key(next->handle())) out.text += head + "fh 800: ht divisor 1 \n";
 }
 
-// mirrors u32_print_opt: fh, order, the table and bucket, flowid, flags, with -s the
-// node's counters (tc_u32_pcnt: rule hit / success), then each key.
+// mirrors u32_print_opt: fh, order, the table's divisor or the knode's table and bucket,
+// flowid, link, flags, with -s the node's counters (tc_u32_pcnt: rule hit / success),
+// then each key and the hash key.
 void u32_print_opt(const ktc::TcFilter& f, bool stats, KindPrint& out) {
   const auto* s = dynamic_cast<const ktc::U32Spec*>(&f.spec_base());
   if (!s) return;
   char b[128];
   const std::string fh = sprint_u32_handle(f.handle());
-  std::snprintf(b, sizeof b, "fh %s order %u key ht %x bkt %x ", fh.c_str(), ktc::u32_node(f.handle()),
+  out.text += "fh " + fh + " ";
+  out.json["fh"] = fh;
+  if (!ktc::u32_key(f.handle())) {
+    std::snprintf(b, sizeof b, "ht divisor %u ", s->divisor ? s->divisor : 1);
+    out.text += b;
+    out.json["ht_divisor"] = s->divisor ? s->divisor : 1;
+    return;
+  }
+  std::snprintf(b, sizeof b, "order %u key ht %x bkt %x ", ktc::u32_node(f.handle()),
                 ktc::u32_htid(f.handle()) >> 20, ktc::u32_hash(f.handle()));
   out.text += b;
-  out.json["fh"] = fh;
   out.json["order"] = ktc::u32_node(f.handle());
-  if (s->classid_set)
+  out.json["key_ht"] = ktc::u32_htid(f.handle()) >> 20;
+  out.json["bkt"] = ktc::u32_hash(f.handle());
+  if (s->classid_set) {
+    if (!s->terminal) out.text += "*";
     print_filter_classid(*s, "flowid", out);
-  else if (s->terminal)
+  } else if (s->terminal) {
     out.text += "terminal flowid ";
+  }
+  if (s->link) {
+    const std::string l = sprint_u32_handle(s->link);
+    out.text += "link " + l + " ";
+    out.json["link"] = l;
+  }
   print_filter_flags(*s, "", out);
   if (stats) {
     const auto st = f.stats.sum();
@@ -208,10 +302,16 @@ void u32_print_opt(const ktc::TcFilter& f, bool stats, KindPrint& out) {
     keys.push_back({{"value", ntohl(k.val)}, {"mask", ntohl(k.mask)}, {"off", k.off}});
   }
   out.json["match"] = keys;
+  if (s->hmask) {
+    std::snprintf(b, sizeof b, "\n    hash mask %08x at %d ", ntohl(s->hmask), s->hoff);
+    out.text += b;
+    out.json["hash_mask"] = ntohl(s->hmask);
+    out.json["hash_off"] = s->hoff;
+  }
   out.text += "\n";
 }
 
-const FilterUtilRegistrar kU32{{"u32", u32_parse_opt, u32_print_opt, u32_print_pref}};
+const FilterUtilRegistrar kU32{{"u32", u32_parse_opt, u32_print_opt, u32_print_gap}};
 
 }  // namespace
 }  // namespace pktpath::cli::tc

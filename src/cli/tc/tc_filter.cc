@@ -140,10 +140,24 @@ struct FilterShowLine final : ExtLine {
     nlohmann::json arr = nlohmann::json::array();
     std::string text;
     char b[512];
-    uint32_t last_pref = 0;
+    // The pref's filter before this one and its kind's gap printer (FilterUtil::print_gap).
+    const ktc::TcFilter* prev = nullptr;
+    const FilterUtil* prev_util = nullptr;
+    std::string prev_head;
+    int gap_state = 0;
+    auto end_pref = [&] {
+      if (prev && prev_util && prev_util->print_gap && !json) {
+        KindPrint pp;
+        prev_util->print_gap(nullptr, gap_state, prev_head, pp);
+        text += pp.text;
+      }
+      prev = nullptr;
+      gap_state = 0;
+    };
     target.walk(*d, [&](const ktc::TcFilter& f) {
       const FilterUtil* util = get_filter_util(f.kind());
       if (!util) return;
+      if (prev && prev->pref() != f.pref()) end_pref();
       const std::string proto = proto_name(f.protocol());
       KindPrint fopt;
       util->print_fopt(f, flags.stats, fopt);
@@ -197,17 +211,18 @@ struct FilterShowLine final : ExtLine {
       // before the nodes), then each filter with its options and actions.
       std::snprintf(b, sizeof b, "filter protocol %s pref %u %s chain 0 ", proto.c_str(), f.pref(), f.kind());
       const std::string head = b;
-      if (f.pref() != last_pref) {
-        text += head + "\n";
-        if (util->print_pref) {
-          KindPrint pp;
-          util->print_pref(f, head, pp);
-          text += pp.text;
-        }
-        last_pref = f.pref();
+      if (!prev) text += head + "\n";
+      if (util->print_gap) {
+        KindPrint pp;
+        util->print_gap(&f, gap_state, head, pp);
+        text += pp.text;
       }
       text += head + fopt.text + atext + "\n";
+      prev = &f;
+      prev_util = util;
+      prev_head = head;
     });
+    end_pref();
     if (json)
       std::fprintf(r.out(), "%s\n", arr.dump().c_str());
     else
@@ -308,8 +323,12 @@ Result<ExtCommand> parse_filter(Lexer& lx, const TcFlags& flags) {
       auto n = get_u32(*v, 0);
       if (!n || *n != 0) return unexpected("only chain 0 is supported", *v);
     } else if (const FilterUtil* u = get_filter_util(k)) {
-      if (line->op == FilterLine::Op::Del) return unexpected("tc filter del takes no " + k + " options", k);
       have_kind = true;
+      if (line->op == FilterLine::Op::Del) {
+        // `tc filter del ... handle H KIND`: the kind names the filter, without options.
+        if (!lx.done()) return unexpected("tc filter del takes no " + k + " options", lx.peek());
+        break;
+      }
       auto st = u->parse_fopt(lx, line->req);
       if (!st) return unexpected(st.error());
     } else if (line->op == FilterLine::Op::Del) {

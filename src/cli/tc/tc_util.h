@@ -169,9 +169,12 @@ struct FilterUtil {
   // The filter's line after "filter protocol P pref N KIND chain 0 " (from its handle
   // on), ending with a newline, and its JSON options.
   void (*print_fopt)(const ::pktpath::tc::TcFilter& f, bool stats, KindPrint& out);
-  // Optional: lines after the pref's own line and before its filters (u32's table);
-  // `head` is "filter protocol P pref N KIND chain 0 ".
-  void (*print_pref)(const ::pktpath::tc::TcFilter& first, const std::string& head, KindPrint& out) = nullptr;
+  // Optional: lines between a pref's filters (u32's root table): called before each
+  // filter (next) and once after the pref's last (next nullptr); `state` is zero at the
+  // pref's start and the kind's own between calls; `head` is "filter protocol P pref N
+  // KIND chain 0 ".
+  void (*print_gap)(const ::pktpath::tc::TcFilter* next, int& state, const std::string& head,
+                    KindPrint& out) = nullptr;
 };
 // The words every kind takes after its name: classid|flowid X:Y, action ..., skip_hw,
 // skip_sw (refused: no offload). True when `k` (just read) was one of them.
