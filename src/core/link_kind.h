@@ -25,11 +25,13 @@ struct LinkKind {
     kNumber,
     kText,
     kOutputPath,  // text naming a file the device writes (refused where scripts may not write)
+    kFlag,        // a word alone (`zerocopy`): set_option gets 1
   };
   struct Option {
     const char* name;
     uint64_t max;
     Value value = kNumber;
+    uint64_t min = 0;  // numbers: the least accepted
   };
   const Option* options;
   void (*set_option)(NetDevice& dev, std::string_view name, uint64_t value);
