@@ -33,6 +33,7 @@
 // its program by interface index, in the calling thread's namespace).
 #include "core/dev_rx.h"
 #include "core/link_kind.h"
+#include "drivers/host_socket.h"
 
 #include <cstring>
 #include <memory>
@@ -40,13 +41,9 @@
 
 #if PKTPATH_HAVE_XDP
 // After pktpath's headers (see afpacket.cc: PACKET_HOST and kin are macros there).
-#include <fcntl.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
-#include <poll.h>
-#include <sched.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -85,7 +82,6 @@ constexpr uint32_t kRing = 2048;                               // every ring's s
 constexpr uint32_t kRxFrames = kRing;                          // frames 0..kRing-1: fill
 constexpr uint32_t kTxFrames = kRing;                          // frames kRing..2*kRing-1: tx
 constexpr uint32_t kUmemLen = (kRxFrames + kTxFrames) * kFrameSize;
-constexpr uint32_t kTxCoalesce = 128;
 constexpr uint32_t kTxReclaimBelow = 64;  // read the completion ring when fewer frames are free
 constexpr uint32_t kTxBatch = 32;         // TX_BATCH_SIZE: what one sendto sends in copy mode
 
@@ -93,14 +89,9 @@ std::string errno_text(int e) { return std::strerror(e); }
 
 struct XdpPriv;
 
-struct TxKick final : CpuWork {
-  struct Xsk* q = nullptr;
-  void run(Cpu& cpu) override;
-};
-
 // One AF_XDP socket, its UMEM and its four rings. rx and fill belong to the polling Cpu;
 // tx, completion and the free frames to the holder of tx queue `index`'s lock.
-struct Xsk {
+struct Xsk final : host_socket::Doorbell {
   XdpPriv* s = nullptr;
   uint32_t index = 0;
   uint8_t* area = nullptr;
@@ -112,27 +103,16 @@ struct Xsk {
   // Transmit.
   std::unique_ptr<uint64_t[]> free_frames;  // kTxFrames addresses, `nfree` of them free
   uint32_t nfree = 0;
-  std::atomic<bool> scheduled{false};
-  std::atomic<uint32_t> marked{0};  // descriptors produced, ever (wraps)
-  std::atomic<uint32_t> rung{0};    // `marked` at the last doorbell
-  uint32_t seen = 0;                // `marked` at the kick's last look (the kick only)
-  std::atomic<int> error{0};        // the first errno a doorbell met
-  TxKick kick;
   // The kernel's counters at the last read (XDP_STATISTICS counts from the bind).
   xdp_statistics last{};
 
   // The kernel sends what the tx ring holds (xsk_generic_xmit, __xsk_sendmsg): a call
   // sends up to TX_BATCH_SIZE and says EAGAIN while more is left.
-  void send_marked() {
-    const uint32_t m = marked.load(std::memory_order_relaxed);
-    const uint32_t pending = m - rung.exchange(m, std::memory_order_relaxed);
+  void send(uint32_t pending) override {
     for (uint32_t i = 0; i <= pending / kTxBatch + 1; ++i) {
       if (::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return;
       if (errno == EAGAIN) continue;
-      if (errno != EBUSY && errno != ENOBUFS) {
-        int none = 0;
-        error.compare_exchange_strong(none, errno);
-      }
+      if (errno != EBUSY && errno != ENOBUFS) fail(errno);
       return;
     }
   }
@@ -145,19 +125,6 @@ struct Xsk {
   }
 };
 
-void TxKick::run(Cpu& cpu) {
-  Xsk& r = *q;
-  const uint32_t m = r.marked.load(std::memory_order_relaxed);
-  if (m != r.seen && m - r.rung.load(std::memory_order_relaxed) < kTxCoalesce) {
-    r.seen = m;
-    cpu.schedule_work(this);
-    return;
-  }
-  r.seen = m;
-  r.scheduled.store(false, std::memory_order_seq_cst);  // a frame produced after this schedules anew
-  r.send_marked();
-}
-
 struct XdpPriv final : DriverState {
   NetDevice* dev = nullptr;
   XdpConfig cfg;
@@ -168,11 +135,8 @@ struct XdpPriv final : DriverState {
   uint32_t link_mtu = 1500;
 
   Napi napi;
-  std::thread irq;
-  int stop_fd = -1;
-  std::atomic<bool> stopping{false};
-  std::atomic<uint32_t> armed{1};
-  bool rx_running = false;
+  host_socket::RxIrq irq;
+  bool rx_running = false;  // the polling Cpu's thread only
 
   std::string error;
   bool error_reported = false;
@@ -220,32 +184,6 @@ std::string kernel_messages(const std::string& log) {
 
 // ---- opening and closing (in IF's namespace)
 
-// Runs fn on a thread in /var/run/netns/NAME (or in ours, with no name); false with err
-// when the namespace cannot be entered.
-template <typename Fn>
-bool in_link_netns(const std::string& ns, std::string& err, Fn fn) {
-  if (ns.empty()) return fn();
-  bool ok = false;
-  std::thread t([&] {
-    const std::string path = "/var/run/netns/" + ns;
-    const int nsfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0) {
-      err = "netns " + ns + ": " + path + ": " + errno_text(errno) +
-            (errno == ENOENT ? " (make it with ip netns add " + ns + ")" : "");
-      return;
-    }
-    if (::setns(nsfd, CLONE_NEWNET) != 0) {
-      err = "netns " + ns + ": setns: " + errno_text(errno) + (errno == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
-      ::close(nsfd);
-      return;
-    }
-    ::close(nsfd);
-    ok = fn();
-  });
-  t.join();
-  return ok;
-}
-
 // mirrors xsk_socket__delete's order: socket, then its UMEM, then the area.
 void close_queues(XdpPriv& s) {
   for (uint32_t i = 0; s.q && i < s.nq; ++i) {
@@ -262,7 +200,7 @@ void close_queues(XdpPriv& s) {
 void close_all(XdpPriv& s) {
   if (s.q) {
     std::string err, log;
-    in_link_netns(s.cfg.netns, err, [&] {
+    host_socket::in_netns(s.cfg.netns, err, [&] {
       t_log = &log;
       close_queues(s);
       t_log = nullptr;
@@ -273,8 +211,6 @@ void close_all(XdpPriv& s) {
     // keeps its program.
     close_queues(s);
   }
-  if (s.stop_fd >= 0) ::close(s.stop_fd);
-  s.stop_fd = -1;
 }
 
 XdpPriv::~XdpPriv() { close_all(*this); }
@@ -351,7 +287,6 @@ bool open_queues(XdpPriv& s, std::string& err) {
     Xsk& x = s.q[i];
     x.s = &s;
     x.index = i;
-    x.kick.q = &x;
     void* m = ::mmap(nullptr, kUmemLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (m == MAP_FAILED) {
       err = "mmap of the UMEM: " + errno_text(errno);
@@ -469,34 +404,9 @@ int xdp_poll(Napi& n, Cpu& cpu, int budget) {
     for (uint32_t i = 0; i < s.nq && done < budget; ++i) dry = poll_queue(s, s.q[i], cpu, budget, done) && dry;
   if (dry && done < budget) {
     napi_complete_done(n, done);
-    s.armed.store(1, std::memory_order_release);
-    s.armed.notify_one();
+    s.irq.complete();
   }
   return done;
-}
-
-// The interrupt: poll() on the sockets; one readable schedules the instance, then the
-// thread waits for the poll to complete it before it looks again.
-void irq_thread(XdpPriv& s) {
-  std::vector<pollfd> fds;
-  for (uint32_t i = 0; i < s.nq; ++i) fds.push_back({s.q[i].fd, POLLIN, 0});
-  fds.push_back({s.stop_fd, POLLIN, 0});
-  while (!s.stopping.load(std::memory_order_acquire)) {
-    for (pollfd& f : fds) f.revents = 0;
-    const int rc = ::poll(fds.data(), fds.size(), -1);
-    if (rc < 0 && errno != EINTR) break;
-    if (s.stopping.load(std::memory_order_acquire)) break;
-    bool ready = false;
-    for (size_t i = 0; i + 1 < fds.size(); ++i) ready = ready || (fds[i].revents & POLLIN);
-    if (!ready) {
-      if (rc > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // POLLERR (IF down): not a spin
-      continue;
-    }
-    s.armed.store(0, std::memory_order_relaxed);
-    napi_schedule(s.napi);
-    while (s.armed.load(std::memory_order_acquire) == 0 && !s.stopping.load(std::memory_order_acquire))
-      s.armed.wait(0, std::memory_order_acquire);
-  }
 }
 
 // The kernel's drops since the last read into rx_dropped and tx_dropped.
@@ -533,7 +443,7 @@ NetdevTx xdp_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   if (PP_UNLIKELY(x.nfree < kTxReclaimBelow)) {
     x.reclaim();
     if (x.nfree == 0) {
-      x.send_marked();  // all frames in flight: let the kernel send, then look again
+      x.ring();  // all frames in flight: let the kernel send, then look again
       x.reclaim();
       if (x.nfree == 0) return NetdevTx::BUSY;
     }
@@ -550,14 +460,13 @@ NetdevTx xdp_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   desc->len = len;
   desc->options = 0;
   xsk_ring_prod__submit(&x.tx, 1);
-  x.marked.store(x.marked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer: the lock holder
+  x.mark();
   DevCpuStats& st = dev.stats(cpu);
   st.tx_packets.add();
   st.tx_bytes.add(len);
   const bool more = p->xmit_more;
   cpu.free(p);
-  // The burst's last frame: the doorbell at this Cpu's next pending work (afp_xmit's).
-  if (!more && !x.scheduled.exchange(true, std::memory_order_seq_cst)) cpu.schedule_work(&x.kick);
+  x.after_frame(cpu, more);  // the burst's last frame: the doorbell at this Cpu's next pending work
   return NetdevTx::OK;
 }
 
@@ -571,23 +480,22 @@ int xdp_open(NetDevice& dev) {
   std::string err;
   if (s.cfg.link.empty()) err = "needs \"link IF\" (the kernel interface to use)";
   else if (!cpu) err = "needs a Cpu bound to the thread that sets it up";
-  if (!err.empty() || !in_link_netns(s.cfg.netns, err, [&] { return open_queues(s, err); })) {
+  if (!err.empty() || !host_socket::in_netns(s.cfg.netns, err, [&] { return open_queues(s, err); })) {
     s.fail(err);
     close_all(s);
     return -1;
   }
   dev.set_mtu(s.link_mtu);
-  s.stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s.stop_fd < 0) {
-    s.fail("eventfd: " + errno_text(errno));
+  s.napi.cpu = cpu;
+  s.rx_running = true;
+  std::vector<int> fds;
+  for (uint32_t i = 0; i < s.nq; ++i) fds.push_back(s.q[i].fd);
+  if (!s.irq.start(s.napi, std::move(fds), err)) {
+    s.rx_running = false;
+    s.fail(err);
     close_all(s);
     return -1;
   }
-  s.napi.cpu = cpu;
-  s.rx_running = true;
-  s.stopping.store(false);
-  s.armed.store(1);
-  s.irq = std::thread(irq_thread, std::ref(s));
   return 0;
 }
 
@@ -596,14 +504,7 @@ int xdp_open(NetDevice& dev) {
 // due run, what is produced goes out, the sockets close.
 void xdp_stop(NetDevice& dev) {
   XdpPriv& s = priv(dev);
-  if (s.irq.joinable()) {
-    s.stopping.store(true, std::memory_order_release);
-    const uint64_t one = 1;
-    [[maybe_unused]] const ssize_t w = ::write(s.stop_fd, &one, sizeof one);
-    s.armed.store(1, std::memory_order_release);
-    s.armed.notify_one();
-    s.irq.join();
-  }
+  s.irq.stop();
   s.rx_running = false;
   while (s.napi.scheduled()) {
     if (Cpu::current() == s.napi.cpu) s.napi.cpu->net_rx_action();
@@ -617,14 +518,8 @@ void xdp_stop(NetDevice& dev) {
     }
     dev.stats(*cpu).rx_dropped.add(left);
   }
-  for (int spin = 0; spin < 100000; ++spin) {
-    bool pending = false;
-    for (uint32_t i = 0; i < s.nq; ++i) pending = pending || s.q[i].scheduled.load(std::memory_order_acquire);
-    if (!pending) break;
-    if (Cpu* cpu = Cpu::current()) cpu->run_pending();
-    std::this_thread::yield();
-  }
-  for (uint32_t i = 0; i < s.nq; ++i) s.q[i].send_marked();
+  host_socket::wait_doorbells(s.q.get(), s.nq);
+  for (uint32_t i = 0; i < s.nq; ++i) s.q[i].ring();
   close_all(s);
 }
 
@@ -632,7 +527,7 @@ bool xdp_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
   XdpPriv& s = priv(dev);
   if (s.nq) read_kernel_drops(s, cpu);
   for (uint32_t i = 0; i < s.nq; ++i)
-    if (const int e = s.q[i].error.exchange(0)) s.fail("link " + s.cfg.link + ": send: " + errno_text(e));
+    if (const int e = s.q[i].take_error()) s.fail("link " + s.cfg.link + ": send: " + errno_text(e));
   if (!s.error.empty() && !s.error_reported) {
     err = s.error;
     s.error_reported = true;
