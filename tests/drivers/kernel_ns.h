@@ -244,6 +244,15 @@ struct Runner {
     return true;
   }
   NetDevice* dev(const std::string& n) { return r.table().find(n); }
+  // dev's counters once rx.packets + rx.dropped reach `want`, or after 2 s of `sleep`
+  // lines (the runner polls receive while it sleeps).
+  DevStatsSum rx_accounted(const std::string& n, uint64_t want) {
+    for (int i = 0; i < 100; ++i) {
+      const DevStatsSum s = dev(n)->stats_sum();
+      if (s.rx_packets + s.rx_dropped >= want || !line("sleep 0.02")) break;
+    }
+    return dev(n)->stats_sum();
+  }
 };
 
 #define SKIP_UNLESS(ns)                                 \

@@ -2,12 +2,14 @@
 // namespace of its own with veth pairs (drivers/kernel_ns.h): pktgen through xdp arrives
 // on the kernel peer exactly (its counters and a libpcap capture there, frame for frame
 // against pktpath's capture), in generic and in native mode; frames the kernel sends
-// arrive in pktpath's capture; a tc egress filter's drops are missing on the wire;
-// kernel veth A -> pktpath (tc redirect between two xdp devices) -> kernel veth B
-// carries what the rule allows. Errors: bad option values, an unknown link, zerocopy
-// refused by veth, more queues than the link has (two that it has both work), native
-// mode refused by the kernel (its message passed through). Tests that need root, veth or AF_XDP skip with the
-// reason; so do all where pktpath was built without libxdp.
+// arrive in pktpath's capture; the kernel's drops (fill ring empty) show as rx.dropped,
+// delivered plus dropped being all sent; a tc egress filter's drops are missing on the
+// wire; kernel veth A -> pktpath (tc redirect between two xdp devices) -> kernel veth B
+// carries what the rule allows. Errors: bad option values, an unknown link, missing
+// capabilities, zerocopy refused by veth, more queues than the link has (two that it
+// has both work), native mode refused by the kernel (its message passed through). Tests
+// that need root, veth or AF_XDP skip with the reason; so do all where pktpath was
+// built without libxdp.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -180,6 +182,27 @@ void kernel_frames_arrive(const std::string& mode) {
 
 TEST(XdpKernel, KernelFramesArriveInPktpathsCaptureGeneric) { kernel_frames_arrive("generic"); }
 TEST(XdpKernel, KernelFramesArriveInPktpathsCaptureNative) { kernel_frames_arrive("native"); }
+
+// More frames than the fill ring lends the kernel while nothing polls (the runner is busy
+// on this thread): the kernel drops the rest (XDP_STATISTICS rx_dropped), which d0
+// shows as rx.dropped; delivered plus dropped is every frame sent.
+TEST(XdpKernel, FillRingEmptyDropsCountAsRxDropped) {
+  KernelNs ns("ppxdp");
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
+  KernelSender tx(ns.name(), b);
+  ASSERT_TRUE(tx.ok());
+  Runner t;
+  ASSERT_TRUE(t.line("ip link add dev d0 type xdp link " + a + " netns " + ns.name() + " mode generic")) << t.err;
+  XDP_UP(t, "d0");
+  constexpr uint64_t kN = 6000;  // the fill ring lends 2048 frames
+  const Frame f = udp_frame(9, 1, 60);
+  for (uint64_t i = 0; i < kN; ++i) ASSERT_TRUE(tx.send(f));
+  const DevStatsSum s = t.rx_accounted("d0", kN);
+  EXPECT_EQ(s.rx_packets + s.rx_dropped, kN);
+  EXPECT_GT(s.rx_dropped, 0u);
+  EXPECT_GE(s.rx_packets, 2048u);
+}
 
 // veth has no AF_XDP zero-copy: asked for, the up fails naming it.
 TEST(XdpKernel, ZerocopyRefusedIsAnErrorNamingIt) {
