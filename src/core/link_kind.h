@@ -18,9 +18,9 @@ struct LinkKind {
   void (*setup)(NetDevice& dev);  // driver-private state; may be null
   // Kind-specific `ip link add|set ... type KIND NAME VALUE` options (IFLA_INFO_DATA):
   // the names this kind takes (nullptr-ended; null: none) and how to apply one
-  // (newlink/changelink; while no traffic runs). Numbers are checked against max; a
+  // (newlink/changelink; while no traffic runs). Numbers are checked against min..max; a
   // text option takes the words up to the kind's next option name, joined by spaces,
-  // and goes to set_text_option, which may refuse it.
+  // and goes to set_text_option, which may refuse it; a flag takes no word.
   enum Value : uint8_t {
     kNumber,
     kText,
