@@ -53,6 +53,11 @@ bool parse_link_type(const std::vector<std::string>& w, size_t i, std::string& k
   for (++i; i < w.size(); i += 2) {
     const LinkKind::Option* o = lk ? link_kind_option(*lk, w[i]) : nullptr;
     if (!o) return fail(err, w[i], "unexpected \"" + w[i] + "\" after the link type");
+    if (o->value == LinkKind::kFlag) {  // no value: the next word is the next option
+      opts.push_back({w[i], 1, "", false});
+      --i;
+      continue;
+    }
     if (!need_value(w, i, err)) return false;
     if (o->value != LinkKind::kNumber) {
       // The words up to the kind's next option name (`pace pps 1000 loop 2`).
@@ -62,8 +67,8 @@ bool parse_link_type(const std::vector<std::string>& w, size_t i, std::string& k
       continue;
     }
     uint64_t v;
-    if (!parse_u64(w[i + 1], v) || v > o->max)
-      return fail(err, w[i + 1], w[i] + " must be 0.." + std::to_string(o->max));
+    if (!parse_u64(w[i + 1], v) || v < o->min || v > o->max)
+      return fail(err, w[i + 1], w[i] + " must be " + std::to_string(o->min) + ".." + std::to_string(o->max));
     opts.push_back({w[i], v, "", false});
   }
   return true;

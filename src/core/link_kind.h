@@ -18,18 +18,20 @@ struct LinkKind {
   void (*setup)(NetDevice& dev);  // driver-private state; may be null
   // Kind-specific `ip link add|set ... type KIND NAME VALUE` options (IFLA_INFO_DATA):
   // the names this kind takes (nullptr-ended; null: none) and how to apply one
-  // (newlink/changelink; while no traffic runs). Numbers are checked against max; a
+  // (newlink/changelink; while no traffic runs). Numbers are checked against min..max; a
   // text option takes the words up to the kind's next option name, joined by spaces,
-  // and goes to set_text_option, which may refuse it.
+  // and goes to set_text_option, which may refuse it; a flag takes no word.
   enum Value : uint8_t {
     kNumber,
     kText,
     kOutputPath,  // text naming a file the device writes (refused where scripts may not write)
+    kFlag,        // a word alone (`zerocopy`): set_option gets 1
   };
   struct Option {
     const char* name;
     uint64_t max;
     Value value = kNumber;
+    uint64_t min = 0;  // numbers: the least accepted
   };
   const Option* options;
   void (*set_option)(NetDevice& dev, std::string_view name, uint64_t value);

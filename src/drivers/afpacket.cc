@@ -25,17 +25,14 @@
 // count as rx.dropped.
 #include "core/dev_rx.h"
 #include "core/link_kind.h"
+#include "drivers/host_socket.h"
 
 // After pktpath's headers: <linux/if_packet.h> defines PACKET_HOST and its kin as
 // macros, which are enumerators in core/packet.h.
-#include <fcntl.h>
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
-#include <poll.h>
-#include <sched.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -58,7 +55,6 @@ constexpr uint32_t kRxBlocks = 64;           // 4 MiB of ring per receive socket
 constexpr uint32_t kRxFrameSize = 2048;      // only sizes tp_frame_nr for TPACKET_V3
 constexpr uint32_t kRxBlockTimeoutMs = 1;    // a part-filled block retires after this
 constexpr uint32_t kTxFrames = 512;
-constexpr uint32_t kTxCoalesce = 128;
 // Where a tx frame's bytes start: after the aligned tpacket3_hdr (tpacket_parse_header
 // without PACKET_TX_HAS_OFF: tp_hdrlen - sizeof(struct sockaddr_ll)).
 constexpr uint32_t kTxDataOff = TPACKET_ALIGN(sizeof(tpacket3_hdr));
@@ -79,53 +75,21 @@ struct RxRing {
   }
 };
 
-// The doorbell of a tx ring, run as deferred work on the Cpu that sent a burst's last
-// frame. `scheduled` keeps it on at most one Cpu's list. While frames keep coming it
-// waits one more round of that Cpu's pending work, up to kTxCoalesce frames (a NIC's tx
-// interrupt coalescing, from the other side): the sender's next burst shares the syscall.
-struct TxKick final : CpuWork {
-  struct TxRing* ring = nullptr;
-  void run(Cpu& cpu) override;
-};
-
 // One transmit socket and its ring; head is advanced under the tx queue's xmit lock.
-struct TxRing {
-  AfpPriv* s = nullptr;
+// Its doorbell (host_socket::Doorbell) is one sendto: the kernel sends every marked
+// slot (tpacket_snd) before it returns.
+struct TxRing final : host_socket::Doorbell {
   int fd = -1;
   uint8_t* map = nullptr;
   uint32_t frame_size = 0;
   uint32_t head = 0;
-  std::atomic<bool> scheduled{false};
-  std::atomic<uint32_t> marked{0};  // frames marked for sending, ever (wraps)
-  std::atomic<uint32_t> rung{0};    // `marked` at the last doorbell
-  uint32_t seen = 0;                // `marked` at the kick's last look (the kick only)
-  std::atomic<int> error{0};        // the first errno a doorbell met
-  TxKick kick;
   tpacket3_hdr* frame(uint32_t i) const {
     return reinterpret_cast<tpacket3_hdr*>(map + static_cast<size_t>(i) * frame_size);
   }
-  // The kernel sends every marked slot (tpacket_snd) before this returns.
-  void send_marked() {
-    rung.store(marked.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    if (PP_UNLIKELY(::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0) && errno != EAGAIN) {
-      int none = 0;
-      error.compare_exchange_strong(none, errno);
-    }
+  void send(uint32_t) override {
+    if (PP_UNLIKELY(::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0) && errno != EAGAIN) fail(errno);
   }
 };
-
-void TxKick::run(Cpu& cpu) {
-  TxRing& r = *ring;
-  const uint32_t m = r.marked.load(std::memory_order_relaxed);
-  if (m != r.seen && m - r.rung.load(std::memory_order_relaxed) < kTxCoalesce) {
-    r.seen = m;
-    cpu.schedule_work(this);
-    return;
-  }
-  r.seen = m;
-  r.scheduled.store(false, std::memory_order_seq_cst);  // a frame marked after this schedules anew
-  r.send_marked();
-}
 
 struct AfpPriv final : DriverState {
   NetDevice* dev = nullptr;
@@ -141,13 +105,10 @@ struct AfpPriv final : DriverState {
   uint32_t link_mtu = 1500;
   size_t rx_map_len = 0, tx_map_len = 0;
 
-  // Receive: the instance, its interrupt thread and the handshake between them.
+  // Receive: the instance and its interrupt thread.
   Napi napi;
-  std::thread irq;
-  int stop_fd = -1;                      // eventfd: wakes the interrupt thread to end
-  std::atomic<bool> stopping{false};
-  std::atomic<uint32_t> armed{1};        // 1: the interrupt may fire; 0: the poll runs
-  bool rx_running = false;               // the polling Cpu's thread only
+  host_socket::RxIrq irq;
+  bool rx_running = false;  // the polling Cpu's thread only
 
   // The first failure, reported once through busy().
   std::string error;
@@ -169,8 +130,6 @@ struct AfpPriv final : DriverState {
     }
     tx.reset();
     ntx = 0;
-    if (stop_fd >= 0) ::close(stop_fd);
-    stop_fd = -1;
   }
 };
 
@@ -292,8 +251,6 @@ bool open_sockets(AfpPriv& s, std::string& err) {
   s.tx = std::make_unique<TxRing[]>(s.ntx);
   for (uint16_t i = 0; i < s.ntx; ++i) {
     TxRing& t = s.tx[i];
-    t.s = &s;
-    t.kick.ring = &t;
     t.frame_size = frame;
     if ((t.fd = packet_socket(err)) < 0) return false;
     if (!sockopt(t.fd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION", err)) return false;
@@ -302,30 +259,6 @@ bool open_sockets(AfpPriv& s, std::string& err) {
     if (!bind_to(t.fd, ifindex, 0, err)) return false;
   }
   return true;
-}
-
-// open_sockets in IF's namespace: from a thread that entered /var/run/netns/NAME.
-bool open_sockets_in_netns(AfpPriv& s, std::string& err) {
-  if (s.netns.empty()) return open_sockets(s, err);
-  bool ok = false;
-  std::thread t([&] {
-    const std::string path = "/var/run/netns/" + s.netns;
-    const int nsfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0) {
-      err = "netns " + s.netns + ": " + path + ": " + errno_text(errno) +
-            (errno == ENOENT ? " (make it with ip netns add " + s.netns + ")" : "");
-      return;
-    }
-    if (::setns(nsfd, CLONE_NEWNET) != 0) {
-      err = "netns " + s.netns + ": setns: " + errno_text(errno) + (errno == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
-      ::close(nsfd);
-      return;
-    }
-    ::close(nsfd);
-    ok = open_sockets(s, err);
-  });
-  t.join();
-  return ok;
 }
 
 // ---- receive
@@ -400,40 +333,9 @@ int afp_poll(Napi& n, Cpu& cpu, int budget) {
     for (RxRing& r : s.rx) dry = poll_ring(s, r, cpu, budget, done) && dry;
   if (dry && done < budget) {
     napi_complete_done(n, done);
-    s.armed.store(1, std::memory_order_release);
-    s.armed.notify_one();
+    s.irq.complete();
   }
   return done;
-}
-
-// The interrupt: poll() on the receive sockets; a ready ring schedules the instance,
-// then the thread waits for the poll to complete it before it looks again.
-void irq_thread(AfpPriv& s) {
-  std::vector<pollfd> fds;
-  for (RxRing& r : s.rx) fds.push_back({r.fd, POLLIN, 0});
-  fds.push_back({s.stop_fd, POLLIN, 0});
-  while (!s.stopping.load(std::memory_order_acquire)) {
-    for (pollfd& f : fds) f.revents = 0;
-    const int rc = ::poll(fds.data(), fds.size(), -1);
-    if (rc < 0 && errno != EINTR) break;
-    if (s.stopping.load(std::memory_order_acquire)) break;
-    bool ready = false;
-    for (size_t i = 0; i + 1 < fds.size(); ++i) ready = ready || (fds[i].revents & POLLIN);
-    if (!ready) {
-      // POLLERR (IF went down): the socket's error is taken, the next poll() waits again.
-      for (size_t i = 0; i + 1 < fds.size(); ++i)
-        if (fds[i].revents & POLLERR) {
-          int e = 0;
-          socklen_t l = sizeof e;
-          ::getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &e, &l);
-        }
-      continue;
-    }
-    s.armed.store(0, std::memory_order_relaxed);
-    napi_schedule(s.napi);
-    while (s.armed.load(std::memory_order_acquire) == 0 && !s.stopping.load(std::memory_order_acquire))
-      s.armed.wait(0, std::memory_order_acquire);
-  }
 }
 
 // The kernel's drops since the last read (PACKET_STATISTICS resets them) into rx_dropped.
@@ -463,7 +365,7 @@ NetdevTx afp_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   TxRing& r = s.tx[qi];
   tpacket3_hdr* h = r.frame(r.head);
   if (PP_UNLIKELY(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE)) {
-    r.send_marked();  // full: send what is marked now
+    r.ring();  // full: send what is marked now
     if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) return NetdevTx::BUSY;
   }
   uint8_t* d = reinterpret_cast<uint8_t*>(h) + kTxDataOff;
@@ -475,18 +377,13 @@ NetdevTx afp_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   h->tp_next_offset = 0;
   __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
   r.head = r.head + 1 == kTxFrames ? 0 : r.head + 1;
-  r.marked.store(r.marked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer: the lock holder
+  r.mark();
   DevCpuStats& st = dev.stats(cpu);
   st.tx_packets.add();
   st.tx_bytes.add(len);
   const bool more = p->xmit_more;
   cpu.free(p);
-  // The burst's last frame: the doorbell at this Cpu's next pending work, unless one is
-  // already due (it sends this frame too: it clears `scheduled` before it rings).
-  // The exchange orders the slot's status before the look at `scheduled` (a plain load
-  // could pass the store, and a doorbell clearing `scheduled` would then miss the slot).
-  if (!more && !r.scheduled.exchange(true, std::memory_order_seq_cst))
-    cpu.schedule_work(&r.kick);
+  r.after_frame(cpu, more);  // the burst's last frame: the doorbell at this Cpu's next pending work
   return NetdevTx::OK;
 }
 
@@ -500,23 +397,22 @@ int afp_open(NetDevice& dev) {
   std::string err;
   if (s.link.empty()) err = "needs \"link IF\" (the kernel interface to use)";
   else if (!cpu) err = "needs a Cpu bound to the thread that sets it up";
-  if (!err.empty() || !open_sockets_in_netns(s, err)) {
+  if (!err.empty() || !host_socket::in_netns(s.netns, err, [&] { return open_sockets(s, err); })) {
     s.fail(err);
     s.close_all();
     return -1;
   }
   dev.set_mtu(s.link_mtu);
-  s.stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s.stop_fd < 0) {
-    s.fail("eventfd: " + errno_text(errno));
+  s.napi.cpu = cpu;
+  s.rx_running = true;
+  std::vector<int> fds;
+  for (const RxRing& r : s.rx) fds.push_back(r.fd);
+  if (!s.irq.start(s.napi, std::move(fds), err)) {
+    s.rx_running = false;
+    s.fail(err);
     s.close_all();
     return -1;
   }
-  s.napi.cpu = cpu;
-  s.rx_running = true;
-  s.stopping.store(false);
-  s.armed.store(1);
-  s.irq = std::thread(irq_thread, std::ref(s));
   return 0;
 }
 
@@ -525,14 +421,7 @@ int afp_open(NetDevice& dev) {
 // socket drops them), the sockets close.
 void afp_stop(NetDevice& dev) {
   AfpPriv& s = priv(dev);
-  if (s.irq.joinable()) {
-    s.stopping.store(true, std::memory_order_release);
-    const uint64_t one = 1;
-    [[maybe_unused]] const ssize_t w = ::write(s.stop_fd, &one, sizeof one);
-    s.armed.store(1, std::memory_order_release);
-    s.armed.notify_one();
-    s.irq.join();
-  }
+  s.irq.stop();
   s.rx_running = false;
   while (s.napi.scheduled()) {
     if (Cpu::current() == s.napi.cpu) s.napi.cpu->net_rx_action();
@@ -548,18 +437,10 @@ void afp_stop(NetDevice& dev) {
       }
     dev.stats(*cpu).rx_dropped.add(left);
   }
-  // A doorbell still on some Cpu's work list must run before its ring goes. The runner
-  // has run every Cpu's pending work before a device goes down; this covers the calling
-  // thread's own Cpu and waits (bounded) for another's.
-  for (int spin = 0; spin < 100000; ++spin) {
-    bool pending = false;
-    for (uint16_t i = 0; i < s.ntx; ++i) pending = pending || s.tx[i].scheduled.load(std::memory_order_acquire);
-    if (!pending) break;
-    if (Cpu* cpu = Cpu::current()) cpu->run_pending();
-    std::this_thread::yield();
-  }
-  // What is marked but not yet sent goes out before the sockets close.
-  for (uint16_t i = 0; i < s.ntx; ++i) s.tx[i].send_marked();
+  // A doorbell still on some Cpu's work list must run before its ring goes; what is
+  // marked but not yet sent goes out before the sockets close.
+  host_socket::wait_doorbells(s.tx.get(), s.ntx);
+  for (uint16_t i = 0; i < s.ntx; ++i) s.tx[i].ring();
   s.close_all();
 }
 
@@ -567,7 +448,7 @@ bool afp_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
   AfpPriv& s = priv(dev);
   if (!s.rx.empty()) read_kernel_drops(s, cpu);
   for (uint16_t i = 0; i < s.ntx; ++i)
-    if (const int e = s.tx[i].error.exchange(0)) s.fail("link " + s.link + ": send: " + errno_text(e));
+    if (const int e = s.tx[i].take_error()) s.fail("link " + s.link + ": send: " + errno_text(e));
   if (!s.error.empty() && !s.error_reported) {
     err = s.error;
     s.error_reported = true;
