@@ -118,7 +118,11 @@ TEST_F(PktgenTest, DurationCutsAnEndlessRunShort) {
   PktgenResult r = g.run();
   ASSERT_EQ(r.threads.size(), 1u);
   EXPECT_GT(r.packets(), 0u);
-  EXPECT_NEAR(static_cast<double>(r.threads[0].elapsed_ns) / 1e9, 0.3, 0.03);
+  // It ran to the deadline, and stopped there: the upper bound leaves room for a loaded
+  // machine (the thread may be off its core when the deadline passes).
+  const double s = static_cast<double>(r.threads[0].elapsed_ns) / 1e9;
+  EXPECT_GE(s, 0.29);
+  EXPECT_LT(s, 2.0);
   expect_pool_whole();
 }
 
