@@ -69,8 +69,13 @@ class Pass : public Xbyak::CodeGenerator {
       }
     }
     L(lab_[n_]);  // branching: never reached, the last instruction is a RET
-    if (pred_) {  // predicated: every block has run; r11d holds the path's RET value
-      mov(eax, r11d);
+    if (pred_) {  // predicated: every block has run; r10d is the leader of the path's RET block
+      if (ret_table_) {
+        lea(rdx, ptr[rip + ret_values_]);
+        mov(eax, dword[rdx + r10 * 4]);
+      } else {  // r11d holds the path's RET value
+        mov(eax, r11d);
+      }
       epilogue();
     }
     for (size_t i = 0; i < n_; ++i)
@@ -79,6 +84,14 @@ class Pass : public Xbyak::CodeGenerator {
     xor_(eax, eax);
     L(exit_a_);
     epilogue();
+    if (pred_ && ret_table_) {  // every RET is `ret #k`: its value by the leader of its block
+      align(4);
+      L(ret_values_);
+      std::vector<uint32_t> value(n_, 0);
+      for (size_t i = 0; i < n_; ++i)
+        if (in_.prog[i].code == (BPF_RET | BPF_K)) value[b_.first[i]] = in_.prog[i].k;
+      for (uint32_t k : value) dd(k);
+    }
 
     const uint8_t* base = getCode();
     out->code.assign(base, base + getSize());
@@ -114,20 +127,25 @@ class Pass : public Xbyak::CodeGenerator {
 
   // The predicated form (jit.h JitForm): basic blocks in program order (a topological
   // order, jumps being forward). r10d holds the leader of the block the packet's path
-  // enters next; a block runs unconditionally on A and X (saved in ebx, ebp at its entry)
-  // and at its end, when r10d is its own leader, moves r10d to its successor, otherwise
-  // puts A and X back. A RET stores its value in r11d when its block is on the path.
-  // Exactly one path runs, so after the last block r11d is the program's result.
+  // enters next; a block runs unconditionally on A and X and at its end, when r10d is its
+  // own leader, moves r10d to its successor, otherwise puts back (from ebx, ebp, saved at
+  // its entry) what a path jumping over it still reads (Blocks::restore_a, _x). A RET
+  // block leaves r10d at its leader; exactly one path runs, so after the last block the
+  // result is a table lookup by r10d when every RET is `ret #k`, otherwise r11d, where a
+  // RET on the path stored its value.
   void scan_blocks() {
-    frame_ = true;  // the slow paths' helper calls need the frame
     b_ = find_blocks(in_.prog);
+    for (size_t i = 0; i < n_; ++i) {
+      saves_ |= b_.restore_a[i] || b_.restore_x[i];
+      if (in_.prog[i].code == (BPF_RET | BPF_A)) ret_table_ = false;
+    }
   }
 
   bool last_in_block(size_t i) const { return b_.last_in_block(i); }
 
   void block_enter(size_t i) {
-    if (b_.writes_a[i]) mov(ebx, eax);
-    if (b_.writes_x[i]) mov(ebp, ecx);
+    if (b_.restore_a[i]) mov(ebx, eax);
+    if (b_.restore_x[i]) mov(ebp, ecx);
   }
 
   // Block end of instruction i's block, r9d = the successor on the path: cmp r10d with
@@ -141,8 +159,8 @@ class Pass : public Xbyak::CodeGenerator {
 
   // After `cmp r10d, leader`: A and X as they were at the block's entry when it is off the path.
   void restore_if_off_path(uint32_t l) {
-    if (b_.writes_a[l]) cmovne(eax, ebx);
-    if (b_.writes_x[l]) cmovne(ecx, ebp);
+    if (b_.restore_a[l]) cmovne(eax, ebx);
+    if (b_.restore_x[l]) cmovne(ecx, ebp);
   }
 
   void pred_cond_jump(size_t i, const Insn& in) {
@@ -165,6 +183,13 @@ class Pass : public Xbyak::CodeGenerator {
 
   void pred_ret(size_t i, const Insn& in) {
     const uint32_t l = b_.first[i];
+    if (ret_table_) {  // the value is looked up by r10d after the last block
+      if (b_.restore_a[l] || b_.restore_x[l]) {
+        cmp(r10d, l);
+        restore_if_off_path(l);
+      }
+      return;
+    }
     if (bpf_rval(in.code) == BPF_K) {
       mov(edx, in.k);
       cmp(r10d, l);
@@ -185,7 +210,7 @@ class Pass : public Xbyak::CodeGenerator {
   }
 
   void prologue() {
-    if (pred_) {  // ebx, ebp (callee-saved) hold A and X at a block's entry
+    if (pred_ && saves_) {  // ebx, ebp (callee-saved) hold A and X at a block's entry
       push(rbx);
       push(rbp);
     }
@@ -195,13 +220,13 @@ class Pass : public Xbyak::CodeGenerator {
     if (packet_) reload_packet();
     if (pred_) {
       xor_(r10d, r10d);  // the path starts at instruction 0
-      xor_(r11d, r11d);
+      if (!ret_table_) xor_(r11d, r11d);
     }
   }
 
   void epilogue() {
     if (frame_) add(rsp, kFrame);
-    if (pred_) {
+    if (pred_ && saves_) {
       pop(rbp);
       pop(rbx);
     }
@@ -548,7 +573,7 @@ class Pass : public Xbyak::CodeGenerator {
     }
     if (pred_) {  // the call clobbered r10, r11: on the path they are this block and 0
       mov(r10d, b_.first[i]);
-      mov(r11d, 0);
+      if (!ret_table_) mov(r11d, 0);
       jump(Cond::Always, after_[i]);
     } else {
       jump(Cond::Always, lab_[i + 1]);
@@ -623,6 +648,9 @@ class Pass : public Xbyak::CodeGenerator {
   std::vector<Xbyak::Label> after_;  // after_[i]: end of instruction i's own code (predicated)
   std::vector<uint8_t> needs_stub_;
   Blocks b_;  // predicated form: the basic blocks
+  bool saves_ = false;     // some block saves A or X at entry (ebx, ebp pushed)
+  bool ret_table_ = true;  // every RET is `ret #k`: the result is looked up, not cmov'd
+  Xbyak::Label ret_values_;
   const bool pred_;
   std::vector<Site> sites_;
   bool frame_ = false, packet_ = false;

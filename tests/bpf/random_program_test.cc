@@ -278,6 +278,9 @@ TEST(BpfRandomPrograms, PredicatedFormsAgreeWithBranching) {
     Acceptance mode;
     Insns prog = i % 2 ? g.acyclic_program(&mode) : g.program();
     if (i % 2 == 0) mode = Acceptance::Kernel;
+    if (i % 4 == 1)  // only `ret #k`: the predicated JIT looks the result up by the path's last block
+      for (Insn& in : prog)
+        if (in.code == (BPF_RET | BPF_A)) in = {BPF_RET | BPF_K, 0, 0, 77 + static_cast<uint32_t>(&in - prog.data())};
     std::string err;
     auto sw = Program::load(prog, Engine::Switch, mode, &err);
     ASSERT_TRUE(sw) << err;
