@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <random>
 #include <vector>
 
 #include "bpf/blocks.h"
@@ -34,6 +36,78 @@ void expect_all_forms(const Insns& prog, const PacketView& v, uint32_t want, con
     EXPECT_EQ(jit_code_of(j->image())->predicated, f == JitForm::Predicated) << what;
     EXPECT_EQ(j->run(v), want) << what << ": jit form " << static_cast<int>(f);
   }
+}
+
+// Random programs of libpcap's test shapes: blocks `[ldx 4*([k]&0xf);] [ld ABS|IND;] [and #m;] jcond #k` jumping forward
+// to later blocks or to one of the `ret #k` at the end; packets of 0-80 bytes so that
+// loads fail on and off the path, fragments for the slow path.
+TEST(BpfPredicated, LibpcapShapedProgramsAgree) {
+  std::mt19937_64 rng(20261202);
+  auto below = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  static const uint16_t kSz[] = {BPF_W, BPF_H, BPF_B};
+  static const uint16_t kJ[] = {BPF_JEQ, BPF_JGT, BPF_JGE, BPF_JSET};
+  long pairs = 0, nonzero = 0, programs = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const size_t blocks = 1 + below(12), rets = 1 + below(3);
+    std::vector<Insns> body(blocks);
+    for (Insns& bl : body) {
+      if (below(4) == 0) bl.push_back({BPF_LDX | BPF_B | BPF_MSH, 0, 0, below(4) ? 14 : below(90)});
+      if (below(5) != 0) {
+        const bool ind = below(3) == 0;
+        uint32_t k = below(8) == 0 ? static_cast<uint32_t>(SKF_NET_OFF) + below(20) : below(90);
+        if (ind) k = below(60);
+        bl.push_back({static_cast<uint16_t>(BPF_LD | kSz[below(3)] | (ind ? BPF_IND : BPF_ABS)), 0, 0, k});
+        if (below(2)) bl.push_back({BPF_ALU | BPF_AND | BPF_K, 0, 0, below(2) ? 0xff00u : static_cast<uint32_t>(rng())});
+      }
+      bl.push_back({static_cast<uint16_t>(BPF_JMP | kJ[below(4)] | BPF_K), 0, 0, below(3) ? below(256) : static_cast<uint32_t>(rng())});
+    }
+    Insns prog;
+    std::vector<size_t> start(blocks + rets);
+    size_t at = 0;
+    for (size_t j = 0; j < blocks; ++j) start[j] = at, at += body[j].size();
+    for (size_t j = 0; j < rets; ++j) start[blocks + j] = at + j;
+    for (size_t j = 0; j < blocks; ++j) {
+      Insn& jmp = body[j].back();
+      const size_t pc = start[j] + body[j].size() - 1;
+      jmp.jt = static_cast<uint8_t>(start[j + 1 + below(static_cast<uint32_t>(blocks + rets - j - 1))] - pc - 1);
+      jmp.jf = static_cast<uint8_t>(start[j + 1 + below(static_cast<uint32_t>(blocks + rets - j - 1))] - pc - 1);
+      prog.insert(prog.end(), body[j].begin(), body[j].end());
+    }
+    for (size_t j = 0; j < rets; ++j) prog.push_back({BPF_RET | BPF_K, 0, 0, j == 0 ? 0 : 100 + below(1000)});
+    std::string err;
+    ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
+    ++programs;
+    auto sw = Program::load(prog, Engine::Switch, &err);
+    ASSERT_TRUE(sw) << err;
+    PreparedImage tab;
+    ASSERT_TRUE(prepare_threaded_form(prog, false, ThreadedForm::Predicated, &tab, &err)) << err;
+    JitOptions o = testing::strict_jit();
+    o.form = JitForm::Predicated;
+    auto jp = Program::load(prog, Engine::Jit, o, &err);
+    ASSERT_TRUE(jp) << err;
+    ASSERT_TRUE(jit_code_of(jp->image())->predicated);
+    for (int j = 0; j < 30; ++j) {
+      std::vector<uint8_t> buf(below(81));
+      for (auto& x : buf) x = below(4) ? static_cast<uint8_t>(below(4)) : static_cast<uint8_t>(rng());
+      PacketView v = PacketView::linear(buf.data(), static_cast<uint32_t>(buf.size()));
+      PacketFrag frags[1];
+      if (buf.size() > 20 && below(4) == 0) {  // head + one fragment
+        v.headlen = below(static_cast<uint32_t>(buf.size()));
+        frags[0] = {buf.data() + v.headlen, static_cast<uint32_t>(buf.size()) - v.headlen};
+        v.frags = frags;
+        v.nr_frags = 1;
+      }
+      const uint32_t a = sw->run(v), b = tab.fn(tab.image, v), c = jp->run(v);
+      ++pairs;
+      nonzero += a != 0;
+      ASSERT_TRUE(a == b && a == c) << "program " << i << " packet " << j << ": switch " << a << ", threaded predicated " << b
+                                    << ", predicated jit " << c;
+    }
+  }
+  std::printf("libpcap-shaped programs: %ld program x packet pairs on %ld programs agree (%ld non-zero)\n", pairs,
+              programs, nonzero);
+  EXPECT_GT(nonzero, pairs / 10);
+  EXPECT_LT(nonzero, pairs - pairs / 10);
 }
 
 TEST(BpfPredicated, StoreOffThePathKeepsTheCell) {
