@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bpf/blocks.h"
 #include "bpf/check.h"
 #include "bpf/program.h"
 #include "bpf/semantics.h"
@@ -45,6 +46,19 @@ enum Op : uint8_t {
   kLdBAndJeq, kLdBAndJgt, kLdBAndJge, kLdBAndJset,
   kIndWJeq, kIndWJgt, kIndWJge, kIndWJset, kIndHJeq, kIndHJgt, kIndHJge, kIndHJset,
   kIndBJeq, kIndBJgt, kIndBJge, kIndBJset,
+  // The predicated form (ThreadedForm::Predicated, see prepare_predicated): slots run in
+  // sequence, never jump. kPBlk (k: the block's leader) enters a block; the block-end
+  // slots (jt, jf: absolute successors) move `pc` on the path or put A and X back.
+  kPBlk, kPJeqK, kPJgtK, kPJgeK, kPJsetK, kPJeqX, kPJgtX, kPJgeX, kPJsetX, kPJa, kPRetK, kPRetA,
+  kPSt, kPStx, kPEnd,
+  // Whole blocks in one slot group (header k: the leader; then the block's own slots):
+  // `Jcond K`, `LD ABS; Jcond K`, `LD ABS; AND K; Jcond K`, in the JEQ, JGT, JGE, JSET
+  // order, the loads W, H, B.
+  kPBJeq, kPBJgt, kPBJge, kPBJset,
+  kPBLdWJeq, kPBLdWJgt, kPBLdWJge, kPBLdWJset, kPBLdHJeq, kPBLdHJgt, kPBLdHJge, kPBLdHJset,
+  kPBLdBJeq, kPBLdBJgt, kPBLdBJge, kPBLdBJset,
+  kPBLdWAndJeq, kPBLdWAndJgt, kPBLdWAndJge, kPBLdWAndJset, kPBLdHAndJeq, kPBLdHAndJgt,
+  kPBLdHAndJge, kPBLdHAndJset, kPBLdBAndJeq, kPBLdBAndJgt, kPBLdBAndJge, kPBLdBAndJset,
   kOpCount
 };
 
@@ -64,7 +78,16 @@ uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* 
       &&ldw_and_jeq, &&ldw_and_jgt, &&ldw_and_jge, &&ldw_and_jset, &&ldh_and_jeq, &&ldh_and_jgt,
       &&ldh_and_jge, &&ldh_and_jset, &&ldb_and_jeq, &&ldb_and_jgt, &&ldb_and_jge, &&ldb_and_jset,
       &&indw_jeq, &&indw_jgt, &&indw_jge, &&indw_jset, &&indh_jeq, &&indh_jgt, &&indh_jge,
-      &&indh_jset, &&indb_jeq, &&indb_jgt, &&indb_jge, &&indb_jset};
+      &&indh_jset, &&indb_jeq, &&indb_jgt, &&indb_jge, &&indb_jset,
+      &&p_blk, &&p_jeq_k, &&p_jgt_k, &&p_jge_k, &&p_jset_k, &&p_jeq_x, &&p_jgt_x, &&p_jge_x,
+      &&p_jset_x, &&p_ja, &&p_ret_k, &&p_ret_a, &&p_st, &&p_stx, &&p_end,
+      &&pb_jeq, &&pb_jgt, &&pb_jge, &&pb_jset,
+      &&pb_ldw_jeq, &&pb_ldw_jgt, &&pb_ldw_jge, &&pb_ldw_jset, &&pb_ldh_jeq, &&pb_ldh_jgt,
+      &&pb_ldh_jge, &&pb_ldh_jset, &&pb_ldb_jeq, &&pb_ldb_jgt, &&pb_ldb_jge, &&pb_ldb_jset,
+      &&pb_ldw_and_jeq, &&pb_ldw_and_jgt, &&pb_ldw_and_jge, &&pb_ldw_and_jset, &&pb_ldh_and_jeq,
+      &&pb_ldh_and_jgt, &&pb_ldh_and_jge, &&pb_ldh_and_jset, &&pb_ldb_and_jeq, &&pb_ldb_and_jgt,
+      &&pb_ldb_and_jge, &&pb_ldb_and_jset};
+  static_assert(sizeof kLabels / sizeof kLabels[0] == kOpCount);
   if (PP_UNLIKELY(ip == nullptr)) {
     *table = kLabels;
     return 0;
@@ -74,6 +97,14 @@ uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* 
   uint64_t r;
   uint32_t M[kMemWords];
   int64_t budget = kUserlandBound;  // read only by ja_back
+  // Predicated form: the leader of the block the path enters next, whether the current
+  // block is on the path, A and X at its entry, and the path's RET value. In the
+  // branching form `on` stays true, so a failed load or a division by zero ends the
+  // program as it must; in the predicated form it ends it only on the path.
+  // `on` is a mask (all ones on the path): the selects below are masks, not ?:, which
+  // the compiler would turn back into the branches this form exists to avoid.
+  uint32_t pc = 0, A0 = 0, X0 = 0, res = 0;
+  uint32_t on = ~0u;
 
 #define NEXT \
   do {       \
@@ -94,9 +125,21 @@ sub_x: A -= X; NEXT;
 sub_k: A -= ip->k; NEXT;
 mul_x: A *= X; NEXT;
 mul_k: A *= ip->k; NEXT;
-div_x: if (PP_UNLIKELY(X == 0)) return 0; A /= X; NEXT;
+div_x:
+  if (PP_UNLIKELY(X == 0)) {
+    if (on) return 0;
+    NEXT;
+  }
+  A /= X;
+  NEXT;
 div_k: A /= ip->k; NEXT;
-mod_x: if (PP_UNLIKELY(X == 0)) return 0; A %= X; NEXT;
+mod_x:
+  if (PP_UNLIKELY(X == 0)) {
+    if (on) return 0;
+    NEXT;
+  }
+  A %= X;
+  NEXT;
 mod_k: A %= ip->k; NEXT;
 and_x: A &= X; NEXT;
 and_k: A &= ip->k; NEXT;
@@ -120,42 +163,42 @@ jeq_x: JUMP(A == X);
 jset_x: JUMP(A & X);
 ld_abs_w:
   r = load_fast<4>(v, ip->k);
-  if (PP_UNLIKELY(load_failed(r))) return 0;
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_abs_h:
   r = load_fast<2>(v, ip->k);
-  if (PP_UNLIKELY(load_failed(r))) return 0;
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_abs_b:
   r = load_fast<1>(v, ip->k);
-  if (PP_UNLIKELY(load_failed(r))) return 0;
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_anc:
   r = load_ancillary(v, ip->k, A, X);
-  if (PP_UNLIKELY(load_failed(r))) return A;
+  if (PP_UNLIKELY(load_failed(r)) && on) return A;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_ind_w:
   r = load_fast<4>(v, X + ip->k);
-  if (PP_UNLIKELY(load_failed(r))) return 0;
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_ind_h:
   r = load_fast<2>(v, X + ip->k);
-  if (PP_UNLIKELY(load_failed(r))) return 0;
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_ind_b:
   r = load_fast<1>(v, X + ip->k);
-  if (PP_UNLIKELY(load_failed(r))) return 0;
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ldx_msh:
   r = load_fast<1>(v, ip->k);
-  if (PP_UNLIKELY(load_failed(r))) return 0;
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   X = (static_cast<uint32_t>(r) & 0xf) << 2;
   NEXT;
 ld_len: A = v.wire_len; NEXT;
@@ -180,7 +223,7 @@ zero_mem: std::memset(M, 0, sizeof M); NEXT;
 #define FUSED(label, size, cond)                   \
   label:                                           \
   r = load_fast<size>(v, ip->k);                   \
-  if (PP_UNLIKELY(load_failed(r))) return 0;       \
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
   A = static_cast<uint32_t>(r);                    \
   ++ip;                                            \
   JUMP(cond);
@@ -200,7 +243,7 @@ zero_mem: std::memset(M, 0, sizeof M); NEXT;
 #define FUSED_AND(label, size, cond)               \
   label:                                           \
   r = load_fast<size>(v, ip->k);                   \
-  if (PP_UNLIKELY(load_failed(r))) return 0;       \
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
   A = static_cast<uint32_t>(r) & ip[1].k;          \
   ip += 2;                                         \
   JUMP(cond);
@@ -220,7 +263,7 @@ zero_mem: std::memset(M, 0, sizeof M); NEXT;
 #define FUSED_IND(label, size, cond)               \
   label:                                           \
   r = load_fast<size>(v, X + ip->k);               \
-  if (PP_UNLIKELY(load_failed(r))) return 0;       \
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
   A = static_cast<uint32_t>(r);                    \
   ++ip;                                            \
   JUMP(cond);
@@ -237,6 +280,111 @@ zero_mem: std::memset(M, 0, sizeof M); NEXT;
   FUSED_IND(indb_jge, 1, A >= ip->k)
   FUSED_IND(indb_jset, 1, A & ip->k)
 #undef FUSED_IND
+
+  // Predicated slots. COMMIT(next): at a block's end, the path moves on to `next` when
+  // the block is on it; off the path A and X go back to their values at its entry.
+#define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m)))   // m all ones: a; m == 0: b
+#define MASK(c) (0u - static_cast<uint32_t>(static_cast<bool>(c)))
+#define TARGET(c) SEL(MASK(c), uint32_t{ip->jt}, uint32_t{ip->jf})
+#define COMMIT(next)                   \
+  do {                                 \
+    const uint32_t nx = (next);        \
+    pc = SEL(on, nx, pc);              \
+    A = SEL(on, A, A0);                \
+    X = SEL(on, X, X0);                \
+  } while (0)
+#define ENTER(leader)         \
+  do {                        \
+    on = MASK(pc == (leader)); \
+    A0 = A;                   \
+    X0 = X;                   \
+  } while (0)
+p_blk: ENTER(ip->k); NEXT;
+p_jeq_k: COMMIT(TARGET(A == ip->k)); NEXT;
+p_jgt_k: COMMIT(TARGET(A > ip->k)); NEXT;
+p_jge_k: COMMIT(TARGET(A >= ip->k)); NEXT;
+p_jset_k: COMMIT(TARGET(A & ip->k)); NEXT;
+p_jeq_x: COMMIT(TARGET(A == X)); NEXT;
+p_jgt_x: COMMIT(TARGET(A > X)); NEXT;
+p_jge_x: COMMIT(TARGET(A >= X)); NEXT;
+p_jset_x: COMMIT(TARGET(A & X)); NEXT;
+p_ja: COMMIT(ip->jt); NEXT;
+p_ret_k: res = SEL(on, ip->k, res); COMMIT(pc); NEXT;
+p_ret_a: res = SEL(on, A, res); COMMIT(pc); NEXT;
+p_st: M[ip->k] = SEL(on, A, M[ip->k]); NEXT;
+p_stx: M[ip->k] = SEL(on, X, M[ip->k]); NEXT;
+p_end: return res;
+
+  // Whole blocks: the header's k is the leader; the block writes at most A, so only A
+  // goes back off the path.
+#define PB_JUMP(cond)                                  \
+  do {                                                 \
+    pc = SEL(on, TARGET(cond), pc);                    \
+    ++ip;                                              \
+    goto* ip->op;                                      \
+  } while (0)
+#define PB(label, cond)    \
+  label:                   \
+  on = MASK(pc == ip->k);  \
+  ++ip;                    \
+  PB_JUMP(cond);
+  PB(pb_jeq, A == ip->k)
+  PB(pb_jgt, A > ip->k)
+  PB(pb_jge, A >= ip->k)
+  PB(pb_jset, A & ip->k)
+#undef PB
+#define PB_LD(label, size, cond)                           \
+  label:                                                   \
+  on = MASK(pc == ip->k);                                  \
+  r = load_fast<size>(v, ip[1].k);                         \
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;         \
+  A0 = A;                                                  \
+  A = static_cast<uint32_t>(r);                            \
+  ip += 2;                                                 \
+  A = SEL(on, A, A0);                                      \
+  PB_JUMP(cond);
+#define PB_LD_AND(label, size, cond)                       \
+  label:                                                   \
+  on = MASK(pc == ip->k);                                  \
+  r = load_fast<size>(v, ip[1].k);                         \
+  if (PP_UNLIKELY(load_failed(r)) && on) return 0;         \
+  A0 = A;                                                  \
+  A = static_cast<uint32_t>(r) & ip[2].k;                  \
+  ip += 3;                                                 \
+  A = SEL(on, A, A0);                                      \
+  PB_JUMP(cond);
+  PB_LD(pb_ldw_jeq, 4, A == ip->k)
+  PB_LD(pb_ldw_jgt, 4, A > ip->k)
+  PB_LD(pb_ldw_jge, 4, A >= ip->k)
+  PB_LD(pb_ldw_jset, 4, A & ip->k)
+  PB_LD(pb_ldh_jeq, 2, A == ip->k)
+  PB_LD(pb_ldh_jgt, 2, A > ip->k)
+  PB_LD(pb_ldh_jge, 2, A >= ip->k)
+  PB_LD(pb_ldh_jset, 2, A & ip->k)
+  PB_LD(pb_ldb_jeq, 1, A == ip->k)
+  PB_LD(pb_ldb_jgt, 1, A > ip->k)
+  PB_LD(pb_ldb_jge, 1, A >= ip->k)
+  PB_LD(pb_ldb_jset, 1, A & ip->k)
+  PB_LD_AND(pb_ldw_and_jeq, 4, A == ip->k)
+  PB_LD_AND(pb_ldw_and_jgt, 4, A > ip->k)
+  PB_LD_AND(pb_ldw_and_jge, 4, A >= ip->k)
+  PB_LD_AND(pb_ldw_and_jset, 4, A & ip->k)
+  PB_LD_AND(pb_ldh_and_jeq, 2, A == ip->k)
+  PB_LD_AND(pb_ldh_and_jgt, 2, A > ip->k)
+  PB_LD_AND(pb_ldh_and_jge, 2, A >= ip->k)
+  PB_LD_AND(pb_ldh_and_jset, 2, A & ip->k)
+  PB_LD_AND(pb_ldb_and_jeq, 1, A == ip->k)
+  PB_LD_AND(pb_ldb_and_jgt, 1, A > ip->k)
+  PB_LD_AND(pb_ldb_and_jge, 1, A >= ip->k)
+  PB_LD_AND(pb_ldb_and_jset, 1, A & ip->k)
+#undef PB_LD
+#undef PB_LD_AND
+#undef PB_JUMP
+#undef COMMIT
+#undef ENTER
+#undef SEL
+#undef MASK
+#undef TARGET
 #undef NEXT
 #undef JUMP
 }
@@ -337,6 +485,93 @@ uint32_t threaded_entry(const void* image, const PacketView& v) {
 
 namespace {
 
+// Offset of any conditional jump (K or X) within the predicated jump slots, or -1.
+int jump_index(const Insn& j) {
+  if (bpf_class(j.code) != BPF_JMP) return -1;
+  const int x = bpf_src(j.code) == BPF_X ? 4 : 0;
+  switch (bpf_op(j.code)) {
+    case BPF_JEQ: return x;
+    case BPF_JGT: return x + 1;
+    case BPF_JGE: return x + 2;
+    case BPF_JSET: return x + 3;
+    default: return -1;
+  }
+}
+
+// The predicated form: every block in program order, each as [kPBlk leader] + its
+// instructions (loads and ALU ops as in the branching form, scratch stores predicated)
+// + a block-end slot, or as one whole-block slot group for the shapes libpcap emits most
+// (a lone test, a load and a test, a load, a mask and a test). Then kPEnd returns the
+// path's RET value. Every packet runs the same slot sequence, so the dispatch jumps
+// follow one fixed order that the indirect-branch predictor learns.
+bool prepare_predicated(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
+  const void* const* labels = nullptr;
+  run_threaded(nullptr, nullptr, &labels);
+  const Blocks b = find_blocks(prog);
+  auto code = std::make_shared<std::vector<ThreadedInsn>>();
+  code->reserve(2 * prog.size() + 2);
+  auto slot = [&](int op, uint32_t k, size_t jt = 0, size_t jf = 0) {
+    code->push_back({labels[op], k, static_cast<uint16_t>(jt), static_cast<uint16_t>(jf)});
+  };
+  for (const Insn& in : prog) {
+    const uint16_t cls = bpf_class(in.code);
+    // Blocks off the path read cells no path has written (and predicated stores read
+    // the cell they may keep): every cell starts defined, 0 as in a bounded program.
+    if (cls == BPF_ST || cls == BPF_STX || ((cls == BPF_LD || cls == BPF_LDX) && bpf_mode(in.code) == BPF_MEM)) {
+      slot(kZeroMem, 0);
+      break;
+    }
+  }
+  const size_t n = prog.size();
+  for (size_t l = 0; l < n;) {
+    size_t e = l;
+    while (!b.last_in_block(e)) ++e;
+    const Insn& last = prog[e];
+    const uint32_t leader = static_cast<uint32_t>(l);
+    const int c = cond_index(last);
+    const size_t t = e + 1 + last.jt, f = e + 1 + last.jf;
+    const Op first = op_of(prog[l]);
+    const int size_index = first == kLdAbsW ? 0 : first == kLdAbsH ? 1 : first == kLdAbsB ? 2 : -1;
+    if (c >= 0 && e == l) {
+      slot(kPBJeq + c, leader);
+      slot(kPJeqK + c, last.k, t, f);
+    } else if (c >= 0 && e == l + 1 && size_index >= 0) {
+      slot(kPBLdWJeq + 4 * size_index + c, leader);
+      slot(first, prog[l].k);
+      slot(kPJeqK + c, last.k, t, f);
+    } else if (c >= 0 && e == l + 2 && size_index >= 0 && prog[l + 1].code == (BPF_ALU | BPF_AND | BPF_K)) {
+      slot(kPBLdWAndJeq + 4 * size_index + c, leader);
+      slot(first, prog[l].k);
+      slot(kAndK, prog[l + 1].k);
+      slot(kPJeqK + c, last.k, t, f);
+    } else {
+      slot(kPBlk, leader);
+      for (size_t i = l; i <= e; ++i) {
+        const Insn& in = prog[i];
+        const Op op = op_of(in);
+        if (op == kOpCount) {
+          if (err) *err = "threaded: unknown opcode";
+          return false;
+        }
+        if (op == kJa) slot(kPJa, 0, i + 1 + in.k);
+        else if (int j = jump_index(in); j >= 0) slot(kPJeqK + j, in.k, i + 1 + in.jt, i + 1 + in.jf);
+        else if (op == kRetK) slot(kPRetK, in.k);
+        else if (op == kRetA) slot(kPRetA, 0);
+        else if (op == kSt) slot(kPSt, in.k);
+        else if (op == kStx) slot(kPStx, in.k);
+        else slot(op, op == kLdAnc ? in.k - static_cast<uint32_t>(SKF_AD_OFF) : in.k);
+      }
+      if (!ends_block(last)) slot(kPJa, 0, e + 1);  // falls through into the next block
+    }
+    l = e + 1;
+  }
+  slot(kPEnd, 0);
+  out->fn = threaded_entry;
+  out->image = code->data();
+  out->owner = std::move(code);
+  return true;
+}
+
 bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::string* err) {
   const void* const* labels = nullptr;
   run_threaded(nullptr, nullptr, &labels);
@@ -381,12 +616,22 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
 
 }  // namespace
 
+bool threaded_predicated(std::span<const Insn> prog, ThreadedForm form) {
+  return form == ThreadedForm::Predicated && !prog.empty() && !has_backward_jump(prog);
+}
+
+bool prepare_threaded_form(std::span<const Insn> prog, bool bounded, ThreadedForm form, PreparedImage* out,
+                           std::string* err) {
+  if (threaded_predicated(prog, form)) return prepare_predicated(prog, out, err);
+  return prepare(prog, bounded, out, err);
+}
+
 bool prepare_threaded(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
-  return prepare(prog, false, out, err);
+  return prepare_threaded_form(prog, false, ThreadedForm::Auto, out, err);
 }
 
 bool prepare_threaded_bounded(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
-  return prepare(prog, true, out, err);
+  return prepare_threaded_form(prog, true, ThreadedForm::Auto, out, err);
 }
 
 }  // namespace pktpath::bpf

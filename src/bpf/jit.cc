@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 
+#include "bpf/check.h"
 #include "bpf/jit_emit.h"
 
 namespace pktpath::bpf {
@@ -34,6 +35,22 @@ Engine default_engine() {
   return static_cast<Engine>(g_default_engine.load(std::memory_order_relaxed));
 }
 
+
+bool predicated_jit_ok(std::span<const Insn> prog) {
+  if (prog.empty() || has_backward_jump(prog)) return false;
+  for (const Insn& in : prog) {
+    if (in.code == (BPF_ALU | BPF_DIV | BPF_X) || in.code == (BPF_ALU | BPF_MOD | BPF_X)) return false;
+    if (bpf_class(in.code) == BPF_LD && bpf_mode(in.code) == BPF_ABS && in_ancillary_window(in.k)) {
+      switch (in.k - static_cast<uint32_t>(SKF_AD_OFF)) {  // the inline forms that cannot end the program
+        case SKF_AD_PROTOCOL: case SKF_AD_VLAN_TPID: case SKF_AD_PKTTYPE: case SKF_AD_MARK:
+        case SKF_AD_RXHASH: case SKF_AD_CPU: case SKF_AD_QUEUE: case SKF_AD_VLAN_TAG:
+        case SKF_AD_VLAN_TAG_PRESENT: case SKF_AD_ALU_XOR_X: break;
+        default: return false;
+      }
+    }
+  }
+  return true;
+}
 
 namespace {
 
@@ -74,6 +91,8 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
   jit_detail::PassInput in;
   in.prog = prog;
   in.blind = opt.blind;
+  in.predicated = !opt.blind && opt.form != JitForm::Branching && predicated_jit_ok(prog) &&
+                  (opt.form == JitForm::Predicated || prog.size() <= kPredicatedMaxInsns);
   if (opt.blind) in.blind_seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   std::vector<uint8_t> short_ok;
   in.short_ok = &short_ok;
@@ -105,6 +124,7 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
   if (!jc) return false;
   jc->passes = passes;
   jc->blinded = opt.blind;
+  jc->predicated = in.predicated;
   out->fn = reinterpret_cast<RunFn>(jc->mem);
   out->image = jc->mem;
   out->owner = std::move(jc);

@@ -21,7 +21,30 @@
 
 namespace pktpath::bpf {
 
+// The two shapes of code the JIT emits for a program:
+//   Branching   one x86 branch per cBPF conditional jump (any program);
+//   Predicated  the whole (forward-only) program as one straight line that every packet
+//               runs: each basic block runs unconditionally, then commits or undoes its
+//               effect on A and X with cmov depending on whether the packet's path is in
+//               it (a "next block" register chooses the path, branch-free). No
+//               data-dependent branch is left to mispredict on mixed traffic; the price is
+//               running every block, so it is chosen only for short programs.
+enum class JitForm : uint8_t {
+  Auto,        // Predicated for a program of at most kPredicatedMaxInsns instructions that
+               // qualifies, else Branching
+  Branching,
+  Predicated,  // whenever the program qualifies; Branching otherwise
+};
+
+// Which programs qualify for the predicated form: no constant blinding (checked by the
+// JIT), forward jumps only, and only instructions it handles (every load, ALU op and jump
+// except division or modulo by X and the ancillary loads that call a helper or can end
+// the program early).
+inline constexpr size_t kPredicatedMaxInsns = 64;
+bool predicated_jit_ok(std::span<const Insn> prog);
+
 struct JitOptions {
+  JitForm form = JitForm::Auto;
   // Constant blinding (as Linux's bpf_jit_harden): every immediate that reaches the
   // image is stored XORed with a random key and decoded at run time.
   bool blind = false;
@@ -39,6 +62,7 @@ struct JitCode {
   size_t code_len = 0;     // bytes of code
   unsigned passes = 0;     // emission passes until the jump encodings converged
   bool blinded = false;    // immediates stored XORed with a random key (JitOptions::blind)
+  bool predicated = false; // emitted in the predicated form (JitForm)
   JitCode() = default;
   JitCode(const JitCode&) = delete;  // owns the mapping
   JitCode& operator=(const JitCode&) = delete;

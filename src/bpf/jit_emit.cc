@@ -11,6 +11,7 @@
 
 #include <xbyak/xbyak.h>
 
+#include "bpf/blocks.h"
 #include "bpf/packet_view.h"
 #include "bpf/semantics.h"
 
@@ -48,6 +49,8 @@ class Pass : public Xbyak::CodeGenerator {
         n_(in.prog.size()),
         lab_(n_ + 1),
         stub_(n_),
+        after_(n_),
+        pred_(in.predicated),
         rng_(in.blind_seed | 1) {}
 
   void run(PassOutput* out) {
@@ -55,15 +58,40 @@ class Pass : public Xbyak::CodeGenerator {
     prologue();
     for (size_t i = 0; i < n_; ++i) {
       L(lab_[i]);
+      if (pred_ && b_.leader[i]) block_enter(i);
       insn(i);
+      if (pred_) {
+        L(after_[i]);  // where a predicated load's slow path comes back
+        if (last_in_block(i) && !ends_block(in_.prog[i])) {
+          mov(r9d, static_cast<uint32_t>(i + 1));  // the block falls through into the next
+          commit(i);
+        }
+      }
     }
-    L(lab_[n_]);  // never reached: the last instruction is a RET
+    L(lab_[n_]);  // branching: never reached, the last instruction is a RET
+    if (pred_) {  // predicated: every block has run; r10d is the leader of the path's RET block
+      if (ret_table_) {
+        lea(rdx, ptr[rip + ret_values_]);
+        mov(eax, dword[rdx + r10 * 4]);
+      } else {  // r11d holds the path's RET value
+        mov(eax, r11d);
+      }
+      epilogue();
+    }
     for (size_t i = 0; i < n_; ++i)
       if (needs_stub_[i]) stub(i);
     L(ret0_);
     xor_(eax, eax);
     L(exit_a_);
     epilogue();
+    if (pred_ && ret_table_) {  // every RET is `ret #k`: its value by the leader of its block
+      align(4);
+      L(ret_values_);
+      std::vector<uint32_t> value(n_, 0);
+      for (size_t i = 0; i < n_; ++i)
+        if (in_.prog[i].code == (BPF_RET | BPF_K)) value[b_.first[i]] = in_.prog[i].k;
+      for (uint32_t k : value) dd(k);
+    }
 
     const uint8_t* base = getCode();
     out->code.assign(base, base + getSize());
@@ -94,17 +122,114 @@ class Pass : public Xbyak::CodeGenerator {
       }
       if ((ld && mode == BPF_MEM) || cls == BPF_ST || cls == BPF_STX) frame_ = true;
     }
+    if (pred_) scan_blocks();
+  }
+
+  // The predicated form (jit.h JitForm): basic blocks in program order (a topological
+  // order, jumps being forward). r10d holds the leader of the block the packet's path
+  // enters next; a block runs unconditionally on A and X and at its end, when r10d is its
+  // own leader, moves r10d to its successor, otherwise puts back (from ebx, ebp, saved at
+  // its entry) what a path jumping over it still reads (Blocks::restore_a, _x). A RET
+  // block leaves r10d at its leader; exactly one path runs, so after the last block the
+  // result is a table lookup by r10d when every RET is `ret #k`, otherwise r11d, where a
+  // RET on the path stored its value.
+  void scan_blocks() {
+    b_ = find_blocks(in_.prog);
+    for (size_t i = 0; i < n_; ++i) {
+      saves_ |= b_.restore_a[i] || b_.restore_x[i];
+      if (in_.prog[i].code == (BPF_RET | BPF_A)) ret_table_ = false;
+    }
+  }
+
+  bool last_in_block(size_t i) const { return b_.last_in_block(i); }
+
+  void block_enter(size_t i) {
+    if (b_.restore_a[i]) mov(ebx, eax);
+    if (b_.restore_x[i]) mov(ebp, ecx);
+  }
+
+  // Block end of instruction i's block, r9d = the successor on the path: cmp r10d with
+  // the leader, A and X back where the block is off the path, r10d moved where it is on.
+  void commit(size_t i) {
+    const uint32_t l = b_.first[i];
+    cmp(r10d, l);
+    restore_if_off_path(l);
+    cmove(r10d, r9d);
+  }
+
+  // After `cmp r10d, leader`: A and X as they were at the block's entry when it is off the path.
+  void restore_if_off_path(uint32_t l) {
+    if (b_.restore_a[l]) cmovne(eax, ebx);
+    if (b_.restore_x[l]) cmovne(ecx, ebp);
+  }
+
+  void pred_cond_jump(size_t i, const Insn& in) {
+    const uint32_t t = static_cast<uint32_t>(i + 1 + in.jt), f = static_cast<uint32_t>(i + 1 + in.jf);
+    if (t == f) {
+      mov(r9d, t);
+    } else {
+      const Cond c = compare(in);
+      mov(r9d, f);  // movs keep the flags
+      mov(edx, t);
+      switch (c) {
+        case Cond::A: cmova(r9d, edx); break;
+        case Cond::AE: cmovae(r9d, edx); break;
+        case Cond::E: cmove(r9d, edx); break;
+        default: cmovne(r9d, edx); break;
+      }
+    }
+    commit(i);
+  }
+
+  void pred_ret(size_t i, const Insn& in) {
+    const uint32_t l = b_.first[i];
+    if (ret_table_) {  // the value is looked up by r10d after the last block
+      if (b_.restore_a[l] || b_.restore_x[l]) {
+        cmp(r10d, l);
+        restore_if_off_path(l);
+      }
+      return;
+    }
+    if (bpf_rval(in.code) == BPF_K) {
+      mov(edx, in.k);
+      cmp(r10d, l);
+      cmove(r11d, edx);
+    } else {
+      cmp(r10d, l);
+      cmove(r11d, eax);
+    }
+    restore_if_off_path(l);
+  }
+
+  // A scratch store that happens only on the path (another path may still read the cell).
+  void pred_store(size_t i, const Xbyak::Reg32& r, uint32_t k) {
+    mov(edx, dword[rsp + static_cast<int>(4 * k)]);
+    cmp(r10d, b_.first[i]);
+    cmove(edx, r);
+    mov(dword[rsp + static_cast<int>(4 * k)], edx);
   }
 
   void prologue() {
+    if (pred_ && saves_) {  // ebx, ebp (callee-saved) hold A and X at a block's entry
+      push(rbx);
+      push(rbp);
+    }
     if (frame_) sub(rsp, kFrame);
     xor_(eax, eax);  // A = 0, X = 0 as the kernel starts them
     xor_(ecx, ecx);
     if (packet_) reload_packet();
+    if (pred_) {
+      xor_(r10d, r10d);  // the path starts at instruction 0
+      if (!ret_table_) xor_(r11d, r11d);
+    }
   }
 
   void epilogue() {
     if (frame_) add(rsp, kFrame);
+    if (pred_ && saves_) {
+      pop(rbp);
+      pop(rbx);
+    }
     ret();
   }
 
@@ -207,7 +332,12 @@ class Pass : public Xbyak::CodeGenerator {
       case BPF_ALU | BPF_NEG: neg(eax); break;
 
       case BPF_JMP | BPF_JA:
-        if (K) jump(Cond::Always, lab_[i + 1 + K]);
+        if (pred_) {
+          mov(r9d, static_cast<uint32_t>(i + 1 + K));
+          commit(i);
+        } else if (K) {
+          jump(Cond::Always, lab_[i + 1 + K]);
+        }
         break;
       case BPF_JMP | BPF_JGT | BPF_K:
       case BPF_JMP | BPF_JGE | BPF_K:
@@ -216,7 +346,10 @@ class Pass : public Xbyak::CodeGenerator {
       case BPF_JMP | BPF_JGT | BPF_X:
       case BPF_JMP | BPF_JGE | BPF_X:
       case BPF_JMP | BPF_JEQ | BPF_X:
-      case BPF_JMP | BPF_JSET | BPF_X: cond_jump(i, in); break;
+      case BPF_JMP | BPF_JSET | BPF_X:
+        if (pred_) pred_cond_jump(i, in);
+        else cond_jump(i, in);
+        break;
 
       case BPF_LD | BPF_W | BPF_ABS:
       case BPF_LD | BPF_H | BPF_ABS:
@@ -244,15 +377,28 @@ class Pass : public Xbyak::CodeGenerator {
       case BPF_LDX | BPF_IMM: mov_imm(ecx, K); break;
       case BPF_LD | BPF_MEM: mov(eax, dword[rsp + static_cast<int>(4 * K)]); break;
       case BPF_LDX | BPF_MEM: mov(ecx, dword[rsp + static_cast<int>(4 * K)]); break;
-      case BPF_ST: mov(dword[rsp + static_cast<int>(4 * K)], eax); break;
-      case BPF_STX: mov(dword[rsp + static_cast<int>(4 * K)], ecx); break;
+      case BPF_ST:
+        if (pred_) pred_store(i, eax, K);
+        else mov(dword[rsp + static_cast<int>(4 * K)], eax);
+        break;
+      case BPF_STX:
+        if (pred_) pred_store(i, ecx, K);
+        else mov(dword[rsp + static_cast<int>(4 * K)], ecx);
+        break;
       case BPF_MISC | BPF_TAX: mov(ecx, eax); break;
       case BPF_MISC | BPF_TXA: mov(eax, ecx); break;
       case BPF_RET | BPF_K:
+        if (pred_) {
+          pred_ret(i, in);
+          break;
+        }
         mov_imm(eax, K);
         epilogue();
         break;
-      case BPF_RET | BPF_A: epilogue(); break;
+      case BPF_RET | BPF_A:
+        if (pred_) pred_ret(i, in);
+        else epilogue();
+        break;
       default:
         throw std::runtime_error("jit: opcode not handled");  // unreachable after the checker
     }
@@ -401,6 +547,10 @@ class Pass : public Xbyak::CodeGenerator {
     const bool ind = bpf_mode(in.code) == BPF_IND;
     const bool msh = bpf_class(in.code) == BPF_LDX;
     L(stub_[i]);
+    if (pred_) {  // off the path: nothing to load
+      cmp(r10d, b_.first[i]);
+      jump(Cond::NE, after_[i]);
+    }
     save_for_call();
     if (ind) {
       mov(esi, edx);  // the wrapped X + k the fast path computed
@@ -421,32 +571,49 @@ class Pass : public Xbyak::CodeGenerator {
       mov(ecx, eax);
       mov(eax, r9d);  // A as it was before the load
     }
-    jump(Cond::Always, lab_[i + 1]);
+    if (pred_) {  // the call clobbered r10, r11: on the path they are this block and 0
+      mov(r10d, b_.first[i]);
+      if (!ret_table_) mov(r11d, 0);
+      jump(Cond::Always, after_[i]);
+    } else {
+      jump(Cond::Always, lab_[i + 1]);
+    }
   }
 
-  // Conditional jump: compare, then branch to jt/jf with fall-through where one is 0.
-  void cond_jump(size_t i, const Insn& in) {
+  // Sets the flags for conditional jump `in`; returns the condition under which it is
+  // taken (unsigned compares, as cBPF's).
+  Cond compare(const Insn& in) {
     const bool x = bpf_src(in.code) == BPF_X;
     const uint16_t op = bpf_op(in.code);
-    if (in.jt == in.jf) {  // both ways lead to one place: no test needed
-      if (in.jt) jump(Cond::Always, lab_[i + 1 + in.jt]);
-      return;
-    }
     if (op == BPF_JSET) {
       if (x) test(eax, ecx);
       else if (in_.blind) { imm_to_r9(in.k); test(eax, r9d); }
       else test(eax, in.k);
-    } else {
-      if (x) cmp(eax, ecx);
-      else if (in_.blind) { imm_to_r9(in.k); cmp(eax, r9d); }
-      else cmp(eax, in.k);
+      return Cond::NE;  // taken when A & K != 0
     }
-    Cond t, f;  // taken / not-taken conditions (unsigned compares, as cBPF's)
+    if (x) cmp(eax, ecx);
+    else if (in_.blind) { imm_to_r9(in.k); cmp(eax, r9d); }
+    else cmp(eax, in.k);
     switch (op) {
-      case BPF_JGT: t = Cond::A; f = Cond::BE; break;
-      case BPF_JGE: t = Cond::AE; f = Cond::B; break;
-      case BPF_JEQ: t = Cond::E; f = Cond::NE; break;
-      default: t = Cond::NE; f = Cond::E; break;  // JSET: taken when A & K != 0
+      case BPF_JGT: return Cond::A;
+      case BPF_JGE: return Cond::AE;
+      default: return Cond::E;
+    }
+  }
+
+  // Conditional jump: compare, then branch to jt/jf with fall-through where one is 0.
+  void cond_jump(size_t i, const Insn& in) {
+    if (in.jt == in.jf) {  // both ways lead to one place: no test needed
+      if (in.jt) jump(Cond::Always, lab_[i + 1 + in.jt]);
+      return;
+    }
+    const Cond t = compare(in);
+    Cond f;  // the not-taken condition
+    switch (t) {
+      case Cond::A: f = Cond::BE; break;
+      case Cond::AE: f = Cond::B; break;
+      case Cond::E: f = Cond::NE; break;
+      default: f = Cond::E; break;
     }
     if (!in_.blind && is_ret_k(i + 1 + in.jt) && is_ret_k(i + 1 + in.jf)) {
       // Both ways return a constant (the last test of most libpcap filters): choose the
@@ -478,7 +645,13 @@ class Pass : public Xbyak::CodeGenerator {
   std::vector<Xbyak::Label> lab_;   // lab_[i]: start of instruction i
   std::vector<Xbyak::Label> stub_;  // stub_[i]: slow path of packet load i
   Xbyak::Label ret0_, exit_a_;
+  std::vector<Xbyak::Label> after_;  // after_[i]: end of instruction i's own code (predicated)
   std::vector<uint8_t> needs_stub_;
+  Blocks b_;  // predicated form: the basic blocks
+  bool saves_ = false;     // some block saves A or X at entry (ebx, ebp pushed)
+  bool ret_table_ = true;  // every RET is `ret #k`: the result is looked up, not cmov'd
+  Xbyak::Label ret_values_;
+  const bool pred_;
   std::vector<Site> sites_;
   bool frame_ = false, packet_ = false;
   uint64_t rng_;

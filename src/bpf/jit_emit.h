@@ -16,6 +16,7 @@ struct PassInput {
   // Sites beyond the vector's end are emitted near (rel32).
   const std::vector<uint8_t>* short_ok = nullptr;
   bool blind = false;
+  bool predicated = false;  // the predicated form (jit.h JitForm); the program qualifies
   uint64_t blind_seed = 0;
 };
 

@@ -59,6 +59,20 @@ bool prepare_switch_bounded(std::span<const Insn> prog, PreparedImage* out, std:
 bool prepare_threaded_bounded(std::span<const Insn> prog, PreparedImage* out, std::string* err);
 bool prepare_jit(std::span<const Insn> prog, PreparedImage* out, std::string* err);  // jit.cc
 
+// The threaded engine's two shapes (interp_threaded.cc), as the JIT's (jit.h JitForm):
+//   Branching   one handler per instruction, jumps move the instruction pointer;
+//   Predicated  a forward-only program's basic blocks as one fixed sequence of handlers
+//               that every packet runs; each block commits its effect on A and X, or
+//               undoes it, by whether the packet's path is in it. The dispatch jumps then
+//               follow the same order for every packet and predict; every block runs.
+// Auto (what prepare_threaded and _bounded use) is Branching: on mixed traffic the
+// predicated form measured slower (docs/benchmarks.md); a backward jump (userland's
+// protochain loop) always runs Branching.
+enum class ThreadedForm : uint8_t { Auto, Branching, Predicated };
+bool threaded_predicated(std::span<const Insn> prog, ThreadedForm form);
+bool prepare_threaded_form(std::span<const Insn> prog, bool bounded, ThreadedForm form, PreparedImage* out,
+                           std::string* err);
+
 // What of a packet a program can read, found once at load (the idea of the kernel's old
 // x86 cBPF JIT "seen" flags: load skb fields only for programs that use them). A caller
 // building a view per packet fills only these parts; the rest is never read.
