@@ -20,6 +20,7 @@ struct BpfNet final : PernetState {
   std::mutex mu;  // serialises engine changes and the reloads they start
   std::atomic<int> engine{0};
   std::atomic<uint32_t> harden{0};  // net.core.bpf_jit_harden as set (0, 1 or 2)
+  std::atomic<int> jit_form{static_cast<int>(bpf::JitForm::Auto)};  // net.pktpath.bpf_jit_form
 };
 
 const PernetRegistrar bpf_pernet{{"bpf", [](Net&) -> std::unique_ptr<PernetState> {
@@ -75,6 +76,32 @@ const SysctlRegistrar jit_harden_sysctl{
        return std::nullopt;
      }}};
 
+// The JIT's code shape for programs loaded from now on (bpf/jit.h JitForm): auto
+// (predicated for short forward-only programs, branch-free on mixed traffic), branching
+// (one branch per conditional jump: faster where the traffic's branches predict), or
+// predicated (wherever the program qualifies).
+const SysctlRegistrar jit_form_sysctl{
+    {"net.pktpath.bpf_jit_form", "bpf_jit_form", "auto|branching|predicated",
+     [](Net& n) {
+       const auto f = static_cast<bpf::JitForm>(bpf_net(n).jit_form.load());
+       return std::string(f == bpf::JitForm::Branching ? "branching"
+                          : f == bpf::JitForm::Predicated ? "predicated"
+                                                           : "auto");
+     },
+     [](Net& n, const std::string& v) -> std::optional<std::string> {
+       bpf::JitForm f;
+       if (v == "auto")
+         f = bpf::JitForm::Auto;
+       else if (v == "branching")
+         f = bpf::JitForm::Branching;
+       else if (v == "predicated")
+         f = bpf::JitForm::Predicated;
+       else
+         return "net.pktpath.bpf_jit_form: expected auto, branching or predicated, not '" + v + "'";
+       bpf_net(n).jit_form.store(static_cast<int>(f));
+       return std::nullopt;
+     }}};
+
 }  // namespace
 
 BpfLoadConfig net_bpf_config(Net& net) {
@@ -82,6 +109,7 @@ BpfLoadConfig net_bpf_config(Net& net) {
   BpfLoadConfig c;
   c.engine = static_cast<bpf::Engine>(s.engine.load());
   c.jit.blind = s.harden.load() != 0;
+  c.jit.form = static_cast<bpf::JitForm>(s.jit_form.load());
   return c;
 }
 

@@ -1,7 +1,7 @@
 // How a Net loads classic BPF programs on its packet path (tc filters, capture taps):
 // the engine (net.pktpath.bpf_engine; default bpf::default_engine(), the JIT unless
 // PKTPATH_BPF_ENGINE forces an interpreter) and the JIT's options
-// (net.core.bpf_jit_enable, net.core.bpf_jit_harden). The values are per Net; bpf itself
+// (net.core.bpf_jit_enable, net.core.bpf_jit_harden, net.pktpath.bpf_jit_form). The values are per Net; bpf itself
 // knows no Net: callers pass what net_bpf_config returns. Changing the engine asks each
 // registered user to reload the programs attached in that Net.
 #pragma once

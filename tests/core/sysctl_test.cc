@@ -23,7 +23,7 @@ TEST_F(SysctlTest, SubsystemSysctlsAreRegisteredStatically) {
        {"net.core.bpf_jit_enable", "net.core.bpf_jit_harden", "net.core.skb_defer_max", "net.core.dev_weight",
         "net.core.netdev_budget", "net.core.netdev_max_backlog", "net.core.default_qdisc",
         "net.pktpath.qdisc_bypass", "net.pktpath.bpf_engine", "net.pktpath.egress_hooks",
-        "net.pktpath.nf_hook_point", "net.pktpath.defer_free"})
+        "net.pktpath.nf_hook_point", "net.pktpath.defer_free", "net.pktpath.bpf_jit_form"})
     EXPECT_NE(sysctl_find(name), nullptr) << name;
   for (const char* alias : {"bypass", "defer_free", "egress_hooks", "nf_hook_point", "bpf_engine"})
     EXPECT_NE(sysctl_find(alias), nullptr) << alias;
@@ -74,6 +74,23 @@ TEST_F(SysctlTest, JitHardenBlindsProgramsLoadedInThatNet) {
   EXPECT_TRUE(net_bpf_config(net).jit.blind);
   Net other{cpu};
   EXPECT_FALSE(net_bpf_config(other).jit.blind);
+}
+
+// The JIT's form for programs loaded in that Net; bpf dump says which form a program got.
+TEST_F(SysctlTest, JitFormChoosesTheShapeOfProgramsLoadedInThatNet) {
+  const Sysctl* f = sysctl_find("bpf_jit_form");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->get(net), "auto");
+  EXPECT_EQ(net_bpf_config(net).jit.form, bpf::JitForm::Auto);
+  EXPECT_FALSE(f->set(net, "branching"));
+  EXPECT_EQ(net_bpf_config(net).jit.form, bpf::JitForm::Branching);
+  EXPECT_EQ(f->get(net), "branching");
+  EXPECT_FALSE(f->set(net, "predicated"));
+  EXPECT_EQ(net_bpf_config(net).jit.form, bpf::JitForm::Predicated);
+  EXPECT_TRUE(f->set(net, "straight"));
+  EXPECT_EQ(f->get(net), "predicated");
+  Net other{cpu};
+  EXPECT_EQ(net_bpf_config(other).jit.form, bpf::JitForm::Auto);
 }
 
 TEST_F(SysctlTest, DefaultQdiscKnowsTheKinds) {
