@@ -183,51 +183,14 @@ TEST(AfpacketKernel, EgressFilterDropsAreMissingOnTheWire) {
   for (const Frame& f : got) ASSERT_GE(udp_dport(f), 1002) << "a dropped flow on the wire";
 }
 
-// The userspace datapath between two kernel veths: frames sent into A reach pktpath's
-// d0, a tc ingress rule redirects UDP port 7 to d1 and drops the rest, and B receives
-// exactly the port-7 frames; every frame d0 took is redirected or dropped and counted.
+// The userspace datapath between two kernel veths, afpacket in and afpacket out
+// (check_datapath_between_veths).
 TEST(AfpacketKernel, KernelToPktpathToKernelCarriesWhatTheRulesAllow) {
   KernelNs ns;
   SKIP_UNLESS(ns);
-  const std::string pid = std::to_string(::getpid());
-  const std::string a0 = "pa" + pid, a1 = "qa" + pid, b0 = "pb" + pid, b1 = "qb" + pid;
-  if (!ns.veth(a0, a1) || !ns.veth(b0, b1)) GTEST_SKIP() << ns.why();
-  KernelSender tx(ns.name(), a0);
-  KernelCapture cap(ns.name(), b0);
-  ASSERT_TRUE(tx.ok() && cap.ok());
-  const uint64_t b_rx0 = ns.stat(b0, "rx", "packets");
-  Runner t;
-  const std::string in_ns = " netns " + ns.name();
-  ASSERT_TRUE(t.line("ip link add dev d1 type afpacket link " + b1 + in_ns)) << t.err;
-  ASSERT_TRUE(t.line("ip link set dev d1 up")) << t.err;
-  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a1 + in_ns)) << t.err;
-  ASSERT_TRUE(t.line("tc qdisc add dev d0 clsact")) << t.err;
-  ASSERT_TRUE(t.line("tc filter add dev d0 ingress pref 1 protocol ip flower ip_proto udp dst_port 7 "
-                     "action mirred egress redirect dev d1")) << t.err;
-  ASSERT_TRUE(t.line("tc filter add dev d0 ingress pref 2 matchall action drop")) << t.err;
-  ASSERT_TRUE(t.line("ip link set dev d0 up")) << t.err;
-  const uint64_t drops0 = drop_totals()[static_cast<unsigned>(DropReason::TC_INGRESS)];
-  constexpr uint32_t kN = 600;
-  std::vector<Frame> want;
-  for (uint32_t i = 0; i < kN; ++i) {
-    const Frame f = udp_frame(i % 3 == 0 ? 7 : 8, i);
-    if (udp_dport(f) == 7) want.push_back(f);
-    ASSERT_TRUE(tx.send(f));
-  }
-  auto dropped_now = [&] { return drop_totals()[static_cast<unsigned>(DropReason::TC_INGRESS)] - drops0; };
-  for (int i = 0; i < 100 && t.dev("d1")->stats_sum().tx_packets + dropped_now() < kN; ++i)
-    ASSERT_TRUE(t.line("sleep 0.02"));
-  ASSERT_TRUE(t.line("sleep 0.05"));
-  // d0's rx counts what its stack delivered: nothing here, tc took every frame.
-  const DevStatsSum s0 = t.dev("d0")->stats_sum(), s1 = t.dev("d1")->stats_sum();
-  const uint64_t dropped = dropped_now();
-  EXPECT_EQ(s0.rx_packets, 0u);
-  EXPECT_EQ(s0.rx_dropped, 0u);
-  EXPECT_EQ(s1.tx_packets, want.size());
-  EXPECT_EQ(s1.tx_packets + dropped, kN);
-  const std::vector<Frame> got = cap.take(want.size());
-  EXPECT_EQ(got, want);
-  EXPECT_EQ(ns.stat(b0, "rx", "packets") - b_rx0, want.size());
+  check_datapath_between_veths(ns, "afpacket", [](Runner& t, const std::string& dev, std::string&) {
+    return t.line("ip link set dev " + dev + " up");
+  });
 }
 
 }  // namespace
