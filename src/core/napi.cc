@@ -2,6 +2,7 @@
 #include "core/napi.h"
 
 #include "core/cpu.h"
+#include "base/compiler.h"
 
 namespace pktpath {
 
@@ -104,6 +105,15 @@ void Cpu::net_rx_action() {
   list.splice(poll_);
   list.splice(repoll);
   poll_.splice(list);
+}
+
+void napi_wait_idle(Napi& n) {
+  while (n.scheduled()) {
+    if (Cpu* c = Cpu::current(); c && c == n.cpu)
+      c->net_rx_action();
+    else
+      cpu_relax();
+  }
 }
 
 }  // namespace pktpath

@@ -54,6 +54,10 @@ inline void napi_schedule(Napi& n) {
   if (napi_schedule_prep(n)) napi_schedule_now(n);
 }
 
+// napi_disable's wait: returns once a scheduled poll of `n` has run out. The poll runs
+// here when this thread drives n.cpu; otherwise n.cpu's own thread runs it.
+void napi_wait_idle(Napi& n);
+
 // mirrors napi_complete_done: clears SCHED, unless MISSED was set meanwhile, in which
 // case the instance is put back on the poll list and false is returned.
 bool napi_complete_done(Napi& n, int work_done);

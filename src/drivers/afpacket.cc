@@ -423,9 +423,7 @@ void afp_stop(NetDevice& dev) {
   AfpPriv& s = priv(dev);
   s.irq.stop();
   s.rx_running = false;
-  while (s.napi.scheduled()) {
-    if (Cpu::current() == s.napi.cpu) s.napi.cpu->net_rx_action();
-  }
+  napi_wait_idle(s.napi);
   if (Cpu* cpu = Cpu::current()) {
     read_kernel_drops(s, *cpu);
     uint64_t left = 0;

@@ -428,9 +428,7 @@ void pcap_stop(NetDevice& dev) {
   PcapPriv& s = priv(dev);
   s.rx_running = false;
   s.timer.cancel();
-  while (s.napi.scheduled()) {
-    if (Cpu::current() == s.napi.cpu) s.napi.cpu->net_rx_action();
-  }
+  napi_wait_idle(s.napi);
   s.close_rx();
   if (s.tx) {
     if (Cpu* cpu = Cpu::current()) {

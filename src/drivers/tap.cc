@@ -372,12 +372,7 @@ int tap_open(NetDevice& dev) {
 void tap_stop(NetDevice& dev) {
   TapPriv& s = priv(dev);
   s.stop_irq();
-  for (uint32_t i = 0; i < s.nq; ++i) {
-    Napi& n = s.q[i].napi;
-    while (n.scheduled()) {
-      if (Cpu::current() == n.cpu) n.cpu->net_rx_action();
-    }
-  }
+  for (uint32_t i = 0; i < s.nq; ++i) napi_wait_idle(s.q[i].napi);
   if (Cpu* cpu = Cpu::current()) collect_kernel_drops(s, *cpu);
   s.close_all();
 }

@@ -98,10 +98,7 @@ void veth_napi_del(NetDevice& dev, VethRq& rq) {
   rq.napi_on.store(false, std::memory_order_seq_cst);
   rq.disabling.store(true, std::memory_order_seq_cst);
   rcu_synchronize();
-  while (rq.napi.scheduled()) {
-    if (Cpu* c = Cpu::current(); c && c == rq.napi.cpu) c->net_rx_action();
-    else cpu_relax();
-  }
+  napi_wait_idle(rq.napi);
   rq.rx_notify_masked.store(false, std::memory_order_relaxed);
   Cpu& cpu = Cpu::current() ? *Cpu::current() : dev.net().control_cpu();
   while (Packet* p = rq.ring.consume()) {

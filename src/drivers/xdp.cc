@@ -506,9 +506,7 @@ void xdp_stop(NetDevice& dev) {
   XdpPriv& s = priv(dev);
   s.irq.stop();
   s.rx_running = false;
-  while (s.napi.scheduled()) {
-    if (Cpu::current() == s.napi.cpu) s.napi.cpu->net_rx_action();
-  }
+  napi_wait_idle(s.napi);
   if (Cpu* cpu = Cpu::current()) {
     read_kernel_drops(s, *cpu);
     uint64_t left = 0;
