@@ -52,6 +52,7 @@ struct IpLinkSet {
   std::optional<bool> up;
   std::optional<uint32_t> mtu;
   std::optional<uint64_t> rps_cpus;  // rx-0's RPS mask (hex, as sysfs takes it)
+  std::optional<bool> threaded;      // /sys/class/net/D/threaded: NAPI polled by a thread of its own
   std::string kind;  // with `type KIND opts...`
   LinkOptions opts;
 };

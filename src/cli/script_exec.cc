@@ -76,6 +76,13 @@ ScriptRunner::ScriptRunner(bool json, std::FILE* out, uint32_t pool_capacity)
 
 ScriptRunner::~ScriptRunner() {
   run_all_pending();
+  // A device polled by a NAPI thread stops while that thread still runs its last poll.
+  for (auto& n : nets_)
+    for (NetDevice* d : n->devices().list())
+      if (d->napi_thread() && d->is_up()) {
+        std::string ignored;
+        n->devices().set_up(*d, false, ignored);
+      }
   // What still waits on an input queue (circling packets) goes before the devices do.
   cpu_set_.stop();
   control_.backlog_purge();
@@ -294,6 +301,7 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
       d->set_rps_map(std::move(m));
     }
   }
+  if (c.threaded && !set_threaded(*d, *c.threaded, err)) return false;
   if (c.up) {
     std::string msg;
     if (!table().set_up(*d, *c.up, msg)) {
@@ -302,6 +310,22 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
       return fail(err, c.dev, msg);
     }
   }
+  return true;
+}
+
+// mirrors dev_set_threaded: the device's NAPI instances go to a thread of their own (a new
+// one each time it is turned on, kept for the runner's life), taken at the next up.
+bool ScriptRunner::set_threaded(NetDevice& d, bool on, ScriptError& err) {
+  if (on == (d.napi_thread() != nullptr)) return true;
+  if (d.is_up()) return fail(err, "threaded", "threaded: set it while " + d.name() + " is down");
+  const std::string_view kind = table().kind_of(d);
+  if (const LinkKind* k = link_kind_lookup(kind); on && !(k && k->threaded_napi))
+    return fail(err, "threaded", "threaded: " + std::string(kind) + " devices poll on the Cpu that sets them up "
+                                 "(afpacket and xdp have NAPI threads)");
+  if (on && !limits_.datapath_cpus) return fail(err, "threaded", "threaded: datapath Cpus are off in this runner");
+  if (on && vclock_)
+    return fail(err, "threaded", "threaded: NAPI threads run on real time, not on the virtual clock");
+  d.set_napi_thread(on ? &cpu_set_.add_napi_thread(d.net().cpu_options()).cpu() : nullptr);
   return true;
 }
 

@@ -79,6 +79,7 @@ class ScriptRunner {
  private:
   bool ip_link_add(const IpLinkAdd& c, ScriptError& err);
   bool ip_link_set(const IpLinkSet& c, ScriptError& err);
+  bool set_threaded(NetDevice& d, bool on, ScriptError& err);
   bool ip_link_del(const IpLinkDel& c, ScriptError& err);
   bool apply_link_options(const LinkKind& k, NetDevice& d, const LinkOptions& opts, ScriptError& err);
   bool settle_devices(ScriptError& err);

@@ -209,6 +209,12 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, const IpLinkShow
         if (!need_value(w, i, err)) return false;
         if (!parse_cpu_mask(w[++i], m)) return fail(err, w[i], "rps_cpus: bad CPU mask \"" + w[i] + "\" (hex, e.g. 3)");
         s.rps_cpus = m;
+      } else if (k == "threaded") {
+        if (!need_value(w, i, err)) return false;
+        const std::string& v = w[++i];
+        if (v != "0" && v != "1" && v != "on" && v != "off")
+          return fail(err, v, "threaded: expected 1 or 0 (on or off), got \"" + v + "\"");
+        s.threaded = v == "1" || v == "on";
       } else if (s.dev.empty()) {
         s.dev = k;
       } else {
@@ -216,8 +222,9 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, const IpLinkShow
       }
     }
     if (s.dev.empty()) return fail(err, at(w, i), "ip link set needs a device");
-    if (!s.up && !s.mtu && !s.rps_cpus && s.opts.empty())
-      return fail(err, at(w, i), "ip link set: nothing to change (up, down, mtu N, rps_cpus MASK, type KIND OPTIONS)");
+    if (!s.up && !s.mtu && !s.rps_cpus && !s.threaded && s.opts.empty())
+      return fail(err, at(w, i),
+                  "ip link set: nothing to change (up, down, mtu N, rps_cpus MASK, threaded 1|0, type KIND OPTIONS)");
     out = s;
     return true;
   }

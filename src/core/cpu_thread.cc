@@ -80,11 +80,9 @@ CpuSet::~CpuSet() {
 }
 
 void CpuSet::stop() {
-  for (auto& t : threads_)
-    if (t) t->stop();
+  each([](CpuThread& t) { t.stop(); });
   // All stopped: nothing can hand a packet to a Cpu that has already dropped its queue.
-  for (auto& t : threads_)
-    if (t) t->cpu().backlog_purge();
+  each([](CpuThread& t) { t.cpu().backlog_purge(); });
 }
 
 bool CpuSet::quiesce_for(uint64_t max_ns) {
@@ -107,16 +105,22 @@ CpuThread& CpuSet::get(unsigned i, const Cpu::Options& opts) {
   return *threads_[i];
 }
 
+CpuThread& CpuSet::add_napi_thread(const Cpu::Options& opts) {
+  Cpu::Options o = opts;
+  o.core = -1;
+  napi_threads_.push_back(std::make_unique<CpuThread>(pool_, o));
+  return *napi_threads_.back();
+}
+
 void CpuSet::set_defer_free(bool on) {
   quiesce();
-  for (auto& t : threads_)
-    if (t) t->cpu().set_defer_free(on);
+  each([on](CpuThread& t) { t.cpu().set_defer_free(on); });
 }
 
 bool CpuSet::idle() const {
-  for (const auto& t : threads_)
-    if (t && !t->idle()) return false;
-  return true;
+  bool all = true;
+  each([&all](const CpuThread& t) { all = all && t.idle(); });
+  return all;
 }
 
 void CpuSet::quiesce() {

@@ -55,6 +55,9 @@ class CpuSet {
   CpuThread& get(unsigned i, const Cpu::Options& opts);
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
   CpuThread* at(unsigned i) { return i < threads_.size() ? threads_[i].get() : nullptr; }
+  // A thread for a device's threaded NAPI (napi_kthread_create's "napi/D"): outside the
+  // numbering of RPS masks, not pinned, kept until stop() like the others.
+  CpuThread& add_napi_thread(const Cpu::Options& opts);
   // Every thread idle at once (nothing handed to any of them is left).
   bool idle() const;
   void quiesce();
@@ -71,6 +74,12 @@ class CpuSet {
  private:
   PacketPool& pool_;
   std::vector<std::unique_ptr<CpuThread>> threads_;  // null where not made yet
+  std::vector<std::unique_ptr<CpuThread>> napi_threads_;
+  template <typename Fn> void each(Fn fn) const {
+    for (const auto& t : threads_)
+      if (t) fn(*t);
+    for (const auto& t : napi_threads_) fn(*t);
+  }
 };
 
 }  // namespace pktpath

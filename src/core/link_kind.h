@@ -49,6 +49,10 @@ struct LinkKind {
   // afpacket's socket on one): refused where scripts may not touch the host
   // (ScriptLimits::host_devices, the fuzzer).
   bool touches_host = false;
+  // Its receive polls on the device's NAPI thread where one is set (NetDevice::napi_cpu,
+  // `ip link set dev D threaded 1`): the poll shares nothing unguarded with the control
+  // thread.
+  bool threaded_napi = false;
 };
 
 void link_kind_register(const LinkKind& k);

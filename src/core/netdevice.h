@@ -207,6 +207,14 @@ class NetDevice {
   const RpsMap* rps_map() const { return rps_map_.get(); }
   void set_rps_map(std::unique_ptr<RpsMap> m) { rps_map_ = std::move(m); }
 
+  // --- threaded NAPI (/sys/class/net/D/threaded, dev_set_threaded): where set, the
+  // receiving driver's NAPI instances are polled by this datapath Cpu, a thread of its
+  // own, instead of the Cpu of the thread that set the device up. Read at up.
+  Cpu* napi_thread() const { return napi_thread_; }
+  void set_napi_thread(Cpu* c) { napi_thread_ = c; }
+  // The Cpu that polls an instance the device opens from a thread driving `current`.
+  Cpu* napi_cpu(Cpu* current) const { return napi_thread_ ? napi_thread_ : current; }
+
   // --- statistics.
   DevCpuStats& stats(const Cpu& cpu) { return pcpu_[cpu.id()]; }
   DevStatsSum stats_sum() const;
@@ -237,6 +245,7 @@ class NetDevice {
   std::unique_ptr<Qdisc> qdisc_;
   std::unique_ptr<DriverState> priv_;
   std::unique_ptr<RpsMap> rps_map_;
+  Cpu* napi_thread_ = nullptr;
   std::atomic<const tc::Miniq*> tc_egress_{nullptr};
   std::atomic<const tc::Miniq*> tc_ingress_{nullptr};
   nf::NfDeviceHooks nf_hooks_{this};

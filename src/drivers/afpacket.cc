@@ -108,7 +108,7 @@ struct AfpPriv final : DriverState {
   // Receive: the instance and its interrupt thread.
   Napi napi;
   host_socket::RxIrq irq;
-  bool rx_running = false;  // the polling Cpu's thread only
+  std::atomic<bool> rx_running{false};  // set by the control thread, read by the poll
 
   // The first failure, reported once through busy().
   std::string error;
@@ -403,7 +403,7 @@ int afp_open(NetDevice& dev) {
     return -1;
   }
   dev.set_mtu(s.link_mtu);
-  s.napi.cpu = cpu;
+  s.napi.cpu = dev.napi_cpu(cpu);
   s.rx_running = true;
   std::vector<int> fds;
   for (const RxRing& r : s.rx) fds.push_back(r.fd);
@@ -518,7 +518,8 @@ const LinkKindRegistrar kAfpacket{{.kind = "afpacket",
                                    .dellink = nullptr,
                                    .set_text_option = afp_set_text_option,
                                    .busy = afp_busy,
-                                   .touches_host = true}};
+                                   .touches_host = true,
+                              .threaded_napi = true}};
 
 }  // namespace
 }  // namespace pktpath

@@ -136,7 +136,7 @@ struct XdpPriv final : DriverState {
 
   Napi napi;
   host_socket::RxIrq irq;
-  bool rx_running = false;  // the polling Cpu's thread only
+  std::atomic<bool> rx_running{false};  // set by the control thread, read by the poll
 
   std::string error;
   bool error_reported = false;
@@ -486,7 +486,7 @@ int xdp_open(NetDevice& dev) {
     return -1;
   }
   dev.set_mtu(s.link_mtu);
-  s.napi.cpu = cpu;
+  s.napi.cpu = dev.napi_cpu(cpu);
   s.rx_running = true;
   std::vector<int> fds;
   for (uint32_t i = 0; i < s.nq; ++i) fds.push_back(s.q[i].fd);
@@ -643,7 +643,8 @@ const LinkKindRegistrar kXdp{{.kind = "xdp",
                               .dellink = nullptr,
                               .set_text_option = xdp_set_text_option,
                               .busy = xdp_busy,
-                              .touches_host = true}};
+                              .touches_host = true,
+                              .threaded_napi = true}};
 
 }  // namespace
 }  // namespace pktpath

@@ -39,6 +39,22 @@ TEST(AfpacketOptions, BadValuesAreRefusedNamingTheWord) {
 
 // Where scripts may not touch the host's kernel (the fuzzer's limits) they may not reach
 // a real interface either.
+TEST(AfpacketOptions, ThreadedTakesOneOrZeroAndOnlyKindsWithNapiThreads) {
+  Runner t;
+  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link lo"));
+  EXPECT_FALSE(t.line("ip link set dev d0 threaded yes"));
+  EXPECT_TRUE(contains(t.err, "threaded: expected 1 or 0")) << t.err;
+  EXPECT_TRUE(t.line("ip link set dev d0 threaded 1")) << t.err;
+  EXPECT_NE(t.dev("d0")->napi_thread(), nullptr);
+  EXPECT_TRUE(t.line("ip link set dev d0 threaded 0")) << t.err;
+  EXPECT_EQ(t.dev("d0")->napi_thread(), nullptr);
+  ASSERT_TRUE(t.line("ip link add dev v0 type veth peer name v1"));
+  EXPECT_FALSE(t.line("ip link set dev v0 threaded 1"));
+  EXPECT_TRUE(contains(t.err, "veth devices poll on the Cpu that sets them up")) << t.err;
+  ASSERT_TRUE(t.line("ip link set dev v0 up"));
+  EXPECT_TRUE(t.line("ip link set dev v0 threaded 0")) << "already off: nothing to change";
+}
+
 TEST(AfpacketOptions, HostInterfacesAreRefusedUnderTheFuzzersLimits) {
   Runner t;
   cli::ScriptLimits lim;
@@ -191,6 +207,15 @@ TEST(AfpacketKernel, KernelToPktpathToKernelCarriesWhatTheRulesAllow) {
   check_datapath_between_veths(ns, "afpacket", [](Runner& t, const std::string& dev, std::string&) {
     return t.line("ip link set dev " + dev + " up");
   });
+}
+
+// The same with both devices on NAPI threads of their own, the script idle meanwhile.
+TEST(AfpacketKernel, ThreadedNapiCarriesTheDatapathWithoutTheScript) {
+  KernelNs ns;
+  SKIP_UNLESS(ns);
+  check_datapath_between_veths(
+      ns, "afpacket", [](Runner& t, const std::string& dev, std::string&) { return t.line("ip link set dev " + dev + " up"); },
+      true);
 }
 
 }  // namespace

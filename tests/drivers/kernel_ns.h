@@ -232,6 +232,8 @@ inline std::vector<Frame> read_pcap(const std::string& path) {
 }
 
 // The script runner, one line at a time.
+inline bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
 struct Runner {
   cli::ScriptRunner r{false, stdout};
   std::string err;
@@ -261,9 +263,11 @@ struct Runner {
 // reach pktpath's d0, a tc ingress rule redirects UDP port 7 to d1 and drops the rest, and
 // B receives exactly the port-7 frames; every frame d0 took is redirected or dropped and
 // counted. `up` puts a device up, or returns false with `skip` set when the kind cannot
-// run here (else the failure is t.err).
+// run here (else the failure is t.err). With `threaded`, both devices poll on NAPI threads
+// of their own and the script is not run while the frames pass (no `sleep` lines): only
+// those threads can carry them.
 using UpFn = bool (*)(Runner& t, const std::string& dev, std::string& skip);
-inline void check_datapath_between_veths(KernelNs& ns, const std::string& kind, UpFn up) {
+inline void check_datapath_between_veths(KernelNs& ns, const std::string& kind, UpFn up, bool threaded = false) {
   const std::string pid = std::to_string(::getpid());
   const std::string a0 = "pa" + pid, a1 = "qa" + pid, b0 = "pb" + pid, b1 = "qb" + pid;
   if (!ns.veth(a0, a1) || !ns.veth(b0, b1)) GTEST_SKIP() << ns.why();
@@ -275,6 +279,9 @@ inline void check_datapath_between_veths(KernelNs& ns, const std::string& kind, 
   std::string skip;
   const std::string in_ns = " netns " + ns.name();
   ASSERT_TRUE(t.line("ip link add dev d1 type " + kind + " link " + b1 + in_ns)) << t.err;
+  if (threaded) {
+    ASSERT_TRUE(t.line("ip link set dev d1 threaded 1")) << t.err;
+  }
   if (!up(t, "d1", skip)) {
     if (!skip.empty()) GTEST_SKIP() << skip;
     FAIL() << t.err;
@@ -284,9 +291,16 @@ inline void check_datapath_between_veths(KernelNs& ns, const std::string& kind, 
   ASSERT_TRUE(t.line("tc filter add dev d0 ingress pref 1 protocol ip flower ip_proto udp dst_port 7 "
                      "action mirred egress redirect dev d1")) << t.err;
   ASSERT_TRUE(t.line("tc filter add dev d0 ingress pref 2 matchall action drop")) << t.err;
+  if (threaded) {
+    ASSERT_TRUE(t.line("ip link set dev d0 threaded 1")) << t.err;
+  }
   if (!up(t, "d0", skip)) {
     if (!skip.empty()) GTEST_SKIP() << skip;
     FAIL() << t.err;
+  }
+  if (threaded) {
+    EXPECT_FALSE(t.line("ip link set dev d0 threaded 0"));
+    EXPECT_NE(t.err.find("threaded: set it while d0 is down"), std::string::npos) << t.err;
   }
   const uint64_t drops0 = drop_totals()[static_cast<unsigned>(DropReason::TC_INGRESS)];
   constexpr uint32_t kN = 600;
@@ -297,9 +311,15 @@ inline void check_datapath_between_veths(KernelNs& ns, const std::string& kind, 
     ASSERT_TRUE(tx.send(f));
   }
   auto dropped_now = [&] { return drop_totals()[static_cast<unsigned>(DropReason::TC_INGRESS)] - drops0; };
-  for (int i = 0; i < 100 && t.dev("d1")->stats_sum().tx_packets + dropped_now() < kN; ++i)
-    ASSERT_TRUE(t.line("sleep 0.02"));
-  ASSERT_TRUE(t.line("sleep 0.05"));
+  auto pause = [&](const char* secs) {
+    if (threaded) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::stod(secs)));
+    } else {
+      ASSERT_TRUE(t.line(std::string("sleep ") + secs));
+    }
+  };
+  for (int i = 0; i < 100 && t.dev("d1")->stats_sum().tx_packets + dropped_now() < kN; ++i) pause("0.02");
+  pause("0.05");
   // d0's rx counts what its stack delivered: nothing here, tc took every frame.
   const DevStatsSum s0 = t.dev("d0")->stats_sum(), s1 = t.dev("d1")->stats_sum();
   const uint64_t dropped = dropped_now();

@@ -24,7 +24,6 @@ namespace {
 
 using namespace kernel_test;
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // Puts `dev` up; false with `skip` set where AF_XDP itself is missing (a build without
 // libxdp, a kernel without CONFIG_XDP_SOCKETS), false with t.err for any other failure.
@@ -300,6 +299,13 @@ TEST(XdpKernel, KernelToPktpathToKernelCarriesWhatTheRulesAllow) {
   KernelNs ns("ppxdp");
   SKIP_UNLESS(ns);
   check_datapath_between_veths(ns, "xdp", xdp_up);
+}
+
+// The same with both devices on NAPI threads of their own, the script idle meanwhile.
+TEST(XdpKernel, ThreadedNapiCarriesTheDatapathWithoutTheScript) {
+  KernelNs ns("ppxdt");
+  SKIP_UNLESS(ns);
+  check_datapath_between_veths(ns, "xdp", xdp_up, true);
 }
 
 }  // namespace
