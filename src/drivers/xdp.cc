@@ -23,7 +23,9 @@
 // kernel in copy mode keeps fill-ring frames on its own free list, xp_free, so the
 // rings alone do not say): at down, once the sockets are closed, they go back to the
 // pool. The pool's buffers must hold a whole chunk (kChunk): the up refuses a pool
-// whose buf_size is smaller. The interrupt is a thread of the device sleeping in poll() on the sockets, scheduling the
+// whose buf_size is smaller. Copy mode only was tried (veth): in zero-copy mode the
+// kernel refuses a chunk that crosses into a page not DMA-contiguous with it
+// (xp_check_unaligned), which most slots of a 4 KiB-page slab do. The interrupt is a thread of the device sleeping in poll() on the sockets, scheduling the
 // instance and waiting for its poll to complete it, as afpacket's does.
 //
 // Transmit: socket i serves tx queue i, with kTxFrames slots of the pool it takes at up
