@@ -1,5 +1,8 @@
 #include "core/packet_pool.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -15,8 +18,12 @@ PacketPool::PacketPool(Options opts) : opts_(opts) {
   if (opts_.capacity == 0 || opts_.buf_size <= opts_.headroom)
     throw std::invalid_argument("packet pool: capacity must be > 0 and buf_size > headroom");
   slot_size_ = round_up(sizeof(Packet), kCacheLine) + round_up(opts_.buf_size, kCacheLine);
-  slab_ = static_cast<uint8_t*>(std::aligned_alloc(kCacheLine, slot_size_ * opts_.capacity));
-  if (!slab_) throw std::bad_alloc();
+  // Whole pages, page-aligned: xdp_umem_reg takes nothing else as a UMEM.
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  slab_bytes_ = round_up(slot_size_ * opts_.capacity, page);
+  void* m = ::mmap(nullptr, slab_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  slab_ = static_cast<uint8_t*>(m);
   stack_ = std::make_unique<Packet*[]>(opts_.capacity);
   const size_t hdr = round_up(sizeof(Packet), kCacheLine);
   for (uint32_t i = 0; i < opts_.capacity; ++i) {
@@ -34,7 +41,7 @@ PacketPool::PacketPool(Options opts) : opts_(opts) {
 PacketPool::~PacketPool() {
   for (uint32_t i = 0; i < opts_.capacity; ++i)
     reinterpret_cast<Packet*>(slab_ + i * slot_size_)->~Packet();
-  std::free(slab_);
+  ::munmap(slab_, slab_bytes_);
 }
 
 unsigned PacketPool::get_bulk(Packet** out, unsigned n) {

@@ -2,7 +2,9 @@
 // skbuff_head_cache, with the data buffer in the same slot as DPDK's mbufs do).
 //
 // All memory is allocated once, at construction; the per-packet path never touches the
-// heap. Cpus take and return packets in bulk through get_bulk/put_bulk and keep their
+// heap. The slots lie in one page-aligned mapping (slab()), so that a driver can lend
+// their buffers to the kernel as an AF_XDP UMEM (drivers/xdp.cc), as DPDK's af_xdp PMD
+// registers its mempool. Cpus take and return packets in bulk through get_bulk/put_bulk and keep their
 // own caches (see Cpu), so the pool's lock is taken once per batch, not per packet.
 //
 // Concurrency: get_bulk/put_bulk may be called from any thread (internal spinlock).
@@ -44,6 +46,21 @@ class PacketPool {
   // Packets currently in the shared stack (excludes those in Cpu caches).
   uint32_t available() const;
   bool owns(const Packet* p) const;
+
+  // The mapping every slot lives in: page-aligned, slab_bytes() long (whole pages).
+  uint8_t* slab() const { return slab_; }
+  size_t slab_bytes() const { return slab_bytes_; }
+  size_t slot_size() const { return slot_size_; }
+  // The packet whose slot holds slab offset `off` (a UMEM address); nullptr past the
+  // last slot.
+  Packet* slot_at(uint64_t off) const {
+    const uint64_t i = off / slot_size_;
+    return PP_LIKELY(i < opts_.capacity) ? reinterpret_cast<Packet*>(slab_ + i * slot_size_) : nullptr;
+  }
+  // The slot index of a packet of this pool (0..capacity-1).
+  uint32_t index_of(const Packet* p) const {
+    return static_cast<uint32_t>((reinterpret_cast<const uint8_t*>(p) - slab_) / slot_size_);
+  }
   // Fault injection: the interval a Cpu created on this pool starts with (see
   // Cpu::set_alloc_fail_every); 0 = off.
   uint32_t alloc_fail_every() const { return alloc_fail_every_.load(std::memory_order_relaxed); }
@@ -52,6 +69,7 @@ class PacketPool {
  private:
   Options opts_;
   size_t slot_size_ = 0;
+  size_t slab_bytes_ = 0;
   uint8_t* slab_ = nullptr;
   std::unique_ptr<Packet*[]> stack_;
   mutable SpinLock lock_;

@@ -3,24 +3,34 @@
 //
 //   ip link add dev D type xdp link IF [netns NAME] [queues N] [mode native|generic] [zerocopy]
 //
-// One AF_XDP socket per queue (default 1), bound to IF's rx queues 0..N-1, each with a
-// UMEM of its own: the first half of its frames lent to the kernel through the fill
-// ring, the second half for transmit. libxdp loads its default program on IF, which
+// One AF_XDP socket per queue (default 1), bound to IF's rx queues 0..N-1, all sharing
+// one UMEM: the packet pool's slab itself, registered in unaligned-chunk mode, so that
+// the kernel writes received frames straight into pktpath packets (as DPDK's af_xdp PMD
+// registers its mempool). libxdp loads its default program on IF, which
 // redirects each queue's frames into the socket bound to it (an XSKMAP); without a BPF
 // file system, or where its dispatcher cannot run, libxdp attaches that program alone,
 // and the device says so on stderr. `mode` picks XDP_FLAGS_DRV_MODE or
 // XDP_FLAGS_SKB_MODE (default: native where IF takes it, else generic); the bind asks
 // for XDP_COPY, or XDP_ZEROCOPY with `zerocopy` (refused where IF's driver has none).
 //
-// Receive: one NAPI instance on the Cpu of the thread that sets the device up walks the
-// sockets' rx rings up to its budget, hands each frame to netif_receive_skb (copied into
-// a packet of the pool: a packet's fragments have no release hook to return a UMEM
-// frame), then gives the batch's frames back through the fill ring at once. The
-// interrupt is a thread of the device sleeping in poll() on the sockets, scheduling the
+// Receive, without a copy: each socket lends kFill packets of the pool to the kernel
+// through its fill ring, each as the address of its buffer (head); the kernel writes a
+// frame at head + XDP_PACKET_HEADROOM. One NAPI instance on the Cpu of the thread that
+// sets the device up walks the sockets' rx rings up to its budget, finds each
+// descriptor's packet by its address, sets its geometry and hands the packet itself to
+// netif_receive_skb; then lends as many fresh packets of the polling Cpu through the
+// fill ring at once. A bitmap over the pool's slots says which packets are on loan (the
+// kernel in copy mode keeps fill-ring frames on its own free list, xp_free, so the
+// rings alone do not say): at down, once the sockets are closed, they go back to the
+// pool. The pool's buffers must hold a whole chunk (kChunk): the up refuses a pool
+// whose buf_size is smaller. Copy mode only was tried (veth): in zero-copy mode the
+// kernel refuses a chunk that crosses into a page not DMA-contiguous with it
+// (xp_check_unaligned), which most slots of a 4 KiB-page slab do. The interrupt is a thread of the device sleeping in poll() on the sockets, scheduling the
 // instance and waiting for its poll to complete it, as afpacket's does.
 //
-// Transmit: socket i serves tx queue i. A frame is copied into a free UMEM frame and its
-// descriptor produced on the tx ring; the doorbell (sendto, which makes the kernel send
+// Transmit: socket i serves tx queue i, with kTxFrames slots of the pool it takes at up
+// and holds until down as its tx frames (one socket has one UMEM: they must lie in the
+// registered slab too). A frame is copied into a free one and its descriptor produced on the tx ring; the doorbell (sendto, which makes the kernel send
 // what the ring holds, TX_BATCH_SIZE frames a call in copy mode, so it calls again
 // while the kernel says EAGAIN) rings once per burst, as work on the sending Cpu
 // coalesced as afpacket's is. The completion ring is read in batches, when the free
@@ -52,12 +62,14 @@
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <thread>
+#include <utility>
 #include <vector>
 #endif
 
@@ -77,11 +89,16 @@ struct XdpConfig {
 
 #if PKTPATH_HAVE_XDP
 
-constexpr uint32_t kFrameSize = XSK_UMEM__DEFAULT_FRAME_SIZE;  // 4096: one page per frame
-constexpr uint32_t kRing = 2048;                               // every ring's size
-constexpr uint32_t kRxFrames = kRing;                          // frames 0..kRing-1: fill
-constexpr uint32_t kTxFrames = kRing;                          // frames kRing..2*kRing-1: tx
-constexpr uint32_t kUmemLen = (kRxFrames + kTxFrames) * kFrameSize;
+// XDP_UMEM_MIN_CHUNK_SIZE: in unaligned mode the kernel takes a fill address A when
+// [A, A + kChunk) lies in the UMEM (xp_check_unaligned) and writes at most
+// kChunk - XDP_PACKET_HEADROOM bytes at A + XDP_PACKET_HEADROOM (__xsk_rcv's frame
+// size check), so a packet's buffer, lent at its head, must be kChunk long.
+constexpr uint32_t kChunk = 2048;
+constexpr uint32_t kXdpHeadroom = 256;  // XDP_PACKET_HEADROOM: where the kernel puts the frame
+constexpr uint32_t kRing = 2048;        // every ring's size
+constexpr uint32_t kFill = kRing;       // packets each socket lends through its fill ring
+constexpr uint32_t kTxFrames = 512;     // pool slots each socket holds as tx frames
+constexpr uint32_t kRefillBatch = 256;  // packets lent at most per refill
 constexpr uint32_t kTxReclaimBelow = 64;  // read the completion ring when fewer frames are free
 constexpr uint32_t kTxBatch = 32;         // TX_BATCH_SIZE: what one sendto sends in copy mode
 
@@ -89,19 +106,20 @@ std::string errno_text(int e) { return std::strerror(e); }
 
 struct XdpPriv;
 
-// One AF_XDP socket, its UMEM and its four rings. rx and fill belong to the polling Cpu;
+// One AF_XDP socket and its four rings. rx, fill and nlent belong to the polling Cpu;
 // tx, completion and the free frames to the holder of tx queue `index`'s lock.
 struct Xsk final : host_socket::Doorbell {
   XdpPriv* s = nullptr;
   uint32_t index = 0;
-  uint8_t* area = nullptr;
-  xsk_umem* umem = nullptr;
   xsk_socket* xsk = nullptr;
   int fd = -1;
   xsk_ring_prod fill{}, tx{};
   xsk_ring_cons comp{}, rx{};
-  // Transmit.
-  std::unique_ptr<uint64_t[]> free_frames;  // kTxFrames addresses, `nfree` of them free
+  uint32_t nlent = 0;  // packets on loan to the kernel through this socket's fill ring
+  // Transmit: kTxFrames pool slots, held from up to down.
+  std::unique_ptr<Packet*[]> tx_slots;
+  uint32_t ntx_slots = 0;
+  std::unique_ptr<uint64_t[]> free_frames;  // their UMEM addresses, `nfree` of them free
   uint32_t nfree = 0;
   // The kernel's counters at the last read (XDP_STATISTICS counts from the bind).
   xdp_statistics last{};
@@ -130,9 +148,20 @@ struct XdpPriv final : DriverState {
   XdpConfig cfg;
 
   // Up: opened by xdp_open, closed by xdp_stop.
+  PacketPool* pool = nullptr;  // its slab is the UMEM
+  xsk_umem* umem = nullptr;
   std::unique_ptr<Xsk[]> q;
   uint32_t nq = 0;
   uint32_t link_mtu = 1500;
+  // A bit per pool slot: set while the packet is on loan to the kernel (on a fill ring,
+  // in the kernel's free list or on an rx ring). Written by the polling Cpu, and at up
+  // and down while nothing polls.
+  std::unique_ptr<uint64_t[]> lent;
+
+  bool is_lent(uint32_t i) const { return (lent[i / 64] >> (i % 64)) & 1; }
+  void set_lent(uint32_t i) { lent[i / 64] |= uint64_t(1) << (i % 64); }
+  void clear_lent(uint32_t i) { lent[i / 64] &= ~(uint64_t(1) << (i % 64)); }
+  uint64_t umem_addr(const Packet* p) const { return static_cast<uint64_t>(p->head - pool->slab()); }
 
   Napi napi;
   host_socket::RxIrq irq;
@@ -184,14 +213,41 @@ std::string kernel_messages(const std::string& log) {
 
 // ---- opening and closing (in IF's namespace)
 
-// mirrors xsk_socket__delete's order: socket, then its UMEM, then the area.
-void close_queues(XdpPriv& s) {
+// Every packet still on loan, and the tx frames, back to the pool. Only once the
+// sockets are closed: xsk_release unbinds (synchronize_net) before it returns, so the
+// kernel writes none of them any more.
+void return_packets(XdpPriv& s) {
+  if (s.lent) {
+    Packet* batch[kRefillBatch];
+    unsigned n = 0;
+    for (uint32_t i = 0; i < s.pool->capacity(); ++i) {
+      if (!s.is_lent(i)) continue;
+      s.clear_lent(i);
+      batch[n++] = s.pool->slot_at(uint64_t(i) * s.pool->slot_size());
+      if (n == kRefillBatch) s.pool->put_bulk(batch, std::exchange(n, 0));
+    }
+    if (n) s.pool->put_bulk(batch, n);
+  }
   for (uint32_t i = 0; s.q && i < s.nq; ++i) {
     Xsk& x = s.q[i];
-    if (x.xsk) xsk_socket__delete(x.xsk);
-    if (x.umem) xsk_umem__delete(x.umem);
-    if (x.area) ::munmap(x.area, kUmemLen);
+    if (x.ntx_slots) s.pool->put_bulk(x.tx_slots.get(), x.ntx_slots);
+    x.ntx_slots = 0;
+    x.nlent = 0;
   }
+}
+
+// mirrors xsk_socket__delete's order: the sockets, then their shared UMEM; then the
+// packets they had back to the pool.
+void close_queues(XdpPriv& s) {
+  for (uint32_t i = 0; s.q && i < s.nq; ++i)
+    if (Xsk& x = s.q[i]; x.xsk) {
+      xsk_socket__delete(x.xsk);
+      x.xsk = nullptr;
+    }
+  if (s.umem) xsk_umem__delete(s.umem);
+  s.umem = nullptr;
+  return_packets(s);
+  s.lent.reset();
   s.q.reset();
   s.nq = 0;
 }
@@ -257,10 +313,10 @@ bool open_queues(XdpPriv& s, std::string& err) {
     err = "link " + c.link + where + " is down (ip link set dev " + c.link + " up)";
     return false;
   }
-  if (s.link_mtu + 18 > kFrameSize - XDP_PACKET_HEADROOM) {
+  if (s.link_mtu + 18 > kChunk - kXdpHeadroom) {
     err = "link " + c.link + ": MTU " + std::to_string(s.link_mtu) + " exceeds what a " +
-          std::to_string(kFrameSize) + "-byte UMEM frame holds (" +
-          std::to_string(kFrameSize - XDP_PACKET_HEADROOM - 18) + ")";
+          std::to_string(kChunk) + "-byte UMEM chunk holds after XDP_PACKET_HEADROOM (MTU " +
+          std::to_string(kChunk - kXdpHeadroom - 18) + ")";
     return false;
   }
   if (s.dev->num_tx_queues() > c.queues) {
@@ -281,25 +337,31 @@ bool open_queues(XdpPriv& s, std::string& err) {
     return k.empty() ? msg : msg + " (kernel: " + k + ")";
   };
 
+  PacketPool& pool = *s.pool;
   s.nq = c.queues;
   s.q = std::make_unique<Xsk[]>(s.nq);
+  s.lent = std::make_unique<uint64_t[]>((pool.capacity() + 63) / 64);  // zeroed
+  // The pool's whole slab, once, in unaligned-chunk mode (a chunk starts at any packet's
+  // head); the first socket takes its fill and completion rings. One registration
+  // shared by every socket (XDP_SHARED_UMEM, xsk_socket__create_shared: a socket on
+  // another queue gets its own fill and completion ring, xp_create_and_assign_umem),
+  // rather than one per socket: each registration pins the whole slab again
+  // (xdp_umem_pin_pages, charged to RLIMIT_MEMLOCK without CAP_IPC_LOCK), and sharing
+  // across queues works in copy mode with any driver, veth included.
+  const xsk_umem_config ucfg{.fill_size = kRing, .comp_size = kRing, .frame_size = kChunk,
+                             .frame_headroom = 0, .flags = XDP_UMEM_UNALIGNED_CHUNK_FLAG};
+  if (const int rc = xsk_umem__create(&s.umem, pool.slab(), pool.slab_bytes(), &s.q[0].fill, &s.q[0].comp, &ucfg);
+      rc != 0) {
+    s.umem = nullptr;
+    err = with_kernel("link " + c.link + ": xsk_umem__create of the packet pool (" +
+                      std::to_string(pool.slab_bytes() >> 20) + " MiB): " + lib_error(rc));
+    if (rc == -ENOMEM || rc == -EPERM) err += " (the kernel pins it: RLIMIT_MEMLOCK, or run as root)";
+    return false;
+  }
   for (uint32_t i = 0; i < s.nq; ++i) {
     Xsk& x = s.q[i];
     x.s = &s;
     x.index = i;
-    void* m = ::mmap(nullptr, kUmemLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (m == MAP_FAILED) {
-      err = "mmap of the UMEM: " + errno_text(errno);
-      return false;
-    }
-    x.area = static_cast<uint8_t*>(m);
-    const xsk_umem_config ucfg{.fill_size = kRing, .comp_size = kRing, .frame_size = kFrameSize,
-                               .frame_headroom = 0, .flags = 0};
-    if (const int rc = xsk_umem__create(&x.umem, x.area, kUmemLen, &x.fill, &x.comp, &ucfg); rc != 0) {
-      x.umem = nullptr;
-      err = "link " + c.link + ": xsk_umem__create: " + lib_error(rc);
-      return false;
-    }
     xsk_socket_config scfg{};
     scfg.rx_size = kRing;
     scfg.tx_size = kRing;
@@ -309,7 +371,8 @@ bool open_queues(XdpPriv& s, std::string& err) {
     // A socket closed just before on the same queue lets go of it later (the kernel's
     // xp_release_deferred runs from a workqueue): EBUSY meanwhile, tried again for 1 s.
     int rc = 0;
-    for (int tries = 0; (rc = xsk_socket__create(&x.xsk, c.link.c_str(), i, x.umem, &x.rx, &x.tx, &scfg)) == -EBUSY &&
+    for (int tries = 0; (rc = xsk_socket__create_shared(&x.xsk, c.link.c_str(), i, s.umem, &x.rx, &x.tx, &x.fill,
+                                                        &x.comp, &scfg)) == -EBUSY &&
                         tries < 50;
          ++tries)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -326,15 +389,27 @@ bool open_queues(XdpPriv& s, std::string& err) {
       return false;
     }
     x.fd = xsk_socket__fd(x.xsk);
+    // The tx frames and the first loan, raw slots straight from the pool (this may be
+    // another thread than any Cpu's); the polling Cpu lends the refills.
+    x.tx_slots = std::make_unique<Packet*[]>(kTxFrames);
+    x.ntx_slots = pool.get_bulk(x.tx_slots.get(), kTxFrames);
+    Packet* loan[kFill];
+    const unsigned k = x.ntx_slots == kTxFrames ? pool.get_bulk(loan, kFill) : 0;
     uint32_t idx = 0;
-    if (xsk_ring_prod__reserve(&x.fill, kRxFrames, &idx) != kRxFrames) {
-      err = "link " + c.link + ": the fill ring took fewer than " + std::to_string(kRxFrames) + " frames";
+    if (k < kFill || xsk_ring_prod__reserve(&x.fill, k, &idx) != k) {
+      if (k) pool.put_bulk(loan, k);
+      err = "link " + c.link + ": the packet pool (" + std::to_string(pool.capacity()) + " packets) has too few free for " +
+            std::to_string(kFill + kTxFrames) + " per queue (the fill ring's loan and the tx frames)";
       return false;
     }
-    for (uint32_t f = 0; f < kRxFrames; ++f) *xsk_ring_prod__fill_addr(&x.fill, idx + f) = uint64_t(f) * kFrameSize;
-    xsk_ring_prod__submit(&x.fill, kRxFrames);
+    for (unsigned f = 0; f < k; ++f) {
+      *xsk_ring_prod__fill_addr(&x.fill, idx + f) = s.umem_addr(loan[f]);
+      s.set_lent(pool.index_of(loan[f]));
+    }
+    xsk_ring_prod__submit(&x.fill, k);
+    x.nlent = k;
     x.free_frames = std::make_unique<uint64_t[]>(kTxFrames);
-    for (uint32_t f = 0; f < kTxFrames; ++f) x.free_frames[f] = uint64_t(kRxFrames + f) * kFrameSize;
+    for (uint32_t f = 0; f < kTxFrames; ++f) x.free_frames[f] = s.umem_addr(x.tx_slots[f]);
     x.nfree = kTxFrames;
   }
   // libxdp attaches through its dispatcher where it can, else its program alone (no BPF
@@ -352,46 +427,75 @@ bool open_queues(XdpPriv& s, std::string& err) {
 
 // ---- receive
 
-// One rx descriptor's frame into a packet of `cpu` and up the stack; runt, oversized or
-// unallocatable frames count as rx_dropped.
-void deliver(XdpPriv& s, Cpu& cpu, const uint8_t* data, uint32_t n) {
+// One rx descriptor's packet up the stack, no copy: the frame is at `off` from its head
+// (XDP_PACKET_HEADROOM), `n` bytes. Runt or oversized frames count as rx_dropped, the
+// packet freed under its reason.
+void deliver(XdpPriv& s, Cpu& cpu, Packet* p, uint32_t off, uint32_t n) {
   NetDevice& dev = *s.dev;
+  p->reset_for_alloc(off, cpu.id());  // as Cpu::alloc, with the kernel's headroom
   DropReason why = DropReason::NOT_SPECIFIED;
-  Packet* p = nullptr;
   if (PP_UNLIKELY(n < 14)) why = DropReason::PKT_TOO_SMALL;
-  else if (PP_UNLIKELY(n > dev.mtu() + 18)) why = DropReason::PKT_TOO_BIG;
-  else if (PP_UNLIKELY(!(p = cpu.alloc()))) why = DropReason::NOMEM;
-  if (PP_LIKELY(p)) {
-    if (uint8_t* d = p->put(n); PP_LIKELY(d != nullptr)) {
-      std::memcpy(d, data, n);
-      eth_type_trans(*p, dev);
-      netif_receive_skb(cpu, p);
-      return;
-    }
-    why = DropReason::PKT_TOO_BIG;  // larger than the pool's buffers
+  else if (PP_UNLIKELY(n > dev.mtu() + 18 || n > p->end_off - off)) why = DropReason::PKT_TOO_BIG;
+  if (PP_LIKELY(why == DropReason::NOT_SPECIFIED)) {
+    p->put_fresh(n);
+    eth_type_trans(*p, dev);
+    netif_receive_skb(cpu, p);
+    return;
   }
   dev.stats(cpu).rx_dropped.add();
-  if (p) cpu.free_reason(p, why);
-  else cpu.stats().drops[static_cast<unsigned>(why)].add();
+  cpu.free_reason(p, why);
 }
 
-// Up to `budget - done` descriptors of one socket, their frames refilled in one batch;
-// true when the ring ran dry first.
+// Lends fresh packets of `cpu` through x's fill ring, up to kFill on loan, in one batch.
+// Each packet is lent by the address of its head: the kernel writes the frame at
+// head + XDP_PACKET_HEADROOM (xp_init_xskb_addr, xp_alloc). A short pool leaves the
+// ring lower (Cpu::stats().alloc_fail; the kernel counts its misses as rx_dropped)
+// until a later poll.
+void refill(XdpPriv& s, Xsk& x, Cpu& cpu) {
+  const uint32_t want = std::min(kFill - x.nlent, kRefillBatch);
+  if (want == 0) return;
+  Packet* ps[kRefillBatch];
+  const unsigned k = cpu.cache_get_bulk(ps, want);
+  uint32_t idx = 0;
+  // The fill ring holds no more than what is on loan: it has room for kFill - nlent.
+  if (k == 0 || xsk_ring_prod__reserve(&x.fill, k, &idx) != k) {
+    if (k) cpu.cache_put_bulk(ps, k);
+    return;
+  }
+  for (unsigned i = 0; i < k; ++i) {
+    *xsk_ring_prod__fill_addr(&x.fill, idx + i) = s.umem_addr(ps[i]);
+    s.set_lent(s.pool->index_of(ps[i]));
+  }
+  xsk_ring_prod__submit(&x.fill, k);
+  x.nlent += k;
+}
+
+// Up to `budget - done` descriptors of one socket, their packets replaced on the fill
+// ring in one batch; true when the ring ran dry first.
 bool poll_queue(XdpPriv& s, Xsk& x, Cpu& cpu, int budget, int& done) {
   uint32_t idx = 0;
   const uint32_t want = static_cast<uint32_t>(budget - done);
   const uint32_t n = xsk_ring_cons__peek(&x.rx, want, &idx);
   if (n == 0) return true;
-  uint32_t fidx = 0;
-  // Every frame is in the fill ring, the rx ring or here: the fill ring has room.
-  const uint32_t room = xsk_ring_prod__reserve(&x.fill, n, &fidx);
+  PacketPool& pool = *s.pool;
   for (uint32_t i = 0; i < n; ++i) {
     const xdp_desc* d = xsk_ring_cons__rx_desc(&x.rx, idx + i);
-    deliver(s, cpu, static_cast<const uint8_t*>(xsk_umem__get_data(x.area, d->addr)), d->len);
-    if (PP_LIKELY(i < room)) *xsk_ring_prod__fill_addr(&x.fill, fidx + i) = d->addr & ~uint64_t(kFrameSize - 1);
+    // The address is the head we lent, the frame's offset from it in the top bits
+    // (xp_get_handle in unaligned mode).
+    const uint64_t head = xsk_umem__extract_addr(d->addr);
+    const uint64_t off = xsk_umem__add_offset_to_addr(d->addr) - head;
+    Packet* p = pool.slot_at(head);
+    // Only a packet on loan comes back; anything else is not ours to touch.
+    if (PP_UNLIKELY(!p || s.umem_addr(p) != head || !s.is_lent(pool.index_of(p)))) {
+      s.dev->stats(cpu).rx_dropped.add();
+      continue;
+    }
+    s.clear_lent(pool.index_of(p));
+    --x.nlent;
+    deliver(s, cpu, p, static_cast<uint32_t>(off), d->len);
   }
   xsk_ring_cons__release(&x.rx, n);
-  if (room) xsk_ring_prod__submit(&x.fill, room);
+  refill(s, x, cpu);
   done += static_cast<int>(n);
   return n < want;
 }
@@ -452,7 +556,7 @@ NetdevTx xdp_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) {
   if (PP_UNLIKELY(xsk_ring_prod__reserve(&x.tx, 1, &idx) != 1)) return NetdevTx::BUSY;
   const uint64_t addr = x.free_frames[--x.nfree];
   const uint32_t len = p->len;
-  uint8_t* d = static_cast<uint8_t*>(xsk_umem__get_data(x.area, addr));
+  uint8_t* d = static_cast<uint8_t*>(xsk_umem__get_data(s.pool->slab(), addr));
   if (PP_LIKELY(len <= p->headlen())) std::memcpy(d, p->data(), len);
   else p->copy_bits(0, d, len);
   xdp_desc* desc = xsk_ring_prod__tx_desc(&x.tx, idx);
@@ -480,6 +584,11 @@ int xdp_open(NetDevice& dev) {
   std::string err;
   if (s.cfg.link.empty()) err = "needs \"link IF\" (the kernel interface to use)";
   else if (!cpu) err = "needs a Cpu bound to the thread that sets it up";
+  else if (cpu->pool().buf_size() < kChunk)
+    err = "receives into the packet pool's buffers, which must hold a " + std::to_string(kChunk) +
+          "-byte UMEM chunk (XDP_PACKET_HEADROOM " + std::to_string(kXdpHeadroom) + " + the frame); this pool's are " +
+          std::to_string(cpu->pool().buf_size());
+  if (cpu) s.pool = &cpu->pool();
   if (!err.empty() || !host_socket::in_netns(s.cfg.netns, err, [&] { return open_queues(s, err); })) {
     s.fail(err);
     close_all(s);

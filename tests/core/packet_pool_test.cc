@@ -10,6 +10,31 @@
 namespace pktpath {
 namespace {
 
+// The slab is one page-aligned mapping of whole pages (what an AF_XDP UMEM must be);
+// slot_at maps any offset inside a slot to its packet and index_of back, nothing past
+// the last slot.
+TEST(PacketPoolTest, SlabIsPageAlignedAndOffsetsMapToSlots) {
+  PacketPool pool{PacketPool::Options{.capacity = 37, .buf_size = 2048, .headroom = 128}};
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.slab()) % 4096, 0u);
+  EXPECT_EQ(pool.slab_bytes() % 4096, 0u);
+  EXPECT_GE(pool.slab_bytes(), pool.slot_size() * pool.capacity());
+  std::vector<Packet*> all(pool.capacity());
+  ASSERT_EQ(pool.get_bulk(all.data(), pool.capacity()), pool.capacity());
+  std::set<uint32_t> seen;
+  for (Packet* p : all) {
+    const uint64_t head = static_cast<uint64_t>(p->head - pool.slab());
+    EXPECT_EQ(pool.slot_at(head), p);
+    EXPECT_EQ(pool.slot_at(head + 256), p);             // inside the buffer
+    EXPECT_EQ(pool.slot_at(head + p->end_off - 1), p);  // its last byte
+    EXPECT_LE(head + p->end_off, pool.slab_bytes());
+    seen.insert(pool.index_of(p));
+  }
+  EXPECT_EQ(seen.size(), pool.capacity());
+  EXPECT_EQ(*seen.rbegin(), pool.capacity() - 1);
+  EXPECT_EQ(pool.slot_at(pool.slot_size() * pool.capacity()), nullptr);
+  pool.put_bulk(all.data(), pool.capacity());
+}
+
 TEST(PacketPoolTest, RejectsBadOptions) {
   EXPECT_THROW(PacketPool(PacketPool::Options{.capacity = 0}), std::invalid_argument);
   EXPECT_THROW(PacketPool(PacketPool::Options{.capacity = 4, .buf_size = 64, .headroom = 64}),

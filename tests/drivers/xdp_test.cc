@@ -15,8 +15,11 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "core/dev_table.h"
 #include "core/drop_reason.h"
 #include "core/link_kind.h"
+#include "core/net.h"
+#include "core/packet_pool.h"
 #include "drivers/kernel_ns.h"
 
 namespace pktpath {
@@ -110,6 +113,29 @@ TEST(XdpOptions, WithoutCapabilitiesTheUpSaysWhichAreNeeded) {
   EXPECT_TRUE(contains(out, "rc=1")) << out;
 }
 
+// The kernel writes received frames into the pool's buffers, a 2048-byte UMEM chunk each:
+// a pool with smaller buffers is refused at up, saying why, before any socket opens.
+TEST(XdpOptions, APoolWithBuffersSmallerThanAChunkIsRefused) {
+  PacketPool pool{PacketPool::Options{.capacity = 256, .buf_size = 1024, .headroom = 64}};
+  Cpu cpu{pool};
+  cpu.bind();
+  Net net{cpu};
+  NetDevice::Config cfg;
+  cfg.name = "d0";
+  std::string err;
+  NetDevice* d = net.devices().add(cfg, "xdp", err);
+  ASSERT_NE(d, nullptr) << err;
+  const LinkKind* k = link_kind_lookup("xdp");
+  ASSERT_TRUE(k->set_text_option(*d, "link", "lo", err)) << err;
+  EXPECT_EQ(d->ops().open(*d), -1);
+  err.clear();
+  k->busy(*d, cpu, err);
+  if (contains(err, "xdp: unavailable")) GTEST_SKIP() << err;
+  EXPECT_TRUE(contains(err, "must hold a 2048-byte UMEM chunk")) << err;
+  EXPECT_TRUE(contains(err, "this pool's are 1024")) << err;
+  EXPECT_EQ(pool.available() + cpu.cached(), pool.capacity());
+}
+
 // ---- against the kernel
 
 // pktgen's frames out through xdp: the kernel peer's counters and a capture there see
@@ -201,6 +227,50 @@ TEST(XdpKernel, FillRingEmptyDropsCountAsRxDropped) {
   EXPECT_EQ(s.rx_packets + s.rx_dropped, kN);
   EXPECT_GT(s.rx_dropped, 0u);
   EXPECT_GE(s.rx_packets, 2048u);
+}
+
+// Received frames are the pool's packets, lent to the kernel through the fill ring: while
+// up, d0 holds exactly its loan (2048 on the fill ring) and its tx frames (512), however
+// many frames went through; an oversized frame (the kernel's MTU raised under d0) is
+// counted as rx.dropped and freed as PKT_TOO_BIG; after each down every packet is back
+// in the pool, over three up/down cycles.
+TEST(XdpKernel, ReceivedFramesArePoolPacketsAndAllComeBack) {
+  KernelNs ns("ppxdp");
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
+  KernelSender tx(ns.name(), b);
+  ASSERT_TRUE(tx.ok());
+  Runner t;
+  Cpu& cpu = t.r.control_cpu();
+  PacketPool& pool = cpu.pool();
+  auto in_pool = [&] { return pool.available() + cpu.cached(); };
+  const uint32_t base = in_pool();
+  ASSERT_TRUE(t.line("ip link add dev d0 type xdp link " + a + " netns " + ns.name() + " mode generic")) << t.err;
+  uint64_t sent = 0, big = 0;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    XDP_UP(t, "d0");
+    // Fewer than the loan: nothing polls while this thread sends.
+    const uint64_t big0 = drop_totals()[static_cast<unsigned>(DropReason::PKT_TOO_BIG)];
+    for (uint32_t i = 0; i < 1500; ++i, ++sent) ASSERT_TRUE(tx.send(udp_frame(9, i, 60 + i % 1400)));
+    if (cycle == 1) {
+      // d0 took MTU 1500 at up; the kernel's 1700 lets a 1600-byte frame reach it.
+      ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + a + " mtu 1700"));
+      ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + b + " mtu 1700"));
+      for (uint32_t i = 0; i < 5; ++i, ++sent, ++big) ASSERT_TRUE(tx.send(udp_frame(9, i, 1600)));
+    }
+    const DevStatsSum s = t.rx_accounted("d0", sent);
+    EXPECT_EQ(s.rx_packets + s.rx_dropped, sent);
+    EXPECT_EQ(s.rx_dropped, big);
+    EXPECT_EQ(drop_totals()[static_cast<unsigned>(DropReason::PKT_TOO_BIG)] - big0, cycle == 1 ? 5u : 0u);
+    ASSERT_TRUE(t.line("sleep 0.05")) << t.err;
+    EXPECT_EQ(base - in_pool(), 2048u + 512u) << "cycle " << cycle;
+    ASSERT_TRUE(t.line("ip link set dev d0 down")) << t.err;
+    EXPECT_EQ(in_pool(), base) << "a packet was lost in cycle " << cycle;
+    if (cycle == 1) {
+      ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + a + " mtu 1500"));
+      ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + b + " mtu 1500"));
+    }
+  }
 }
 
 // veth has no AF_XDP zero-copy: asked for, the up fails naming it.
