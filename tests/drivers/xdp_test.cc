@@ -30,6 +30,11 @@ using namespace kernel_test;
 
 // Puts `dev` up; false with `skip` set where AF_XDP itself is missing (a build without
 // libxdp, a kernel without CONFIG_XDP_SOCKETS), false with t.err for any other failure.
+// `ip link add` of d0 on kernel interface `a` of the test's namespace, generic mode.
+std::string add_generic_d0(const KernelNs& ns, const std::string& a) {
+  return "ip link add dev d0 type xdp link " + a + " netns " + ns.name() + " mode generic";
+}
+
 bool xdp_up(Runner& t, const std::string& dev, std::string& skip) {
   if (t.line("ip link set dev " + dev + " up")) return true;
   if (contains(t.err, "xdp: unavailable") || contains(t.err, "AF_XDP is not available")) skip = t.err;
@@ -218,7 +223,7 @@ TEST(XdpKernel, FillRingEmptyDropsCountAsRxDropped) {
   KernelSender tx(ns.name(), b);
   ASSERT_TRUE(tx.ok());
   Runner t;
-  ASSERT_TRUE(t.line("ip link add dev d0 type xdp link " + a + " netns " + ns.name() + " mode generic")) << t.err;
+  ASSERT_TRUE(t.line(add_generic_d0(ns, a))) << t.err;
   XDP_UP(t, "d0");
   constexpr uint64_t kN = 6000;  // the fill ring lends 2048 frames
   const Frame f = udp_frame(9, 1, 60);
@@ -245,7 +250,7 @@ TEST(XdpKernel, ReceivedFramesArePoolPacketsAndAllComeBack) {
   PacketPool& pool = cpu.pool();
   auto in_pool = [&] { return pool.available() + cpu.cached(); };
   const uint32_t base = in_pool();
-  ASSERT_TRUE(t.line("ip link add dev d0 type xdp link " + a + " netns " + ns.name() + " mode generic")) << t.err;
+  ASSERT_TRUE(t.line(add_generic_d0(ns, a))) << t.err;
   uint64_t sent = 0, big = 0;
   for (int cycle = 0; cycle < 3; ++cycle) {
     XDP_UP(t, "d0");
