@@ -4,8 +4,10 @@
 // ring is full), the consumer empties the slot at its own index. Storage is inline: no
 // allocation after construction.
 //
-// Contract: produce() from any thread; consume() and empty() from one consumer at a time
-// (ordered with the next consumer by the caller, e.g. NAPI's SCHED bit).
+// Contract: produce() from any thread; consume() from one consumer at a time (ordered
+// with the next consumer by the caller, e.g. NAPI's SCHED bit). empty() may also be called
+// by a consumer that has just handed over (veth_poll after napi_complete_done, while the
+// next one already consumes): as __ptr_ring_empty, its answer may then be stale.
 #pragma once
 
 #include <array>
@@ -33,20 +35,23 @@ class PtrRing {
   }
   // mirrors __ptr_ring_consume: the oldest entry, or null when empty.
   T* consume() {
-    std::atomic<T*>& slot = queue_[consumer_];
+    const uint32_t c = consumer_.load(std::memory_order_relaxed);
+    std::atomic<T*>& slot = queue_[c];
     T* p = slot.load(std::memory_order_acquire);
     if (!p) return nullptr;
     slot.store(nullptr, std::memory_order_release);  // the producer may reuse it
-    consumer_ = (consumer_ + 1) & (N - 1);
+    consumer_.store((c + 1) & (N - 1), std::memory_order_relaxed);
     return p;
   }
-  // mirrors __ptr_ring_empty (consumer side).
-  bool empty() const { return queue_[consumer_].load(std::memory_order_seq_cst) == nullptr; }
+  // mirrors __ptr_ring_empty: the index is read once (READ_ONCE), the slot after it.
+  bool empty() const {
+    return queue_[consumer_.load(std::memory_order_relaxed)].load(std::memory_order_seq_cst) == nullptr;
+  }
   static constexpr uint32_t size() { return N; }
 
  private:
   std::array<std::atomic<T*>, N> queue_{};
-  uint32_t consumer_ = 0;  // the consumer's
+  std::atomic<uint32_t> consumer_{0};  // written by the consumer only; relaxed: see empty()
   alignas(kCacheLine) SpinLock producer_lock_;
   uint32_t producer_ = 0;  // under producer_lock_
 };
