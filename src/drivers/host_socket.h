@@ -53,8 +53,12 @@ bool in_netns(const std::string& ns, std::string& err, Fn fn) {
 // The receive interrupt: a thread sleeping in poll() on the sockets; one readable
 // schedules the NAPI instance, then the thread waits until the poll completes it
 // (complete(): napi_complete_done re-arms it, as a driver re-enables its interrupt).
+// complete(true) also has it fire after kRetryMs with nothing readable: a poll that could
+// not refill its receive ring gets another try (virtio_net's delayed refill work).
 class RxIrq {
  public:
+  static constexpr int kRetryMs = 1;
+
   ~RxIrq() { stop(); }
   // Starts the thread on `fds`; false with err.
   bool start(Napi& napi, std::vector<int> fds, std::string& err) {
@@ -71,8 +75,10 @@ class RxIrq {
     thread_ = std::thread([this, &napi, p = std::move(p)]() mutable { loop(napi, p); });
     return true;
   }
-  // The poll ran dry and completed the instance: the interrupt may fire again.
-  void complete() {
+  // The poll ran dry and completed the instance: the interrupt may fire again; with
+  // `retry`, by itself after kRetryMs too.
+  void complete(bool retry = false) {
+    retry_.store(retry, std::memory_order_relaxed);
     armed_.store(1, std::memory_order_release);
     armed_.notify_one();
   }
@@ -93,10 +99,11 @@ class RxIrq {
   void loop(Napi& napi, std::vector<pollfd>& fds) {
     while (!stopping_.load(std::memory_order_acquire)) {
       for (pollfd& f : fds) f.revents = 0;
-      const int rc = ::poll(fds.data(), fds.size(), -1);
+      const bool retry = retry_.exchange(false, std::memory_order_relaxed);
+      const int rc = ::poll(fds.data(), fds.size(), retry ? kRetryMs : -1);
       if (rc < 0 && errno != EINTR) break;
       if (stopping_.load(std::memory_order_acquire)) break;
-      bool ready = false;
+      bool ready = rc == 0;  // the retry's time
       for (size_t i = 0; i + 1 < fds.size(); ++i) ready = ready || (fds[i].revents & POLLIN);
       if (!ready) {
         // POLLERR (IF went down): the socket's error is taken; a socket that keeps
@@ -123,6 +130,7 @@ class RxIrq {
   int stop_fd_ = -1;                   // wakes the thread to end
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> armed_{1};     // 1: the interrupt may fire; 0: the poll runs
+  std::atomic<bool> retry_{false};     // set with armed_ by complete(true)
 };
 
 // A tx ring's doorbell, run as deferred work on the Cpu that sent a burst's last frame.

@@ -450,7 +450,7 @@ void deliver(XdpPriv& s, Cpu& cpu, Packet* p, uint32_t off, uint32_t n) {
 // Each packet is lent by the address of its head: the kernel writes the frame at
 // head + XDP_PACKET_HEADROOM (xp_init_xskb_addr, xp_alloc). A short pool leaves the
 // ring lower (Cpu::stats().alloc_fail; the kernel counts its misses as rx_dropped)
-// until a later poll.
+// until a later poll, which the interrupt makes after RxIrq::kRetryMs.
 void refill(XdpPriv& s, Xsk& x, Cpu& cpu) {
   const uint32_t want = std::min(kFill - x.nlent, kRefillBatch);
   if (want == 0) return;
@@ -476,7 +476,10 @@ bool poll_queue(XdpPriv& s, Xsk& x, Cpu& cpu, int budget, int& done) {
   uint32_t idx = 0;
   const uint32_t want = static_cast<uint32_t>(budget - done);
   const uint32_t n = xsk_ring_cons__peek(&x.rx, want, &idx);
-  if (n == 0) return true;
+  if (n == 0) {
+    if (PP_UNLIKELY(x.nlent < kFill)) refill(s, x, cpu);  // the interrupt's retry
+    return true;
+  }
   PacketPool& pool = *s.pool;
   for (uint32_t i = 0; i < n; ++i) {
     const xdp_desc* d = xsk_ring_cons__rx_desc(&x.rx, idx + i);
@@ -507,8 +510,12 @@ int xdp_poll(Napi& n, Cpu& cpu, int budget) {
   if (s.rx_running)
     for (uint32_t i = 0; i < s.nq && done < budget; ++i) dry = poll_queue(s, s.q[i], cpu, budget, done) && dry;
   if (dry && done < budget) {
+    // A loan the pool could not top up: the frames it still lets in wake the next refill,
+    // but none would come once nothing is lent, so the interrupt retries it.
+    bool starved = false;
+    for (uint32_t i = 0; i < s.nq; ++i) starved = starved || s.q[i].nlent < kFill;
     napi_complete_done(n, done);
-    s.irq.complete();
+    s.irq.complete(starved && s.rx_running);
   }
   return done;
 }
