@@ -30,10 +30,11 @@
 //
 // Transmit: socket i serves tx queue i, with kTxFrames slots of the pool it takes at up
 // and holds until down as its tx frames (one socket has one UMEM: they must lie in the
-// registered slab too). A frame is copied into a free one and its descriptor produced on the tx ring; the doorbell (sendto, which makes the kernel send
-// what the ring holds, TX_BATCH_SIZE frames a call in copy mode, so it calls again
-// while the kernel says EAGAIN) rings once per burst, as work on the sending Cpu
-// coalesced as afpacket's is. The completion ring is read in batches, when the free
+// registered slab too). A frame is copied into a free one and its descriptor produced
+// on the tx ring; the doorbell (sendto, which makes the kernel send what the ring holds:
+// in copy mode up to the socket's XDP_MAX_TX_SKB_BUDGET a call, raised to the ring's
+// size where the kernel has it, else TX_BATCH_SIZE, so it calls again while the kernel
+// says EAGAIN) rings once per burst, as work on the sending Cpu coalesced as afpacket's is. The completion ring is read in batches, when the free
 // frames run low.
 //
 // The kernel's drops (XDP_STATISTICS: rx_dropped, rx_ring_full; tx_invalid_descs) count
@@ -101,6 +102,10 @@ constexpr uint32_t kTxFrames = 512;     // pool slots each socket holds as tx fr
 constexpr uint32_t kRefillBatch = 256;  // packets lent at most per refill
 constexpr uint32_t kTxReclaimBelow = 64;  // read the completion ring when fewer frames are free
 constexpr uint32_t kTxBatch = 32;         // TX_BATCH_SIZE: what one sendto sends in copy mode
+// XDP_MAX_TX_SKB_BUDGET (Linux 6.17; not in older uapi headers): how many frames one
+// sendto sends in copy mode, TX_BATCH_SIZE by default, at most the tx ring's size.
+// Older kernels say ENOPROTOOPT and keep TX_BATCH_SIZE.
+constexpr int kSockoptMaxTxBudget = 9;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -116,6 +121,7 @@ struct Xsk final : host_socket::Doorbell {
   xsk_ring_prod fill{}, tx{};
   xsk_ring_cons comp{}, rx{};
   uint32_t nlent = 0;  // packets on loan to the kernel through this socket's fill ring
+  uint32_t tx_batch = kTxBatch;  // what one sendto sends (XDP_MAX_TX_SKB_BUDGET)
   // Transmit: kTxFrames pool slots, held from up to down.
   std::unique_ptr<Packet*[]> tx_slots;
   uint32_t ntx_slots = 0;
@@ -124,10 +130,10 @@ struct Xsk final : host_socket::Doorbell {
   // The kernel's counters at the last read (XDP_STATISTICS counts from the bind).
   xdp_statistics last{};
 
-  // The kernel sends what the tx ring holds (xsk_generic_xmit, __xsk_sendmsg): a call
-  // sends up to TX_BATCH_SIZE and says EAGAIN while more is left.
+  // The kernel sends what the tx ring holds (__xsk_generic_xmit, __xsk_sendmsg): a call
+  // sends up to its budget (tx_batch) and says EAGAIN while more is left.
   void send(uint32_t pending) override {
-    for (uint32_t i = 0; i <= pending / kTxBatch + 1; ++i) {
+    for (uint32_t i = 0; i <= pending / tx_batch + 1; ++i) {
       if (::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return;
       if (errno == EAGAIN) continue;
       if (errno != EBUSY && errno != ENOBUFS) fail(errno);
@@ -389,6 +395,9 @@ bool open_queues(XdpPriv& s, std::string& err) {
       return false;
     }
     x.fd = xsk_socket__fd(x.xsk);
+    // One sendto sends up to a whole ring where the kernel lets it (copy mode).
+    if (uint32_t budget = kRing; ::setsockopt(x.fd, SOL_XDP, kSockoptMaxTxBudget, &budget, sizeof budget) == 0)
+      x.tx_batch = budget;
     // The tx frames and the first loan, raw slots straight from the pool (this may be
     // another thread than any Cpu's); the polling Cpu lends the refills.
     x.tx_slots = std::make_unique<Packet*[]>(kTxFrames);
