@@ -3,8 +3,9 @@
 // on the kernel peer exactly (its counters and a libpcap capture there, frame for frame
 // against pktpath's capture), in generic and in native mode; frames the kernel sends
 // arrive in pktpath's capture; the kernel's drops (fill ring empty) show as rx.dropped,
-// delivered plus dropped being all sent; a tc egress filter's drops are missing on the
-// wire; kernel veth A -> pktpath (tc redirect between two xdp devices) -> kernel veth B
+// delivered plus dropped being all sent, and receive resumes once a pool that ran dry
+// has packets again; frames the peer sends on its tx queue 1 arrive through socket 1; a
+// tc egress filter's drops are missing on the wire; kernel veth A -> pktpath (tc redirect between two xdp devices) -> kernel veth B
 // carries what the rule allows. Errors: bad option values, an unknown link, missing
 // capabilities, zerocopy refused by veth, more queues than the link has (two that it
 // has both work), native mode refused by the kernel (its message passed through). Tests
@@ -374,6 +375,54 @@ TEST(XdpKernel, QueuesBindEachRxQueueAndNoMore) {
   ASSERT_TRUE(t.line("ip link add dev d2 numtxqueues 2 type xdp link " + a + " netns " + ns.name())) << t.err;
   ASSERT_FALSE(xdp_up(t, "d2", skip));
   EXPECT_TRUE(contains(t.err, "numtxqueues 2 exceeds queues 1")) << t.err;
+}
+
+// Receive on queue 1. In native mode veth runs the XDP program on the rx queue matching
+// the tx queue its peer sent on, and XPS on the peer picks tx queue N for frames sent from
+// CPU N. With queues 2, the frames sent from CPU 0 and from CPU 1 all arrive; with
+// queues 1, libxdp's program finds no socket for queue 1 and passes those to the kernel's
+// stack, so only CPU 0's arrive.
+TEST(XdpKernel, QueueOneReceivesWhatThePeerSendsOnItsTxQueueOne) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  if (!CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  KernelNs ns("ppxdp");
+  SKIP_UNLESS(ns);
+  const std::string pid = std::to_string(::getpid());
+  const std::string a = "pa" + pid, b = "pb" + pid, q = " numrxqueues 2 numtxqueues 2";
+  if (!sh("ip -n " + ns.name() + " link add " + a + q + " type veth peer name " + b + q) ||
+      !sh("ip -n " + ns.name() + " link set " + a + " up") || !sh("ip -n " + ns.name() + " link set " + b + " up"))
+    GTEST_SKIP() << "cannot make a veth pair with two queues";
+  const std::string xps = "/sys/class/net/" + b + "/queues/tx-";
+  if (!sh("ip netns exec " + ns.name() + " sh -c 'echo 1 > " + xps + "0/xps_cpus && echo 2 > " + xps + "1/xps_cpus'"))
+    GTEST_SKIP() << "no XPS (CONFIG_XPS) to steer the peer's tx queue";
+  KernelSender tx(ns.name(), b);
+  ASSERT_TRUE(tx.ok());
+  auto send_from = [&](int cpu, uint32_t n) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    EXPECT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+    for (uint32_t i = 0; i < n; ++i) EXPECT_TRUE(tx.send(udp_frame(static_cast<uint16_t>(9 + cpu), i, 60)));
+    EXPECT_EQ(::sched_setaffinity(0, sizeof mine, &mine), 0);
+  };
+  for (const uint32_t queues : {2u, 1u}) {
+    Runner t;
+    ASSERT_TRUE(t.line("ip link add dev d0 type xdp link " + a + " netns " + ns.name() + " mode native queues " +
+                       std::to_string(queues)))
+        << t.err;
+    XDP_UP(t, "d0");
+    send_from(0, 200);
+    send_from(1, 300);
+    const uint64_t want = queues == 2 ? 500 : 200;
+    DevStatsSum s = t.rx_accounted("d0", want);
+    ASSERT_TRUE(t.line("sleep 0.05")) << t.err;
+    s = t.dev("d0")->stats_sum();
+    EXPECT_EQ(s.rx_packets, want) << "queues " << queues;
+    EXPECT_EQ(s.rx_dropped, 0u) << "queues " << queues;
+    ASSERT_TRUE(t.line("ip link del dev d0")) << t.err;
+  }
 }
 
 // Native XDP on a veth whose peer's MTU is over what XDP takes: the kernel refuses, and
