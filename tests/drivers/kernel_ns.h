@@ -85,19 +85,22 @@ class KernelNs {
   const std::string& name() const { return name_; }
   bool ok() const { return ok_; }
   const std::string& why() const { return why_; }
-  // A veth pair a <-> b in the namespace, both up.
-  bool veth(const std::string& a, const std::string& b) {
-    if (!sh("ip -n " + name_ + " link add " + a + " type veth peer name " + b)) {
-      why_ = "cannot make a veth pair (no veth module?)";
+  // A veth pair a <-> b in the namespace, both up, with `queues` rx and tx queues each.
+  bool veth(const std::string& a, const std::string& b, unsigned queues = 1) {
+    const std::string q =
+        queues == 1 ? "" : " numrxqueues " + std::to_string(queues) + " numtxqueues " + std::to_string(queues);
+    if (!sh("ip -n " + name_ + " link add " + a + q + " type veth peer name " + b + q)) {
+      why_ = queues == 1 ? "cannot make a veth pair (no veth module?)" : "cannot make a veth pair with " +
+                                                                           std::to_string(queues) + " queues";
       return false;
     }
     return sh("ip -n " + name_ + " link set " + a + " up") && sh("ip -n " + name_ + " link set " + b + " up");
   }
   // The test's first pair, pa<pid> <-> pb<pid>; false (why() says) without root or veth.
-  bool pair(std::string& a, std::string& b) {
+  bool pair(std::string& a, std::string& b, unsigned queues = 1) {
     a = "pa" + std::to_string(::getpid());
     b = "pb" + std::to_string(::getpid());
-    return ok_ && veth(a, b);
+    return ok_ && veth(a, b, queues);
   }
   // The kernel's counters of dev (`ip -s -j link`): "rx" or "tx", "packets" or "bytes".
   uint64_t stat(const std::string& dev, const char* dir, const char* what) const {

@@ -12,6 +12,7 @@
 // that need root, veth or AF_XDP skip with the reason; so do all where pktpath was
 // built without libxdp.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -214,21 +215,30 @@ void kernel_frames_arrive(const std::string& mode) {
 TEST(XdpKernel, KernelFramesArriveInPktpathsCaptureGeneric) { kernel_frames_arrive("generic"); }
 TEST(XdpKernel, KernelFramesArriveInPktpathsCaptureNative) { kernel_frames_arrive("native"); }
 
+// A kernel namespace with a veth pair (a: d0's link, b: its peer), a raw sender on b
+// and a runner.
+class XdpKernelPeer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
+    tx = std::make_unique<KernelSender>(ns.name(), b);
+    ASSERT_TRUE(tx->ok());
+  }
+  KernelNs ns{"ppxdp"};
+  std::string a, b;
+  std::unique_ptr<KernelSender> tx;
+  Runner t;
+};
+
 // More frames than the fill ring lends the kernel while nothing polls (the runner is busy
 // on this thread): the kernel drops the rest (XDP_STATISTICS rx_dropped), which d0
 // shows as rx.dropped; delivered plus dropped is every frame sent.
-TEST(XdpKernel, FillRingEmptyDropsCountAsRxDropped) {
-  KernelNs ns("ppxdp");
-  std::string a, b;
-  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
-  KernelSender tx(ns.name(), b);
-  ASSERT_TRUE(tx.ok());
-  Runner t;
+TEST_F(XdpKernelPeer, FillRingEmptyDropsCountAsRxDropped) {
   ASSERT_TRUE(t.line(add_generic_d0(ns, a))) << t.err;
   XDP_UP(t, "d0");
   constexpr uint64_t kN = 6000;  // the fill ring lends 2048 frames
   const Frame f = udp_frame(9, 1, 60);
-  for (uint64_t i = 0; i < kN; ++i) ASSERT_TRUE(tx.send(f));
+  for (uint64_t i = 0; i < kN; ++i) ASSERT_TRUE(tx->send(f));
   const DevStatsSum s = t.rx_accounted("d0", kN);
   EXPECT_EQ(s.rx_packets + s.rx_dropped, kN);
   EXPECT_GT(s.rx_dropped, 0u);
@@ -240,13 +250,7 @@ TEST(XdpKernel, FillRingEmptyDropsCountAsRxDropped) {
 // many frames went through; an oversized frame (the kernel's MTU raised under d0) is
 // counted as rx.dropped and freed as PKT_TOO_BIG; after each down every packet is back
 // in the pool, over three up/down cycles.
-TEST(XdpKernel, ReceivedFramesArePoolPacketsAndAllComeBack) {
-  KernelNs ns("ppxdp");
-  std::string a, b;
-  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
-  KernelSender tx(ns.name(), b);
-  ASSERT_TRUE(tx.ok());
-  Runner t;
+TEST_F(XdpKernelPeer, ReceivedFramesArePoolPacketsAndAllComeBack) {
   Cpu& cpu = t.r.control_cpu();
   PacketPool& pool = cpu.pool();
   auto in_pool = [&] { return pool.available() + cpu.cached(); };
@@ -257,12 +261,12 @@ TEST(XdpKernel, ReceivedFramesArePoolPacketsAndAllComeBack) {
     XDP_UP(t, "d0");
     // Fewer than the loan: nothing polls while this thread sends.
     const uint64_t big0 = drop_totals()[static_cast<unsigned>(DropReason::PKT_TOO_BIG)];
-    for (uint32_t i = 0; i < 1500; ++i, ++sent) ASSERT_TRUE(tx.send(udp_frame(9, i, 60 + i % 1400)));
+    for (uint32_t i = 0; i < 1500; ++i, ++sent) ASSERT_TRUE(tx->send(udp_frame(9, i, 60 + i % 1400)));
     if (cycle == 1) {
       // d0 took MTU 1500 at up; the kernel's 1700 lets a 1600-byte frame reach it.
       ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + a + " mtu 1700"));
       ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + b + " mtu 1700"));
-      for (uint32_t i = 0; i < 5; ++i, ++sent, ++big) ASSERT_TRUE(tx.send(udp_frame(9, i, 1600)));
+      for (uint32_t i = 0; i < 5; ++i, ++sent, ++big) ASSERT_TRUE(tx->send(udp_frame(9, i, 1600)));
     }
     const DevStatsSum s = t.rx_accounted("d0", sent);
     EXPECT_EQ(s.rx_packets + s.rx_dropped, sent);
@@ -285,13 +289,7 @@ TEST(XdpKernel, ReceivedFramesArePoolPacketsAndAllComeBack) {
 // held packets are freed, the loan is topped up with no frame to wake a poll: the
 // interrupt retries the refill. Without that, all but the few frames still lent would be
 // dropped by the kernel for want of a fill frame.
-TEST(XdpKernel, ReceiveResumesAfterThePoolRanDry) {
-  KernelNs ns("ppxdp");
-  std::string a, b;
-  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
-  KernelSender tx(ns.name(), b);
-  ASSERT_TRUE(tx.ok());
-  Runner t;
+TEST_F(XdpKernelPeer, ReceiveResumesAfterThePoolRanDry) {
   ASSERT_TRUE(t.line(add_generic_d0(ns, a))) << t.err;
   for (const char* l : {"ip link add dev q0 type dummy", "ip link set dev q0 up",
                         "tc qdisc add dev q0 root tbf rate 8bit burst 1600 limit 100000000",
@@ -318,13 +316,13 @@ TEST(XdpKernel, ReceiveResumesAfterThePoolRanDry) {
   };
   uint64_t sent = 0;
   const Frame f = udp_frame(9, 1, 60);
-  for (; sent < 2048 + 500; ++sent) ASSERT_TRUE(tx.send(f));
+  for (; sent < 2048 + 500; ++sent) ASSERT_TRUE(tx->send(f));
   const Took dry = accounted(sent);
   ASSERT_EQ(dry.frames + dry.dropped, sent) << dry.frames << " taken, " << dry.dropped << " dropped";
   EXPECT_GE(dry.dropped, 400u);  // the kernel had no fill frame for them
   for (Packet* p : held) cpu.free(p);
   ASSERT_TRUE(t.line("sleep 0.05")) << t.err;  // the retry refills
-  for (int i = 0; i < 100; ++i, ++sent) ASSERT_TRUE(tx.send(f));
+  for (int i = 0; i < 100; ++i, ++sent) ASSERT_TRUE(tx->send(f));
   const Took after = accounted(sent);
   EXPECT_EQ(after.frames - dry.frames, 100u);
   EXPECT_EQ(after.dropped, dry.dropped);
@@ -350,12 +348,8 @@ TEST(XdpKernel, ZerocopyRefusedIsAnErrorNamingIt) {
 // `queues 3` fails binding queue 2 and says why; numtxqueues above queues is refused.
 TEST(XdpKernel, QueuesBindEachRxQueueAndNoMore) {
   KernelNs ns("ppxdp");
-  SKIP_UNLESS(ns);
-  const std::string pid = std::to_string(::getpid());
-  const std::string a = "pa" + pid, b = "pb" + pid, q = " numrxqueues 2 numtxqueues 2";
-  if (!sh("ip -n " + ns.name() + " link add " + a + q + " type veth peer name " + b + q) ||
-      !sh("ip -n " + ns.name() + " link set " + a + " up") || !sh("ip -n " + ns.name() + " link set " + b + " up"))
-    GTEST_SKIP() << "cannot make a veth pair with two queues";
+  std::string a, b;
+  if (!ns.pair(a, b, 2)) GTEST_SKIP() << ns.why();
   const uint64_t rx0 = ns.stat(b, "rx", "packets");
   Runner t;
   ASSERT_TRUE(t.line("ip link add dev d0 numtxqueues 2 type xdp link " + a + " netns " + ns.name() + " queues 2")) << t.err;
@@ -388,12 +382,8 @@ TEST(XdpKernel, QueueOneReceivesWhatThePeerSendsOnItsTxQueueOne) {
   ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
   if (!CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) GTEST_SKIP() << "needs CPUs 0 and 1";
   KernelNs ns("ppxdp");
-  SKIP_UNLESS(ns);
-  const std::string pid = std::to_string(::getpid());
-  const std::string a = "pa" + pid, b = "pb" + pid, q = " numrxqueues 2 numtxqueues 2";
-  if (!sh("ip -n " + ns.name() + " link add " + a + q + " type veth peer name " + b + q) ||
-      !sh("ip -n " + ns.name() + " link set " + a + " up") || !sh("ip -n " + ns.name() + " link set " + b + " up"))
-    GTEST_SKIP() << "cannot make a veth pair with two queues";
+  std::string a, b;
+  if (!ns.pair(a, b, 2)) GTEST_SKIP() << ns.why();
   const std::string xps = "/sys/class/net/" + b + "/queues/tx-";
   if (!sh("ip netns exec " + ns.name() + " sh -c 'echo 1 > " + xps + "0/xps_cpus && echo 2 > " + xps + "1/xps_cpus'"))
     GTEST_SKIP() << "no XPS (CONFIG_XPS) to steer the peer's tx queue";
