@@ -142,9 +142,11 @@ class NetDevice {
   void set_mtu(uint32_t m) { mtu_ = m; }
   uint32_t tx_queue_len() const { return tx_queue_len_; }
   void set_tx_queue_len(uint32_t n) { tx_queue_len_ = n; }
-  uint32_t flags() const { return flags_; }
-  bool is_up() const { return flags_ & IFF_UP; }
-  bool lltx() const { return flags_ & NETIF_F_LLTX; }
+  // Relaxed: a NAPI thread may receive on the device while the control thread sets it
+  // up (frames arrive once the driver's open returns, before IFF_UP is set after it).
+  uint32_t flags() const { return flags_.load(std::memory_order_relaxed); }
+  bool is_up() const { return flags() & IFF_UP; }
+  bool lltx() const { return flags() & NETIF_F_LLTX; }
   const NetDeviceOps& ops() const { return *ops_; }
   // dev_net: the namespace the device is in (set by its DeviceTable).
   Net& net() const { return *net_; }
@@ -177,7 +179,10 @@ class NetDevice {
   void set_root_is_default(bool d) { root_is_default_ = d; }
 
   // --- up/down (dev_open / dev_close); see DeviceTable for the qdisc side.
-  void set_flag(uint32_t f, bool on) { flags_ = on ? (flags_ | f) : (flags_ & ~f); }
+  void set_flag(uint32_t f, bool on) {
+    if (on) flags_.fetch_or(f, std::memory_order_relaxed);
+    else flags_.fetch_and(~f, std::memory_order_relaxed);
+  }
 
   // --- egress hook: one predictable branch in dev_queue_xmit when nothing is attached.
   // Atomic because hooks may be attached while senders run; the relaxed load
@@ -231,7 +236,7 @@ class NetDevice {
   TxQueue* txqs_;
   uint16_t num_tx_queues_;
   uint16_t real_num_tx_queues_;
-  uint32_t flags_;
+  std::atomic<uint32_t> flags_;  // written by the control thread only
   std::atomic<const TapList*> taps_{nullptr};  // beside flags_: read with it on both paths
   uint32_t mtu_;
   uint32_t tx_queue_len_;
