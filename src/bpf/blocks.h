@@ -57,8 +57,32 @@ struct Blocks {
   // so a path that skips the block needs its A (X) back. Otherwise a block off the path
   // may leave A (X) as it made it.
   std::vector<uint8_t> restore_a, restore_x;
+  std::vector<uint8_t> live_a, live_x;  // by instruction (and n): A (X) is read before written from here
   bool last_in_block(size_t i) const { return i + 1 == leader.size() || leader[i + 1]; }
 };
+
+// Blocks::restore_a, _x for the blocks of `region` (by leader: the block is in it) run
+// alone in program order: only the region's own jumps skip a block. The whole program's
+// flags are those of the region holding every block.
+inline void restores_within(std::span<const Insn> prog, const Blocks& b, const std::vector<uint8_t>& region,
+                            std::vector<uint8_t>* restore_a, std::vector<uint8_t>* restore_x) {
+  const size_t n = prog.size();
+  restore_a->assign(n, 0);
+  restore_x->assign(n, 0);
+  for (size_t p = 0; p < n; ++p) {
+    const Insn& in = prog[p];
+    if (bpf_class(in.code) != BPF_JMP || !region[b.first[p]]) continue;
+    const bool ja = bpf_op(in.code) == BPF_JA;
+    for (size_t q : {p + 1 + (ja ? in.k : in.jt), p + 1 + (ja ? in.k : in.jf)}) {
+      // Every block of the region strictly between p's block and q is skipped by this edge.
+      for (size_t l = p + 1; l < q; ++l) {
+        if (!b.leader[l] || !region[l]) continue;
+        (*restore_a)[l] |= b.writes_a[l] && b.live_a[q];
+        (*restore_x)[l] |= b.writes_x[l] && b.live_x[q];
+      }
+    }
+  }
+}
 
 // The program must be checked and forward-only (every jump target inside it).
 inline Blocks find_blocks(std::span<const Insn> prog) {
@@ -105,21 +129,9 @@ inline Blocks find_blocks(std::span<const Insn> prog) {
     live_a[i] = u.use_a || (out_a && !u.def_a);
     live_x[i] = u.use_x || (out_x && !u.def_x);
   }
-  b.restore_a.assign(n, 0);
-  b.restore_x.assign(n, 0);
-  for (size_t p = 0; p < n; ++p) {
-    const Insn& in = prog[p];
-    if (bpf_class(in.code) != BPF_JMP) continue;
-    const bool ja = bpf_op(in.code) == BPF_JA;
-    for (size_t q : {p + 1 + (ja ? in.k : in.jt), p + 1 + (ja ? in.k : in.jf)}) {
-      // Every block strictly between p's block and q is skipped by this edge.
-      for (size_t l = p + 1; l < q; ++l) {
-        if (!b.leader[l]) continue;
-        b.restore_a[l] |= b.writes_a[l] && live_a[q];
-        b.restore_x[l] |= b.writes_x[l] && live_x[q];
-      }
-    }
-  }
+  b.live_a = std::move(live_a);
+  b.live_x = std::move(live_x);
+  restores_within(prog, b, std::vector<uint8_t>(n, 1), &b.restore_a, &b.restore_x);
   return b;
 }
 

@@ -92,7 +92,9 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
   in.prog = prog;
   in.blind = opt.blind;
   in.predicated = !opt.blind && opt.form != JitForm::Branching && predicated_jit_ok(prog) &&
-                  (opt.form == JitForm::Predicated || prog.size() <= kPredicatedMaxInsns);
+                  (opt.form != JitForm::Auto || prog.size() <= kPredicatedMaxInsns);
+  in.split = in.predicated && opt.form != JitForm::Predicated;
+  in.split_auto = opt.form == JitForm::Auto;
   if (opt.blind) in.blind_seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   std::vector<uint8_t> short_ok;
   in.short_ok = &short_ok;
@@ -125,6 +127,7 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
   jc->passes = passes;
   jc->blinded = opt.blind;
   jc->predicated = in.predicated;
+  jc->regions = po.regions;
   out->fn = reinterpret_cast<RunFn>(jc->mem);
   out->image = jc->mem;
   out->owner = std::move(jc);

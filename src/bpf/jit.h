@@ -29,11 +29,18 @@ namespace pktpath::bpf {
 //               it (a "next block" register chooses the path, branch-free). No
 //               data-dependent branch is left to mispredict on mixed traffic; the price is
 //               running every block, so it is chosen only for short programs.
+//   Split       Predicated after a real branch on the program's first test (and on the
+//               tests of the same value that follow it alone, as libpcap's ethertype
+//               chain): each region those branches lead to is one predicated straight
+//               line, so a packet runs only the blocks its branch can reach.
 enum class JitForm : uint8_t {
-  Auto,        // Predicated for a program of at most kPredicatedMaxInsns instructions that
-               // qualifies, else Branching
+  Auto,        // for a program of at most kPredicatedMaxInsns instructions that
+               // qualifies: Split where the regions save enough blocks' runs on the
+               // longest path (jit_emit.cc kMinSplitGain), else Predicated; otherwise
+               // Branching
   Branching,
   Predicated,  // whenever the program qualifies; Branching otherwise
+  Split,       // likewise
 };
 
 // Which programs qualify for the predicated form: no constant blinding (checked by the
@@ -63,6 +70,7 @@ struct JitCode {
   unsigned passes = 0;     // emission passes until the jump encodings converged
   bool blinded = false;    // immediates stored XORed with a random key (JitOptions::blind)
   bool predicated = false; // emitted in the predicated form (JitForm)
+  unsigned regions = 0;    // predicated straight lines in the image (1: Predicated; more: Split)
   JitCode() = default;
   JitCode(const JitCode&) = delete;  // owns the mapping
   JitCode& operator=(const JitCode&) = delete;

@@ -5,7 +5,9 @@
 // the head length; the code is our own, written with the xbyak assembler.
 #include "bpf/jit_emit.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 
@@ -39,6 +41,13 @@ constexpr int kSaveA = 64;       // frame slots after M[0..15]
 constexpr int kSaveX = 68;
 constexpr int kSaveV = 72;
 
+// JitForm::Auto splits a program only when its longest path runs at least this many
+// blocks fewer than the one straight line: a mispredicted branch (about 30–50% of packets
+// on the ethertype split of mixed traffic, 15–20 cycles each) costs about as much as four
+// predicated blocks' chain of cmp/cmov (two cycles a block). `net 192.168.2.0/24` saves
+// two (measured slower split), the five-term filter five (measured faster).
+constexpr long kMinSplitGain = 4;
+
 enum class Cond { Always, A, AE, E, NE, B, BE };
 
 class Pass : public Xbyak::CodeGenerator {
@@ -48,43 +57,30 @@ class Pass : public Xbyak::CodeGenerator {
         in_(in),
         n_(in.prog.size()),
         lab_(n_ + 1),
-        stub_(n_),
-        after_(n_),
-        pred_(in.predicated),
+        head_(n_),
+        pred_form_(in.predicated),
         rng_(in.blind_seed | 1) {}
 
   void run(PassOutput* out) {
     scan();
     prologue();
-    for (size_t i = 0; i < n_; ++i) {
-      L(lab_[i]);
-      if (pred_ && b_.leader[i]) block_enter(i);
-      insn(i);
-      if (pred_) {
-        L(after_[i]);  // where a predicated load's slow path comes back
-        if (last_in_block(i) && !ends_block(in_.prog[i])) {
-          mov(r9d, static_cast<uint32_t>(i + 1));  // the block falls through into the next
-          commit(i);
-        }
-      }
+    if (!pred_form_) {
+      for (size_t i = 0; i < n_; ++i) emit_insn(i);
+    } else {
+      // The split blocks branch for real (only block 0 and tests of its value: none
+      // without JitForm::Split), then each region runs predicated and returns.
+      for (size_t i = 0; i < n_; ++i)
+        if (split_[b_.first[i]]) emit_insn(i);
+      for (const Region& r : regions_) region(r);
     }
     L(lab_[n_]);  // branching: never reached, the last instruction is a RET
-    if (pred_) {  // predicated: every block has run; r10d is the leader of the path's RET block
-      if (ret_table_) {
-        lea(rdx, ptr[rip + ret_values_]);
-        mov(eax, dword[rdx + r10 * 4]);
-      } else {  // r11d holds the path's RET value
-        mov(eax, r11d);
-      }
-      epilogue();
-    }
-    for (size_t i = 0; i < n_; ++i)
-      if (needs_stub_[i]) stub(i);
+    for (Inst& s : insts_)
+      if (needs_stub_[s.i]) stub(s);
     L(ret0_);
     xor_(eax, eax);
     L(exit_a_);
     epilogue();
-    if (pred_ && ret_table_) {  // every RET is `ret #k`: its value by the leader of its block
+    if (pred_form_ && ret_table_) {  // every RET is `ret #k`: its value by the leader of its block
       align(4);
       L(ret_values_);
       std::vector<uint32_t> value(n_, 0);
@@ -93,6 +89,7 @@ class Pass : public Xbyak::CodeGenerator {
       for (uint32_t k : value) dd(k);
     }
 
+    out->regions = static_cast<unsigned>(regions_.size());
     const uint8_t* base = getCode();
     out->code.assign(base, base + getSize());
     out->fits_short.resize(sites_.size());
@@ -109,6 +106,68 @@ class Pass : public Xbyak::CodeGenerator {
     const Xbyak::Label* target;
   };
 
+  // One emitted copy of an instruction (the split form emits a block once per region
+  // that reaches it): its slow-path entry and, predicated, where that path comes back.
+  struct Inst {
+    size_t i = 0;
+    bool pred = false;
+    Xbyak::Label stub, after;
+  };
+
+  // A predicated region: the blocks reachable from its head (by leader), run in program
+  // order, with the restore flags of that order alone (restores_within).
+  struct Region {
+    uint32_t head = 0;
+    std::vector<uint8_t> member, restore_a, restore_x;
+  };
+
+  // Instruction i in the current mode (pred_), as a fresh copy.
+  void emit_insn(size_t i) {
+    cur_ = &insts_.emplace_back();
+    cur_->i = i;
+    cur_->pred = pred_;
+    if (!pred_) L(lab_[i]);  // a branching instruction is emitted once
+    if (pred_ && b_.leader[i]) block_enter(i);
+    insn(i);
+    if (pred_) {
+      L(cur_->after);  // where a predicated load's slow path comes back
+      if (last_in_block(i) && !ends_block(in_.prog[i])) {
+        mov(r9d, static_cast<uint32_t>(i + 1));  // the block falls through into the next
+        commit(i);
+      }
+    }
+  }
+
+  // A predicated region: r10d starts at its head; after its last block r10d is the
+  // leader of the path's RET block.
+  void region(const Region& r) {
+    L(head_[r.head]);
+    pred_ = true;
+    ra_ = &r.restore_a;
+    rx_ = &r.restore_x;
+    if (r.head == 0) xor_(r10d, r10d);
+    else mov(r10d, r.head);
+    if (!ret_table_) xor_(r11d, r11d);
+    for (size_t i = r.head; i < n_; ++i)
+      if (r.member[b_.first[i]]) emit_insn(i);
+    if (ret_table_) {
+      lea(rdx, ptr[rip + ret_values_]);
+      mov(eax, dword[rdx + r10 * 4]);
+    } else {  // r11d holds the path's RET value
+      mov(eax, r11d);
+    }
+    epilogue();
+    pred_ = false;
+  }
+
+  // The conditional jump ending a split block: a real branch to a split block or a region.
+  void split_jump(const Insn& in, size_t i) {
+    const Cond t = compare(in);
+    jump(t, target(i + 1 + in.jt));
+    jump(Cond::Always, target(i + 1 + in.jf));
+  }
+  const Xbyak::Label& target(size_t l) const { return split_[l] ? lab_[l] : head_[l]; }
+
   // Decides which parts of the machine a program needs.
   void scan() {
     needs_stub_.assign(n_, 0);
@@ -122,7 +181,7 @@ class Pass : public Xbyak::CodeGenerator {
       }
       if ((ld && mode == BPF_MEM) || cls == BPF_ST || cls == BPF_STX) frame_ = true;
     }
-    if (pred_) scan_blocks();
+    if (pred_form_) scan_blocks();
   }
 
   // The predicated form (jit.h JitForm): basic blocks in program order (a topological
@@ -133,19 +192,122 @@ class Pass : public Xbyak::CodeGenerator {
   // block leaves r10d at its leader; exactly one path runs, so after the last block the
   // result is a table lookup by r10d when every RET is `ret #k`, otherwise r11d, where a
   // RET on the path stored its value.
+  //
+  // The split form (JitForm::Split): block 0 ends in a real branch when it ends in a test
+  // with two targets, and so does a block that is that test's target, holds nothing but
+  // a test of the same A and has no other predecessor (libpcap's ethertype chain: `jeq
+  // #0x800`, then `jeq #0x86dd`); every other target of those branches heads a region,
+  // predicated alone, so a packet runs only the blocks its branch reaches.
   void scan_blocks() {
     b_ = find_blocks(in_.prog);
-    for (size_t i = 0; i < n_; ++i) {
-      saves_ |= b_.restore_a[i] || b_.restore_x[i];
+    for (size_t i = 0; i < n_; ++i)
       if (in_.prog[i].code == (BPF_RET | BPF_A)) ret_table_ = false;
+    split_.assign(n_, 0);
+    if (in_.split) choose_splits();
+    build_regions();
+    if (in_.split_auto && regions_.size() > 1 && split_gain() < kMinSplitGain) {
+      split_.assign(n_, 0);  // too little to win back a mispredicted branch: one region
+      regions_.clear();
+      build_regions();
+    }
+    for (const Region& r : regions_)
+      for (size_t i = 0; i < n_; ++i) saves_ |= r.restore_a[i] || r.restore_x[i];
+  }
+
+  void build_regions() {
+    std::vector<uint8_t> head(n_, 0);
+    bool any_split = false;
+    for (size_t l = 0; l < n_; ++l) {
+      if (!split_[l]) continue;
+      any_split = true;
+      const size_t j = last_of(l);
+      for (size_t t : {j + 1 + in_.prog[j].jt, j + 1 + in_.prog[j].jf})
+        if (!split_[t]) head[t] = 1;
+    }
+    if (!any_split) head[0] = 1;
+    for (size_t h = 0; h < n_; ++h) {
+      if (!head[h]) continue;
+      Region& r = regions_.emplace_back();
+      r.head = static_cast<uint32_t>(h);
+      r.member = reachable_from(h);
+      restores_within(in_.prog, b_, r.member, &r.restore_a, &r.restore_x);
+    }
+  }
+
+  // By leader: the blocks a path from block h can run (program order is topological:
+  // one forward sweep).
+  std::vector<uint8_t> reachable_from(size_t h) const {
+    std::vector<uint8_t> m(n_, 0);
+    m[h] = 1;
+    for (size_t l = h; l < n_; ++l)
+      if (b_.leader[l] && m[l])
+        for (size_t t : successors(last_of(l))) m[t] = 1;
+    return m;
+  }
+
+  // Blocks other than a RET: what a predicated straight line pays for, a block each.
+  size_t tests_in(const std::vector<uint8_t>& m) const {
+    size_t c = 0;
+    for (size_t l = 0; l < n_; ++l) c += m[l] && bpf_class(in_.prog[l].code) != BPF_RET;
+    return c;
+  }
+
+  // Blocks the split form saves on its longest path (every split block and the largest
+  // region) against the one straight line.
+  long split_gain() const {
+    size_t most = 0, splits = 0;
+    for (const Region& r : regions_) most = std::max(most, tests_in(r.member));
+    for (size_t l = 0; l < n_; ++l) splits += split_[l];
+    return static_cast<long>(tests_in(reachable_from(0))) - static_cast<long>(most + splits);
+  }
+
+  size_t last_of(size_t l) const {
+    size_t j = l;
+    while (!last_in_block(j)) ++j;
+    return j;
+  }
+
+  // Where the path goes after block-ending instruction j (none after a RET).
+  std::vector<size_t> successors(size_t j) const {
+    const Insn& in = in_.prog[j];
+    const uint16_t cls = bpf_class(in.code);
+    if (cls == BPF_RET) return {};
+    if (cls != BPF_JMP) return {j + 1};
+    if (bpf_op(in.code) == BPF_JA) return {j + 1 + in.k};
+    return {j + 1 + in.jt, j + 1 + in.jf};
+  }
+
+  static bool two_way(const Insn& in) {
+    return bpf_class(in.code) == BPF_JMP && bpf_op(in.code) != BPF_JA && in.jt != in.jf;
+  }
+
+  void choose_splits() {
+    if (!two_way(in_.prog[last_of(0)])) return;
+    split_[0] = 1;
+    // Predecessor counts, all and split ones, by leader (program order: a block's
+    // predecessors are decided before it).
+    std::vector<uint32_t> preds(n_, 0);
+    for (size_t l = 0; l < n_; ++l)
+      if (b_.leader[l])
+        for (size_t t : successors(last_of(l))) ++preds[t];
+    size_t heads = 2;
+    for (size_t l = 1; l < n_; ++l) {
+      if (!b_.leader[l] || !two_way(in_.prog[l]) || heads + 1 > kMaxRegions) continue;
+      uint32_t from_split = 0;
+      for (size_t p = 0; p < l; ++p)
+        if (b_.leader[p] && split_[p])
+          for (size_t t : successors(last_of(p))) from_split += t == l;
+      if (from_split == 0 || from_split != preds[l]) continue;
+      split_[l] = 1;
+      ++heads;  // one target of a split block turns into two
     }
   }
 
   bool last_in_block(size_t i) const { return b_.last_in_block(i); }
 
   void block_enter(size_t i) {
-    if (b_.restore_a[i]) mov(ebx, eax);
-    if (b_.restore_x[i]) mov(ebp, ecx);
+    if ((*ra_)[i]) mov(ebx, eax);
+    if ((*rx_)[i]) mov(ebp, ecx);
   }
 
   // Block end of instruction i's block, r9d = the successor on the path: cmp r10d with
@@ -159,8 +321,8 @@ class Pass : public Xbyak::CodeGenerator {
 
   // After `cmp r10d, leader`: A and X as they were at the block's entry when it is off the path.
   void restore_if_off_path(uint32_t l) {
-    if (b_.restore_a[l]) cmovne(eax, ebx);
-    if (b_.restore_x[l]) cmovne(ecx, ebp);
+    if ((*ra_)[l]) cmovne(eax, ebx);
+    if ((*rx_)[l]) cmovne(ecx, ebp);
   }
 
   void pred_cond_jump(size_t i, const Insn& in) {
@@ -184,7 +346,7 @@ class Pass : public Xbyak::CodeGenerator {
   void pred_ret(size_t i, const Insn& in) {
     const uint32_t l = b_.first[i];
     if (ret_table_) {  // the value is looked up by r10d after the last block
-      if (b_.restore_a[l] || b_.restore_x[l]) {
+      if ((*ra_)[l] || (*rx_)[l]) {
         cmp(r10d, l);
         restore_if_off_path(l);
       }
@@ -210,7 +372,7 @@ class Pass : public Xbyak::CodeGenerator {
   }
 
   void prologue() {
-    if (pred_ && saves_) {  // ebx, ebp (callee-saved) hold A and X at a block's entry
+    if (pred_form_ && saves_) {  // ebx, ebp (callee-saved) hold A and X at a block's entry
       push(rbx);
       push(rbp);
     }
@@ -218,15 +380,11 @@ class Pass : public Xbyak::CodeGenerator {
     xor_(eax, eax);  // A = 0, X = 0 as the kernel starts them
     xor_(ecx, ecx);
     if (packet_) reload_packet();
-    if (pred_) {
-      xor_(r10d, r10d);  // the path starts at instruction 0
-      if (!ret_table_) xor_(r11d, r11d);
-    }
   }
 
   void epilogue() {
     if (frame_) add(rsp, kFrame);
-    if (pred_ && saves_) {
+    if (pred_form_ && saves_) {
       pop(rbp);
       pop(rbx);
     }
@@ -348,6 +506,7 @@ class Pass : public Xbyak::CodeGenerator {
       case BPF_JMP | BPF_JEQ | BPF_X:
       case BPF_JMP | BPF_JSET | BPF_X:
         if (pred_) pred_cond_jump(i, in);
+        else if (pred_form_) split_jump(in, i);
         else cond_jump(i, in);
         break;
 
@@ -355,20 +514,20 @@ class Pass : public Xbyak::CodeGenerator {
       case BPF_LD | BPF_H | BPF_ABS:
       case BPF_LD | BPF_B | BPF_ABS:
         if (in_ancillary_window(K)) ancillary(K - static_cast<uint32_t>(SKF_AD_OFF));
-        else load_abs(i, size_of(in.code), K);
+        else load_abs(size_of(in.code), K);
         break;
       case BPF_LD | BPF_W | BPF_IND:
       case BPF_LD | BPF_H | BPF_IND:
-      case BPF_LD | BPF_B | BPF_IND: load_ind(i, size_of(in.code), K); break;
+      case BPF_LD | BPF_B | BPF_IND: load_ind(size_of(in.code), K); break;
       case BPF_LDX | BPF_B | BPF_MSH:
         if (K < 0x80000000u) {
           cmp(r8d, K + 1);
-          jump(Cond::B, stub_[i]);
+          jump(Cond::B, cur_->stub);
           movzx(ecx, byte[rdi + static_cast<int>(K)]);
           and_(ecx, 0xf);
           shl(ecx, 2);
         } else {
-          jump(Cond::Always, stub_[i]);  // negative offsets: the helper's job
+          jump(Cond::Always, cur_->stub);  // negative offsets: the helper's job
         }
         break;
       case BPF_LD | BPF_W | BPF_LEN: mov(eax, dword[rsi + static_cast<int>(offsetof(PacketView, wire_len))]); break;
@@ -429,14 +588,14 @@ class Pass : public Xbyak::CodeGenerator {
     if (mod) mov(eax, edx);
   }
 
-  void load_abs(size_t i, uint32_t size, uint32_t k) {
+  void load_abs(uint32_t size, uint32_t k) {
     if (k >= 0x80000000u) {  // SKF_NET_OFF / SKF_LL_OFF and beyond: the helper decides
-      jump(Cond::Always, stub_[i]);
+      jump(Cond::Always, cur_->stub);
       return;
     }
     // The read fits the head when headlen >= k + size (no overflow: k < 2^31).
     cmp(r8d, k + size);
-    jump(Cond::B, stub_[i]);
+    jump(Cond::B, cur_->stub);
     const int d = static_cast<int>(k);
     if (size == 4) {
       mov(eax, dword[rdi + d]);
@@ -449,12 +608,12 @@ class Pass : public Xbyak::CodeGenerator {
     }
   }
 
-  void load_ind(size_t i, uint32_t size, uint32_t k) {
+  void load_ind(uint32_t size, uint32_t k) {
     // off = X + k with 32-bit wrap-around, then the 64-bit end compared with headlen.
     lea(edx, ptr[rcx + static_cast<int>(k)]);
     lea(r9, ptr[rdx + static_cast<int>(size)]);
     cmp(r9, r8);
-    jump(Cond::A, stub_[i]);
+    jump(Cond::A, cur_->stub);
     if (size == 4) {
       mov(eax, dword[rdi + rdx]);
       bswap(eax);
@@ -542,14 +701,16 @@ class Pass : public Xbyak::CodeGenerator {
   }
 
   // The out-of-line slow path of packet load i: call load_packet, then continue at i+1.
-  void stub(size_t i) {
+  void stub(Inst& s) {
+    const size_t i = s.i;
+    const bool pred = s.pred;
     const Insn& in = in_.prog[i];
     const bool ind = bpf_mode(in.code) == BPF_IND;
     const bool msh = bpf_class(in.code) == BPF_LDX;
-    L(stub_[i]);
-    if (pred_) {  // off the path: nothing to load
+    L(s.stub);
+    if (pred) {  // off the path: nothing to load
       cmp(r10d, b_.first[i]);
-      jump(Cond::NE, after_[i]);
+      jump(Cond::NE, s.after);
     }
     save_for_call();
     if (ind) {
@@ -571,10 +732,10 @@ class Pass : public Xbyak::CodeGenerator {
       mov(ecx, eax);
       mov(eax, r9d);  // A as it was before the load
     }
-    if (pred_) {  // the call clobbered r10, r11: on the path they are this block and 0
+    if (pred) {  // the call clobbered r10, r11: on the path they are this block and 0
       mov(r10d, b_.first[i]);
       if (!ret_table_) mov(r11d, 0);
-      jump(Cond::Always, after_[i]);
+      jump(Cond::Always, s.after);
     } else {
       jump(Cond::Always, lab_[i + 1]);
     }
@@ -643,15 +804,21 @@ class Pass : public Xbyak::CodeGenerator {
   const PassInput& in_;
   const size_t n_;
   std::vector<Xbyak::Label> lab_;   // lab_[i]: start of instruction i
-  std::vector<Xbyak::Label> stub_;  // stub_[i]: slow path of packet load i
+  std::vector<Xbyak::Label> head_;  // head_[l]: entry of the region headed by block l
   Xbyak::Label ret0_, exit_a_;
-  std::vector<Xbyak::Label> after_;  // after_[i]: end of instruction i's own code (predicated)
+  std::deque<Inst> insts_;  // every emitted instruction copy (a deque: labels stay put)
+  Inst* cur_ = nullptr;     // the copy being emitted
   std::vector<uint8_t> needs_stub_;
   Blocks b_;  // predicated form: the basic blocks
+  std::vector<uint8_t> split_;  // by leader: the block ends in a real branch (split form)
+  std::vector<Region> regions_;
+  const std::vector<uint8_t>* ra_ = nullptr;  // the current region's restore flags
+  const std::vector<uint8_t>* rx_ = nullptr;
   bool saves_ = false;     // some block saves A or X at entry (ebx, ebp pushed)
   bool ret_table_ = true;  // every RET is `ret #k`: the result is looked up, not cmov'd
   Xbyak::Label ret_values_;
-  const bool pred_;
+  const bool pred_form_;  // the predicated form (split or not)
+  bool pred_ = false;     // the instruction being emitted is predicated
   std::vector<Site> sites_;
   bool frame_ = false, packet_ = false;
   uint64_t rng_;
@@ -662,7 +829,7 @@ class Pass : public Xbyak::CodeGenerator {
 void emit_pass(const PassInput& in, PassOutput* out) {
   // Generous per-instruction budget: the longest instruction plus its slow path is
   // well under 160 bytes; xbyak throws if a program ever exceeds it.
-  const size_t cap = 256 + in.prog.size() * 160;
+  const size_t cap = 256 + in.prog.size() * 160 * (in.split ? kMaxRegions + 1 : 1);
   std::vector<uint8_t> buf(cap);
   auto pass = std::make_unique<Pass>(in, buf.data(), cap);
   pass->run(out);

@@ -17,6 +17,10 @@ struct PassInput {
   const std::vector<uint8_t>* short_ok = nullptr;
   bool blind = false;
   bool predicated = false;  // the predicated form (jit.h JitForm); the program qualifies
+  // With predicated: the first test (and tests of the same value right after it) branch
+  // for real, and each region the branches lead to is predicated on its own (JitForm::Split).
+  bool split = false;
+  bool split_auto = false;  // with split: keep one region where splitting saves too little (JitForm::Auto)
   uint64_t blind_seed = 0;
 };
 
@@ -24,7 +28,11 @@ struct PassOutput {
   std::vector<uint8_t> code;
   // For every jump site: whether rel8 would reach its target in this pass's layout.
   std::vector<uint8_t> fits_short;
+  unsigned regions = 0;  // predicated regions emitted (0: the branching form)
 };
+
+// The most predicated regions the split form makes (each is a copy of the blocks it reaches).
+inline constexpr size_t kMaxRegions = 4;
 
 // Emits one pass. Throws (Xbyak::Error / std::exception) when the assembler refuses.
 void emit_pass(const PassInput& in, PassOutput* out);

@@ -191,13 +191,15 @@ JitOptions jit_options(const Args& a) {
   return o;
 }
 
-// "engine: jit (x86-64, N bytes, P passes[, predicated])" or "engine: threaded (jit fallback: why)", and
+// "engine: jit (x86-64, N bytes, P passes[, predicated[ in R regions]])" or "engine: threaded (jit fallback: why)", and
 // ", bounded" for a userland program run under kUserlandBound.
 std::string engine_line(const Program& p) {
   std::string s = std::string("engine: ") + engine_name(p.engine());
   if (const JitCode* jc = jit_code_of(p.image()))
-    s += fmt::format(" (x86-64, {} bytes, {} passes{}{})", jc->code_len, jc->passes,
-                     jc->predicated ? ", predicated" : "", jc->blinded ? ", constants blinded" : "");
+    s += fmt::format(" (x86-64, {} bytes, {} passes{}{}{})", jc->code_len, jc->passes,
+                     jc->predicated ? ", predicated" : "",
+                     jc->regions > 1 ? fmt::format(" in {} regions", jc->regions) : std::string(),
+                     jc->blinded ? ", constants blinded" : "");
   else if (!p.jit_fallback_reason().empty())
     s += " (jit fallback: " + p.jit_fallback_reason() + ")";
   if (p.bounded()) s += fmt::format(", userland rules, bounded at {} charged instructions", kUserlandBound);

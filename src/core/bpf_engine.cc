@@ -77,15 +77,17 @@ const SysctlRegistrar jit_harden_sysctl{
      }}};
 
 // The JIT's code shape for programs loaded from now on (bpf/jit.h JitForm): auto
-// (predicated for short forward-only programs, branch-free on mixed traffic), branching
-// (one branch per conditional jump: faster where the traffic's branches predict), or
-// predicated (wherever the program qualifies).
+// (split for short forward-only programs), branching (one branch per conditional jump:
+// faster where the traffic's branches predict), predicated (the whole program
+// branch-free, wherever it qualifies) or split (one real branch on the first test, each
+// region after it predicated, wherever the program qualifies).
 const SysctlRegistrar jit_form_sysctl{
-    {"net.pktpath.bpf_jit_form", "bpf_jit_form", "auto|branching|predicated",
+    {"net.pktpath.bpf_jit_form", "bpf_jit_form", "auto|branching|predicated|split",
      [](Net& n) {
        const auto f = static_cast<bpf::JitForm>(bpf_net(n).jit_form.load());
        return std::string(f == bpf::JitForm::Branching ? "branching"
                           : f == bpf::JitForm::Predicated ? "predicated"
+                          : f == bpf::JitForm::Split      ? "split"
                                                            : "auto");
      },
      [](Net& n, const std::string& v) -> std::optional<std::string> {
@@ -96,8 +98,10 @@ const SysctlRegistrar jit_form_sysctl{
          f = bpf::JitForm::Branching;
        else if (v == "predicated")
          f = bpf::JitForm::Predicated;
+       else if (v == "split")
+         f = bpf::JitForm::Split;
        else
-         return "net.pktpath.bpf_jit_form: expected auto, branching or predicated, not '" + v + "'";
+         return "net.pktpath.bpf_jit_form: expected auto, branching, predicated or split, not '" + v + "'";
        bpf_net(n).jit_form.store(static_cast<int>(f));
        return std::nullopt;
      }}};

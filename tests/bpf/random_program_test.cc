@@ -271,9 +271,11 @@ TEST(BpfRandomPrograms, PredicatedFormsAgreeWithBranching) {
   std::vector<uint8_t> buf;
   PacketFrag frags[2];
   long pairs = 0, nonzero = 0, jit_pred = 0, userland = 0;
-  JitOptions branching = testing::strict_jit(), predicated = testing::strict_jit();
+  JitOptions branching = testing::strict_jit(), predicated = testing::strict_jit(), split = testing::strict_jit();
   branching.form = JitForm::Branching;
   predicated.form = JitForm::Predicated;
+  split.form = JitForm::Split;
+  long jit_split = 0;
   for (int i = 0; i < kPrograms; ++i) {
     Acceptance mode;
     Insns prog = i % 2 ? g.acyclic_program(&mode) : g.program();
@@ -289,14 +291,20 @@ TEST(BpfRandomPrograms, PredicatedFormsAgreeWithBranching) {
     PreparedImage tb, tp;
     ASSERT_TRUE(prepare_threaded_form(prog, bounded, ThreadedForm::Branching, &tb, &err)) << err;
     ASSERT_TRUE(prepare_threaded_form(prog, bounded, ThreadedForm::Predicated, &tp, &err)) << err;
-    std::optional<Program> jb, jp;
+    std::optional<Program> jb, jp, js;
     if (!bounded) {
       jb = Program::load(prog, Engine::Jit, branching, &err);
       jp = Program::load(prog, Engine::Jit, predicated, &err);
-      ASSERT_TRUE(jb && jp) << err;
+      js = Program::load(prog, Engine::Jit, split, &err);
+      ASSERT_TRUE(jb && jp && js) << err;
       ASSERT_FALSE(jit_code_of(jb->image())->predicated);
       ASSERT_EQ(jit_code_of(jp->image())->predicated, predicated_jit_ok(prog));
+      ASSERT_EQ(jit_code_of(js->image())->predicated, predicated_jit_ok(prog));
+      if (predicated_jit_ok(prog)) {
+        ASSERT_EQ(jit_code_of(jp->image())->regions, 1u);
+      }
       jit_pred += predicated_jit_ok(prog);
+      jit_split += jit_code_of(js->image())->regions > 1;
     }
     for (int j = 0; j < kPacketsPerProgram; ++j) {
       PacketView gv;
@@ -304,21 +312,23 @@ TEST(BpfRandomPrograms, PredicatedFormsAgreeWithBranching) {
       ExactPacket ep(gv);
       const PacketView& v = ep.v;
       const uint32_t a = sw->run(v), b = tb.fn(tb.image, v), c = tp.fn(tp.image, v);
-      const uint32_t d = jb ? jb->run(v) : a, e = jp ? jp->run(v) : a;
+      const uint32_t d = jb ? jb->run(v) : a, e = jp ? jp->run(v) : a, s = js ? js->run(v) : a;
       ++pairs;
       nonzero += a != 0;
-      if (a != b || a != c || a != d || a != e) {
+      if (a != b || a != c || a != d || a != e || a != s) {
         ADD_FAILURE() << "program " << i << " (" << acceptance_name(mode) << ") packet " << j << ": switch " << a
                       << ", threaded branching " << b << ", predicated " << c << ", jit branching " << d
-                      << ", predicated " << e;
+                      << ", predicated " << e << ", split " << s;
         return;
       }
     }
   }
   std::printf("predicated forms: %ld program x packet pairs agree (%ld non-zero); %ld programs on the "
-              "predicated JIT, %ld userland-bounded\n", pairs, nonzero, jit_pred, userland);
+              "predicated JIT (%ld split into regions), %ld userland-bounded\n", pairs, nonzero, jit_pred, jit_split,
+              userland);
   EXPECT_GT(nonzero, pairs / 10);
   EXPECT_GT(jit_pred, kPrograms / 4);
+  EXPECT_GT(jit_split, kPrograms / 20);
   EXPECT_GT(userland, kPrograms / 20);
 }
 

@@ -89,6 +89,9 @@ TEST_F(SysctlTest, JitFormChoosesTheShapeOfProgramsLoadedInThatNet) {
   EXPECT_EQ(net_bpf_config(net).jit.form, bpf::JitForm::Predicated);
   EXPECT_TRUE(f->set(net, "straight"));
   EXPECT_EQ(f->get(net), "predicated");
+  EXPECT_FALSE(f->set(net, "split"));
+  EXPECT_EQ(net_bpf_config(net).jit.form, bpf::JitForm::Split);
+  EXPECT_EQ(f->get(net), "split");
   Net other{cpu};
   EXPECT_EQ(net_bpf_config(other).jit.form, bpf::JitForm::Auto);
 }
