@@ -244,8 +244,8 @@ int main(int argc, char** argv) {
     for (auto* e : eng) pktpath_bpf_free(e);
     pcap_freecode(&fp);
   }
-  std::printf("\nns per packet, medians of the rounds; jit's engine in brackets (a program with a backward jump runs "
-              "on the threaded engine)\n");
+  std::printf("\nns per packet, medians of the rounds; jit's engine in brackets (threaded where the JIT fell "
+              "back)\n");
   pcap_close(dead);
   return 0;
 }

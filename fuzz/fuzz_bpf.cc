@@ -64,8 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pos = nul ? tlen + 2 : size;
   }
   // Kernel rules first; a program only libpcap's userland rules accept (backward jumps,
-  // scratch reads before writes) runs bounded, on the interpreters (the JIT hands it to
-  // the threaded engine).
+  // scratch reads before writes) runs bounded, on every engine.
   Acceptance rules = Acceptance::Kernel;
   CheckResult c = check_program(prog);
   if (!c.ok) {

@@ -84,9 +84,8 @@ enum pktpath_bpf_mode {
    * bpf_filter runs): an unconditional jump may go backward (the loops of libpcap's
    * `protochain`), scratch memory may be read before it is written (it reads 0).
    * Such programs run bounded: a run that takes too many backward jumps ends returning
-   * 0. They run on the switch or threaded engine; the JIT hands them to the threaded
-   * engine (pktpath_bpf_engine and pktpath_bpf_jit_fallback_reason say so). Programs
-   * that also pass the kernel's rules run as in PKTPATH_BPF_KERNEL. */
+   * 0, at the same jump on every engine, the JIT included. Programs that also pass
+   * the kernel's rules run as in PKTPATH_BPF_KERNEL. */
   PKTPATH_BPF_USERLAND = 1
 };
 

@@ -82,8 +82,10 @@ std::shared_ptr<JitCode> map_wx(const std::vector<uint8_t>& code, std::string* e
 
 }  // namespace
 
-bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
-                      std::string* err) {
+namespace {
+
+bool compile(std::span<const Insn> prog, const JitOptions& opt, bool bounded, PreparedImage* out,
+             std::string* err) {
   if (opt.force_failure) {
     if (err) *err = "jit: compilation disabled (forced failure)";
     return false;
@@ -91,6 +93,7 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
   jit_detail::PassInput in;
   in.prog = prog;
   in.blind = opt.blind;
+  in.bounded = bounded;
   in.predicated = !opt.blind && opt.form != JitForm::Branching && predicated_jit_ok(prog) &&
                   (opt.form != JitForm::Auto || prog.size() <= kPredicatedMaxInsns);
   in.split = in.predicated && opt.form != JitForm::Predicated;
@@ -132,6 +135,18 @@ bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, Prepare
   out->image = jc->mem;
   out->owner = std::move(jc);
   return true;
+}
+
+}  // namespace
+
+bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
+                      std::string* err) {
+  return compile(prog, opt, false, out, err);
+}
+
+bool prepare_jit_bounded(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
+                         std::string* err) {
+  return compile(prog, opt, true, out, err);
 }
 
 bool prepare_jit(std::span<const Insn> prog, PreparedImage* out, std::string* err) {

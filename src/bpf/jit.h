@@ -9,6 +9,7 @@
 //   rdi = packet head pointer, r8 = head length, edx/r9 scratch (div uses edx:eax).
 //   M[16] and the slow-path save slots live in a 120-byte frame, made at entry only when
 //   the program uses scratch memory (otherwise only around slow-path helper calls).
+//   r11 = the budget left of a bounded program with a backward jump (saved across calls).
 #pragma once
 
 #include <cstddef>
@@ -80,6 +81,13 @@ struct JitCode {
 // Compiles with explicit options; prepare_jit (program.h) is this with JitOptions{}.
 bool prepare_jit_with(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
                       std::string* err);
+// The same for a program that passed only userland rules (check.h) and runs bounded:
+// the scratch cells it reads start at 0, and a backward `ja` charges the program's length
+// against kUserlandBound, the run ending with 0 at the same jump as on the interpreters.
+// Such a program compiles in the branching form when it loops (the predicated forms take
+// forward jumps only).
+bool prepare_jit_bounded(std::span<const Insn> prog, const JitOptions& opt, PreparedImage* out,
+                         std::string* err);
 
 // The JitCode behind an image prepare_jit made (nullptr for other engines' images).
 const JitCode* jit_code_of(const PreparedImage& img);

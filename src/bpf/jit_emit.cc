@@ -14,6 +14,7 @@
 #include <xbyak/xbyak.h>
 
 #include "bpf/blocks.h"
+#include "bpf/check.h"
 #include "bpf/packet_view.h"
 #include "bpf/semantics.h"
 
@@ -40,6 +41,7 @@ constexpr int kFrame = 120;      // keeps rsp 16-byte aligned at helper calls
 constexpr int kSaveA = 64;       // frame slots after M[0..15]
 constexpr int kSaveX = 68;
 constexpr int kSaveV = 72;
+constexpr int kSaveB = 80;       // the loop budget (r11) across a helper call
 
 // JitForm::Auto splits a program only when its longest path runs at least this many
 // blocks fewer than the one straight line: a mispredicted branch (about 30–50% of packets
@@ -48,7 +50,7 @@ constexpr int kSaveV = 72;
 // two (measured slower split), the five-term filter five (measured faster).
 constexpr long kMinSplitGain = 4;
 
-enum class Cond { Always, A, AE, E, NE, B, BE };
+enum class Cond { Always, A, AE, E, NE, B, BE, L };
 
 class Pass : public Xbyak::CodeGenerator {
  public:
@@ -180,6 +182,10 @@ class Pass : public Xbyak::CodeGenerator {
         if (!is_ancillary_load(in)) needs_stub_[i] = 1;
       }
       if ((ld && mode == BPF_MEM) || cls == BPF_ST || cls == BPF_STX) frame_ = true;
+      if (in.code == (BPF_JMP | BPF_JA) && static_cast<int32_t>(in.k) < 0) {
+        if (!in_.bounded) throw std::runtime_error("backward jump in an unbounded program");
+        loop_ = true;
+      }
     }
     if (pred_form_) scan_blocks();
   }
@@ -379,7 +385,32 @@ class Pass : public Xbyak::CodeGenerator {
     if (frame_) sub(rsp, kFrame);
     xor_(eax, eax);  // A = 0, X = 0 as the kernel starts them
     xor_(ecx, ecx);
+    if (in_.bounded) zero_read_cells();
+    if (loop_) mov(r11d, static_cast<uint32_t>(kUserlandBound));
     if (packet_) reload_packet();
+  }
+
+  // A bounded program's scratch memory starts zeroed (check.h): a read before any write
+  // gives 0. Only the cells the program reads can show it, so only they are cleared
+  // (eax is 0 here).
+  void zero_read_cells() {
+    bool read[kMemWords] = {};
+    for (const Insn& in : in_.prog) {
+      const uint16_t cls = bpf_class(in.code);
+      if ((cls == BPF_LD || cls == BPF_LDX) && bpf_mode(in.code) == BPF_MEM) read[in.k] = true;
+    }
+    for (uint32_t k = 0; k < kMemWords; ++k)
+      if (read[k]) mov(dword[rsp + static_cast<int>(4 * k)], eax);
+  }
+
+  // A backward `ja` (bounded programs only): charge the program's length; once the
+  // charges pass kUserlandBound the run ends with 0, at the same jump as the interpreters
+  // (interp_threaded.cc ja_back: budget -= len; budget < 0 returns 0). The charge is the
+  // program's length, not an immediate of the program, so blinding leaves it as it is.
+  void back_jump(size_t target) {
+    sub(r11d, static_cast<uint32_t>(n_));
+    jump(Cond::L, ret0_);
+    jump(Cond::Always, lab_[target]);
   }
 
   void epilogue() {
@@ -411,6 +442,7 @@ class Pass : public Xbyak::CodeGenerator {
       case Cond::NE: jne(target, t); break;
       case Cond::B: jb(target, t); break;
       case Cond::BE: jbe(target, t); break;
+      case Cond::L: jl(target, t); break;
     }
   }
 
@@ -490,7 +522,9 @@ class Pass : public Xbyak::CodeGenerator {
       case BPF_ALU | BPF_NEG: neg(eax); break;
 
       case BPF_JMP | BPF_JA:
-        if (pred_) {
+        if (static_cast<int32_t>(K) < 0) {  // the checker: the target lies in the program
+          back_jump(static_cast<size_t>(static_cast<int64_t>(i) + 1 + static_cast<int32_t>(K)));
+        } else if (pred_) {
           mov(r9d, static_cast<uint32_t>(i + 1 + K));
           commit(i);
         } else if (K) {
@@ -632,6 +666,7 @@ class Pass : public Xbyak::CodeGenerator {
     mov(dword[rsp + kSaveA], eax);
     mov(dword[rsp + kSaveX], ecx);
     mov(qword[rsp + kSaveV], rsi);
+    if (loop_) mov(dword[rsp + kSaveB], r11d);  // caller-saved: the call may clobber it
   }
 
   // Restores X and the view; the saved A comes back in r9d for whoever needs it.
@@ -639,6 +674,7 @@ class Pass : public Xbyak::CodeGenerator {
     mov(rsi, qword[rsp + kSaveV]);
     mov(ecx, dword[rsp + kSaveX]);
     mov(r9d, dword[rsp + kSaveA]);
+    if (loop_) mov(r11d, dword[rsp + kSaveB]);
     if (!frame_) add(rsp, kFrame);
     reload_packet();
   }
@@ -821,6 +857,7 @@ class Pass : public Xbyak::CodeGenerator {
   bool pred_ = false;     // the instruction being emitted is predicated
   std::vector<Site> sites_;
   bool frame_ = false, packet_ = false;
+  bool loop_ = false;  // a backward jump: r11d holds the budget left (bounded programs)
   uint64_t rng_;
 };
 

@@ -21,6 +21,11 @@ struct PassInput {
   // for real, and each region the branches lead to is predicated on its own (JitForm::Split).
   bool split = false;
   bool split_auto = false;  // with split: keep one region where splitting saves too little (JitForm::Auto)
+  // A userland program run under kUserlandBound (check.h): the scratch cells it reads
+  // start at 0, and each backward `ja` taken charges the program's length against a
+  // budget, ending the run with 0 once the charges pass the bound, as the interpreters do.
+  // Without it a backward jump is refused.
+  bool bounded = false;
   uint64_t blind_seed = 0;
 };
 

@@ -72,13 +72,14 @@ std::optional<Program> Program::load(std::span<const Insn> prog, Engine engine, 
   bool ok = false;
   if (p.bounded_) {
     if (engine == Engine::Jit) {
-      p.engine_ = Engine::Threaded;
-      p.jit_fallback_ = has_backward_jump(prog)
-                            ? "the JIT compiles forward jumps only; a backward jump runs on the threaded engine"
-                            : "the JIT compiles kernel-checked programs only; a scratch read before a write runs on the threaded engine";
+      ok = prepare_jit_bounded(p.insns_, jit, &p.image_, &e);
+      if (!ok && jit.allow_fallback) {  // the JIT refused: run bounded on the threaded engine
+        p.jit_fallback_ = e;
+        p.engine_ = Engine::Threaded;
+      }
     }
-    ok = p.engine_ == Engine::Switch ? prepare_switch_bounded(p.insns_, &p.image_, &e)
-                                     : prepare_threaded_bounded(p.insns_, &p.image_, &e);
+    if (p.engine_ == Engine::Switch) ok = prepare_switch_bounded(p.insns_, &p.image_, &e);
+    else if (p.engine_ == Engine::Threaded) ok = prepare_threaded_bounded(p.insns_, &p.image_, &e);
     if (!ok) {
       if (err) *err = e;
       return std::nullopt;

@@ -98,9 +98,8 @@ class Program {
   // checker's reason ("insn 3: ...") or the engine's error.
   static std::optional<Program> load(std::span<const Insn> prog, Engine engine, std::string* err);
   // The same in an acceptance mode (check.h). A userland program that the kernel's rules
-  // would refuse (a backward jump, a scratch read before a write) runs bounded on the
-  // switch or threaded engine; the JIT hands it to the threaded engine and says so in
-  // jit_fallback_reason().
+  // would refuse (a backward jump, a scratch read before a write) runs bounded on every
+  // engine (check.h kUserlandBound; the JIT: prepare_jit_bounded).
   static std::optional<Program> load(std::span<const Insn> prog, Engine engine, Acceptance mode,
                                      std::string* err);
   // The same with explicit JIT options (the forms above use JitOptions{}).

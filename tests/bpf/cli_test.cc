@@ -155,7 +155,7 @@ TEST(BpfCli, BenchLibpcapRefusesAncillaryLoads) {
 
 // check and dump default to the kernel's rules, run to libpcap's: a protochain program
 // is refused by the first and filters a capture with the second, the dump's engine line
-// naming the bounded threaded engine under --mode userland.
+// naming the JIT, bounded, under --mode userland.
 TEST(BpfCli, ModesChooseTheRules) {
   Out o = run({"check", "--expr", "ip protochain 17"});
   EXPECT_EQ(o.rc, 1);
@@ -166,9 +166,9 @@ TEST(BpfCli, ModesChooseTheRules) {
   EXPECT_EQ(o.rc, 2);
   o = run({"dump", "--expr", "ip protochain 17", "--mode", "userland"});
   ASSERT_EQ(o.rc, 0) << o.err;
-  EXPECT_NE(o.out.find("engine: threaded (jit fallback: the JIT compiles forward jumps only"), std::string::npos)
-      << o.out;
-  EXPECT_NE(o.out.find("bounded"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("engine: jit (x86-64, "), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("fallback"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(", userland rules, bounded at 16777216 charged instructions"), std::string::npos) << o.out;
   o = run({"run", "--expr", "ip protochain 17", "--pcap", capture("vrrp.pcap")});
   EXPECT_EQ(o.rc, 0) << o.err;
   EXPECT_FALSE(o.out.empty());

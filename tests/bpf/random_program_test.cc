@@ -291,12 +291,14 @@ TEST(BpfRandomPrograms, PredicatedFormsAgreeWithBranching) {
     PreparedImage tb, tp;
     ASSERT_TRUE(prepare_threaded_form(prog, bounded, ThreadedForm::Branching, &tb, &err)) << err;
     ASSERT_TRUE(prepare_threaded_form(prog, bounded, ThreadedForm::Predicated, &tp, &err)) << err;
+    // The JIT's forms on every program, bounded ones too (their scratch reads start at 0).
     std::optional<Program> jb, jp, js;
-    if (!bounded) {
-      jb = Program::load(prog, Engine::Jit, branching, &err);
-      jp = Program::load(prog, Engine::Jit, predicated, &err);
-      js = Program::load(prog, Engine::Jit, split, &err);
+    {
+      jb = Program::load(prog, Engine::Jit, mode, branching, &err);
+      jp = Program::load(prog, Engine::Jit, mode, predicated, &err);
+      js = Program::load(prog, Engine::Jit, mode, split, &err);
       ASSERT_TRUE(jb && jp && js) << err;
+      ASSERT_EQ(jb->bounded(), bounded);
       ASSERT_FALSE(jit_code_of(jb->image())->predicated);
       ASSERT_EQ(jit_code_of(jp->image())->predicated, predicated_jit_ok(prog));
       ASSERT_EQ(jit_code_of(js->image())->predicated, predicated_jit_ok(prog));
@@ -332,9 +334,9 @@ TEST(BpfRandomPrograms, PredicatedFormsAgreeWithBranching) {
   EXPECT_GT(userland, kPrograms / 20);
 }
 
-// Programs with backward jumps that terminate: userland mode runs them bounded on the
-// interpreters (the JIT hands them to the threaded engine), and every result is
-// libpcap's bpf_filter's — the bound is never what ends them.
+// Programs with backward jumps that terminate: userland mode runs them bounded on every
+// engine (the JIT plain and blinded), and every result is libpcap's bpf_filter's — the
+// bound is never what ends them.
 TEST(BpfRandomPrograms, LoopingProgramsAgreeWithLibpcap) {
   Gen g(20261201);
   std::vector<uint8_t> buf;
@@ -347,23 +349,27 @@ TEST(BpfRandomPrograms, LoopingProgramsAgreeWithLibpcap) {
     auto sw = testing::load(prog, Engine::Switch, &err, Acceptance::Userland);
     auto th = testing::load(prog, Engine::Threaded, &err, Acceptance::Userland);
     auto jt = testing::load(prog, Engine::Jit, &err, Acceptance::Userland);
-    ASSERT_TRUE(sw && th && jt) << err;
-    ASSERT_TRUE(sw->bounded() && th->bounded() && jt->bounded());
-    ASSERT_EQ(jt->engine(), Engine::Threaded);
+    JitOptions blind = testing::strict_jit();
+    blind.blind = true;
+    auto jb = Program::load(prog, Engine::Jit, Acceptance::Userland, blind, &err);
+    ASSERT_TRUE(sw && th && jt && jb) << err;
+    ASSERT_TRUE(sw->bounded() && th->bounded() && jt->bounded() && jb->bounded());
+    ASSERT_EQ(jt->engine(), Engine::Jit);
+    ASSERT_NE(jit_code_of(jb->image()), nullptr);
     for (int j = 0; j < kPacketsPerProgram; ++j) {
       PacketView gv;
       g.packet(buf, gv, frags);
       if (gv.nr_frags) gv = PacketView::linear(gv.data, gv.wire_len);  // libpcap sees one buffer
       ExactPacket ep(gv);
       const PacketView& v = ep.v;
-      uint32_t a = sw->run(v), b = th->run(v), c = jt->run(v);
+      uint32_t a = sw->run(v), b = th->run(v), c = jt->run(v), cb = jb->run(v);
       uint32_t lp = testing::pcap_run(prog, v.data, v.wire_len, v.len);
       uint32_t raw = run_userland(prog, v);
       ++pairs;
       nonzero += a != 0;
-      if (a != b || a != c || a != lp || a != raw) {
+      if (a != b || a != c || a != cb || a != lp || a != raw) {
         ADD_FAILURE() << "program " << i << " packet " << j << ": switch " << a << ", threaded " << b
-                      << ", jit " << c << ", run_userland " << raw << ", libpcap " << lp;
+                      << ", jit " << c << ", blinded " << cb << ", run_userland " << raw << ", libpcap " << lp;
         return;
       }
     }

@@ -58,6 +58,24 @@ TEST(BpfUserland, ScratchReadBeforeWriteReadsZero) {
   }
 }
 
+// The JIT's frame is the caller's stack: a program run before, from the same frame, leaves
+// its M[3] exactly where the next one's M[3] lies. The bounded program must still read 0.
+TEST(BpfUserland, JitScratchStartsZeroedOnADirtyStack) {
+  const Insns writer = {{BPF_LD | BPF_IMM, 0, 0, 0x5a5a5a5a}, {BPF_ST, 0, 0, 3}, {BPF_RET | BPF_A, 0, 0, 0}};
+  const Insns reader = {{BPF_LD | BPF_MEM, 0, 0, 3}, {BPF_RET | BPF_A, 0, 0, 0}};
+  std::string err;
+  auto w = testing::load(writer, Engine::Jit, &err);
+  auto r = testing::load(reader, Engine::Jit, &err, Acceptance::Userland);
+  ASSERT_TRUE(w && r) << err;
+  ASSERT_TRUE(r->bounded());
+  ASSERT_EQ(r->engine(), Engine::Jit);
+  const PacketView v{};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(w->image().fn(w->image().image, v), 0x5a5a5a5au);
+    EXPECT_EQ(r->image().fn(r->image().image, v), 0u);
+  }
+}
+
 TEST(BpfUserland, KernelValidProgramsRunUnboundedInEitherMode) {
   Insns p;
   std::string err;
@@ -77,13 +95,32 @@ TEST(BpfUserland, AnInfiniteLoopEndsAtTheBoundOnEveryEngine) {
     std::string err;
     auto prog = testing::load(p, e, &err, Acceptance::Userland);
     ASSERT_TRUE(prog) << err;
+    EXPECT_EQ(prog->engine(), e);  // the JIT compiles it itself (strict: no fallback)
     EXPECT_EQ(prog->run(PacketView{}), 0u) << engine_name(e);
-    if (e == Engine::Jit) {
-      EXPECT_EQ(prog->engine(), Engine::Threaded);
-      EXPECT_NE(prog->jit_fallback_reason().find("backward jump"), std::string::npos);
-    }
   }
   EXPECT_EQ(run_userland(p, PacketView{}), 0u);
+}
+
+// Unbounded, the JIT refuses a backward jump (only Program::load's bounded path may hand
+// one to it); when the JIT fails on a bounded program, the fallback runs it bounded on the
+// threaded engine and says why.
+TEST(BpfUserland, JitRefusesUnboundedLoopsAndFallsBackBounded) {
+  Insns p = {{BPF_LD | BPF_IMM, 0, 0, 1}, {BPF_ALU | BPF_ADD | BPF_K, 0, 0, 1}, {BPF_JMP | BPF_JA, 0, 0, back(-2)},
+             {BPF_RET | BPF_A, 0, 0, 0}};
+  PreparedImage img;
+  std::string err;
+  EXPECT_FALSE(prepare_jit_with(p, JitOptions{}, &img, &err));
+  EXPECT_NE(err.find("backward jump"), std::string::npos) << err;
+  ASSERT_TRUE(prepare_jit_bounded(p, JitOptions{}, &img, &err)) << err;
+  EXPECT_EQ(img.fn(img.image, PacketView{}), 0u);
+  JitOptions o;
+  o.force_failure = true;
+  auto prog = Program::load(p, Engine::Jit, Acceptance::Userland, o, &err);
+  ASSERT_TRUE(prog) << err;
+  EXPECT_EQ(prog->engine(), Engine::Threaded);
+  EXPECT_TRUE(prog->bounded());
+  EXPECT_NE(prog->jit_fallback_reason().find("jit:"), std::string::npos);
+  EXPECT_EQ(prog->run(PacketView{}), 0u);
 }
 
 TEST(BpfUserland, EnginesStopAtTheSameJump) {
@@ -97,13 +134,41 @@ TEST(BpfUserland, EnginesStopAtTheSameJump) {
   };
   // 8 instructions: each backward jump charges 8; the run ends once charges pass 2^24.
   const uint32_t last_allowed = static_cast<uint32_t>(kUserlandBound / 8);  // jumps that fit
-  for (Engine e : {Engine::Switch, Engine::Threaded}) {
+  JitOptions blind = testing::strict_jit();
+  blind.blind = true;
+  for (int variant = 0; variant < 4; ++variant) {
+    const Engine e = variant < 3 ? testing::engines()[variant] : Engine::Jit;
+    const JitOptions jo = variant < 3 ? testing::strict_jit() : blind;
+    std::string err;
+    auto ok = Program::load(counter(last_allowed + 1), e, Acceptance::Userland, jo, &err);
+    auto over = Program::load(counter(last_allowed + 2), e, Acceptance::Userland, jo, &err);
+    ASSERT_TRUE(ok && over) << err;
+    ASSERT_EQ(ok->engine(), e);
+    EXPECT_EQ(ok->run(PacketView{}), last_allowed + 1) << engine_name(e) << " variant " << variant;
+    EXPECT_EQ(over->run(PacketView{}), 0u) << engine_name(e) << " variant " << variant;
+  }
+}
+
+// The same with a slow-path helper call inside the loop (a load below the packet, through
+// SKF_LL_OFF, always calls load_packet on the JIT): the JIT's budget register survives it.
+TEST(BpfUserland, BoundHoldsAcrossHelperCalls) {
+  auto counter = [](uint32_t limit) {
+    return Insns{{BPF_LD | BPF_IMM, 0, 0, 0},         {BPF_ST, 0, 0, 0},
+                 {BPF_LD | BPF_B | BPF_ABS, 0, 0, static_cast<uint32_t>(SKF_LL_OFF)},
+                 {BPF_LD | BPF_MEM, 0, 0, 0},         {BPF_ALU | BPF_ADD | BPF_K, 0, 0, 1},
+                 {BPF_ST, 0, 0, 0},                   {BPF_JMP | BPF_JGE | BPF_K, 1, 0, limit},
+                 {BPF_JMP | BPF_JA, 0, 0, back(-6)},  {BPF_RET | BPF_A, 0, 0, 0}};
+  };
+  const uint8_t pkt[20] = {7};
+  const PacketView v = PacketView::linear(pkt, sizeof pkt);
+  const uint32_t last_allowed = static_cast<uint32_t>(kUserlandBound / 9);
+  for (Engine e : testing::engines()) {
     std::string err;
     auto ok = testing::load(counter(last_allowed + 1), e, &err, Acceptance::Userland);
     auto over = testing::load(counter(last_allowed + 2), e, &err, Acceptance::Userland);
     ASSERT_TRUE(ok && over) << err;
-    EXPECT_EQ(ok->run(PacketView{}), last_allowed + 1) << engine_name(e);
-    EXPECT_EQ(over->run(PacketView{}), 0u) << engine_name(e);
+    EXPECT_EQ(ok->run(v), last_allowed + 1) << engine_name(e);
+    EXPECT_EQ(over->run(v), 0u) << engine_name(e);
   }
 }
 
@@ -123,6 +188,7 @@ TEST(BpfUserland, ProtochainRunsInUserlandAndMatchesLibpcap) {
   for (Engine e : testing::engines()) {
     auto prog = testing::load(p, e, &err, Acceptance::Userland);
     ASSERT_TRUE(prog) << err;
+    EXPECT_EQ(prog->engine(), e);
     const uint32_t want = testing::pcap_run(p, f, sizeof f, sizeof f);
     EXPECT_NE(want, 0u);
     EXPECT_EQ(prog->run(PacketView::linear(f, sizeof f)), want) << engine_name(e);
