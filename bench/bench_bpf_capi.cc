@@ -6,8 +6,9 @@
 // with and without extension headers, ARP and VLAN-tagged frames in shuffled order, so
 // that branches follow real traffic's mix rather than one repeated frame.
 //
-//   bench_bpf_capi [--packets N] [--rounds R] [--passes P] [--write FILE.pcap]
+//   bench_bpf_capi [--packets N] [--rounds R] [--passes P] [--write FILE.pcap] [--filter EXPR]...
 //   bench_bpf_capi --pcap FILE.pcap [--rounds R] [--passes P]   (an Ethernet capture instead)
+//   (--filter, repeated, replaces the three default filters)
 #include <pcap/pcap.h>
 
 #include <algorithm>
@@ -117,7 +118,7 @@ struct Filter {
   const char* expr;
 };
 
-const Filter kFilters[] = {
+const Filter kDefaultFilters[] = {
     {"net", "net 192.168.2.0/24"},
     {"five-term", "tcp and (port 80 or port 443) and not net 10.0.0.0/8"},
     {"protochain", "ip6 protochain 17"},
@@ -137,6 +138,8 @@ int main(int argc, char** argv) {
   int rounds = 7, passes = 25;
   const char* write = nullptr;
   const char* read = nullptr;
+  std::vector<Filter> filters(std::begin(kDefaultFilters), std::end(kDefaultFilters));
+  bool own_filters = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--packets") packets = std::strtoul(argv[i + 1], nullptr, 10);
@@ -144,8 +147,12 @@ int main(int argc, char** argv) {
     else if (k == "--passes") passes = std::atoi(argv[i + 1]);
     else if (k == "--write") write = argv[i + 1];
     else if (k == "--pcap") read = argv[i + 1];
+    else if (k == "--filter") {
+      if (!own_filters) filters.clear(), own_filters = true;
+      filters.push_back({argv[i + 1], argv[i + 1]});
+    }
     else {
-      std::fprintf(stderr, "usage: bench_bpf_capi [--packets N | --pcap FILE] [--rounds R] [--passes P] [--write FILE]\n");
+      std::fprintf(stderr, "usage: bench_bpf_capi [--packets N | --pcap FILE] [--rounds R] [--passes P] [--write FILE] [--filter EXPR ...]\n");
       return 2;
     }
   }
@@ -185,7 +192,7 @@ int main(int argc, char** argv) {
               read ? read : "mixed capture (generated, shuffled mix)", packets, rounds, passes);
   std::printf("| filter | insns | libpcap bpf_filter | pcap_offline_filter | pktpath_bpf_filter | switch | threaded | jit | "
               "threaded vs libpcap | jit vs libpcap | accepted |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (const Filter& f : kFilters) {
+  for (const Filter& f : filters) {
     bpf_program fp;
     if (pcap_compile(dead, &fp, f.expr, 1, PCAP_NETMASK_UNKNOWN) != 0) {
       std::fprintf(stderr, "%s: %s\n", f.expr, pcap_geterr(dead));

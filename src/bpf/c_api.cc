@@ -96,8 +96,7 @@ pktpath_bpf* load(std::span<const Insn> insns, int mode, int engine, char* errbu
 // The view of a caller's buffer, built in place by the caller's frame (returned by value:
 // copying a freshly written view through a pointer costs a store-forwarding stall per call).
 PacketView view_of(const unsigned char* p, unsigned int wirelen, unsigned int buflen, const pktpath_bpf_meta* m) {
-  PacketView v = PacketView::linear(p, buflen);
-  v.wire_len = wirelen;
+  PacketView v = PacketView::linear(p, buflen, wirelen);
   if (m == nullptr) return v;
   v.mac_off = m->mac_off;
   v.net_off = m->net_off;
@@ -162,6 +161,7 @@ pktpath_bpf* pktpath_bpf_compile(const char* expr, int linktype, int snaplen, in
 
 uint32_t pktpath_bpf_run(const pktpath_bpf* prog, const unsigned char* p, unsigned int wirelen,
                          unsigned int buflen, const pktpath_bpf_meta* meta) {
+  if (meta == nullptr) return prog->prog.run_linear(p, wirelen, buflen);
   return prog->prog.run(view_of(p, wirelen, buflen, meta));
 }
 

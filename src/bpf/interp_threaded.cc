@@ -62,9 +62,34 @@ enum Op : uint8_t {
   kOpCount
 };
 
+// What the handlers read of a packet, in registers: the head, its length and the wire
+// length; `view` is the PacketView they came from, or nullptr when the LinearFn entry
+// passed a linear buffer (then a slow-path read builds that view itself, and the program
+// has no ancillary load, which would need one).
+struct Packet {
+  const uint8_t* data;
+  uint32_t headlen;
+  uint32_t wire_len;
+  const PacketView* view;
+};
+
+PP_NOINLINE uint64_t load_slow(const Packet& pkt, uint32_t off, uint32_t size) {
+  if (pkt.view) return load_packet(*pkt.view, static_cast<int32_t>(off), size);
+  return load_packet(PacketView::linear(pkt.data, pkt.headlen, pkt.wire_len), static_cast<int32_t>(off), size);
+}
+
+// load_fast on a Packet: a read inside the head, else the slow path.
+template <uint32_t Size>
+PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
+  if (PP_LIKELY(in_head<Size>(pkt.headlen, off))) return read_be<Size>(pkt.data + off);
+  return load_slow(pkt, off, Size);
+}
+
 // Runs a decoded program. Called once with ip == nullptr to publish the label table
 // (label addresses exist only inside this function).
-uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* const** table) {
+// The packet comes as scalars (a struct of this size would be passed in memory).
+uint32_t run_threaded(const ThreadedInsn* ip, const uint8_t* data, uint32_t headlen, uint32_t wire_len,
+                      const PacketView* view, const void* const** table) {
   static const void* const kLabels[kOpCount] = {
       &&add_x, &&add_k, &&sub_x, &&sub_k, &&mul_x, &&mul_k, &&div_x, &&div_k, &&mod_x,
       &&mod_k, &&and_x, &&and_k, &&or_x, &&or_k, &&xor_x, &&xor_k, &&lsh_x, &&lsh_k,
@@ -92,7 +117,7 @@ uint32_t run_threaded(const ThreadedInsn* ip, const PacketView* vp, const void* 
     *table = kLabels;
     return 0;
   }
-  const PacketView& v = *vp;
+  const Packet pkt{data, headlen, wire_len, view};
   uint32_t A = 0, X = 0;
   uint64_t r;
   uint32_t M[kMemWords];
@@ -162,47 +187,47 @@ jge_x: JUMP(A >= X);
 jeq_x: JUMP(A == X);
 jset_x: JUMP(A & X);
 ld_abs_w:
-  r = load_fast<4>(v, ip->k);
+  r = load_at<4>(pkt, ip->k);
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_abs_h:
-  r = load_fast<2>(v, ip->k);
+  r = load_at<2>(pkt, ip->k);
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_abs_b:
-  r = load_fast<1>(v, ip->k);
+  r = load_at<1>(pkt, ip->k);
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_anc:
-  r = load_ancillary(v, ip->k, A, X);
+  r = load_ancillary(*pkt.view, ip->k, A, X);
   if (PP_UNLIKELY(load_failed(r)) && on) return A;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_ind_w:
-  r = load_fast<4>(v, X + ip->k);
+  r = load_at<4>(pkt, X + ip->k);
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_ind_h:
-  r = load_fast<2>(v, X + ip->k);
+  r = load_at<2>(pkt, X + ip->k);
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ld_ind_b:
-  r = load_fast<1>(v, X + ip->k);
+  r = load_at<1>(pkt, X + ip->k);
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   A = static_cast<uint32_t>(r);
   NEXT;
 ldx_msh:
-  r = load_fast<1>(v, ip->k);
+  r = load_at<1>(pkt, ip->k);
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;
   X = (static_cast<uint32_t>(r) & 0xf) << 2;
   NEXT;
-ld_len: A = v.wire_len; NEXT;
-ldx_len: X = v.wire_len; NEXT;
+ld_len: A = pkt.wire_len; NEXT;
+ldx_len: X = pkt.wire_len; NEXT;
 ld_imm: A = ip->k; NEXT;
 ldx_imm: X = ip->k; NEXT;
 ld_mem: A = M[ip->k]; NEXT;
@@ -222,7 +247,7 @@ zero_mem: std::memset(M, 0, sizeof M); NEXT;
 
 #define FUSED(label, size, cond)                   \
   label:                                           \
-  r = load_fast<size>(v, ip->k);                   \
+  r = load_at<size>(pkt, ip->k);                   \
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
   A = static_cast<uint32_t>(r);                    \
   ++ip;                                            \
@@ -242,7 +267,7 @@ zero_mem: std::memset(M, 0, sizeof M); NEXT;
 #undef FUSED
 #define FUSED_AND(label, size, cond)               \
   label:                                           \
-  r = load_fast<size>(v, ip->k);                   \
+  r = load_at<size>(pkt, ip->k);                   \
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
   A = static_cast<uint32_t>(r) & ip[1].k;          \
   ip += 2;                                         \
@@ -262,7 +287,7 @@ zero_mem: std::memset(M, 0, sizeof M); NEXT;
 #undef FUSED_AND
 #define FUSED_IND(label, size, cond)               \
   label:                                           \
-  r = load_fast<size>(v, X + ip->k);               \
+  r = load_at<size>(pkt, X + ip->k);               \
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
   A = static_cast<uint32_t>(r);                    \
   ++ip;                                            \
@@ -336,7 +361,7 @@ p_end: return res;
 #define PB_LD(label, size, cond)                           \
   label:                                                   \
   on = MASK(pc == ip->k);                                  \
-  r = load_fast<size>(v, ip[1].k);                         \
+  r = load_at<size>(pkt, ip[1].k);                         \
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;         \
   A0 = A;                                                  \
   A = static_cast<uint32_t>(r);                            \
@@ -346,7 +371,7 @@ p_end: return res;
 #define PB_LD_AND(label, size, cond)                       \
   label:                                                   \
   on = MASK(pc == ip->k);                                  \
-  r = load_fast<size>(v, ip[1].k);                         \
+  r = load_at<size>(pkt, ip[1].k);                         \
   if (PP_UNLIKELY(load_failed(r)) && on) return 0;         \
   A0 = A;                                                  \
   A = static_cast<uint32_t>(r) & ip[2].k;                  \
@@ -478,7 +503,22 @@ Op fused_op(Op op, std::span<const Insn> prog, size_t i) {
 }
 
 uint32_t threaded_entry(const void* image, const PacketView& v) {
-  return run_threaded(static_cast<const ThreadedInsn*>(image), &v, nullptr);
+  return run_threaded(static_cast<const ThreadedInsn*>(image), v.data, v.headlen, v.wire_len, &v, nullptr);
+}
+
+uint32_t threaded_linear_entry(const void* image, const uint8_t* p, uint32_t wire_len, uint32_t buflen) {
+  return run_threaded(static_cast<const ThreadedInsn*>(image), p, buflen, wire_len, nullptr, nullptr);
+}
+
+// The image's entries: the LinearFn one too where the program has no ancillary load.
+void set_entries(std::span<const Insn> prog, std::shared_ptr<std::vector<ThreadedInsn>> code, PreparedImage* out) {
+  out->fn = threaded_entry;
+  out->image = code->data();
+  if (!(view_needs(prog) & kViewNeedsMeta)) {
+    out->linear = threaded_linear_entry;
+    out->linear_image = code->data();
+  }
+  out->owner = std::move(code);
 }
 
 }  // namespace
@@ -506,7 +546,7 @@ int jump_index(const Insn& j) {
 // follow one fixed order that the indirect-branch predictor learns.
 bool prepare_predicated(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
   const void* const* labels = nullptr;
-  run_threaded(nullptr, nullptr, &labels);
+  run_threaded(nullptr, nullptr, 0, 0, nullptr, &labels);
   const Blocks b = find_blocks(prog);
   auto code = std::make_shared<std::vector<ThreadedInsn>>();
   code->reserve(2 * prog.size() + 2);
@@ -566,15 +606,13 @@ bool prepare_predicated(std::span<const Insn> prog, PreparedImage* out, std::str
     l = e + 1;
   }
   slot(kPEnd, 0);
-  out->fn = threaded_entry;
-  out->image = code->data();
-  out->owner = std::move(code);
+  set_entries(prog, std::move(code), out);
   return true;
 }
 
 bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::string* err) {
   const void* const* labels = nullptr;
-  run_threaded(nullptr, nullptr, &labels);
+  run_threaded(nullptr, nullptr, 0, 0, nullptr, &labels);
   // A bounded program starts with the slot that zeroes scratch memory; jumps are
   // relative, so the slots after it keep their distances.
   const size_t first = bounded ? 1 : 0;
@@ -608,9 +646,7 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
       t.jf = static_cast<uint16_t>(in.jf + 1);
     }
   }
-  out->fn = threaded_entry;
-  out->image = code->data();
-  out->owner = std::move(code);
+  set_entries(prog, std::move(code), out);
   return true;
 }
 

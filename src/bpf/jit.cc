@@ -84,16 +84,14 @@ std::shared_ptr<JitCode> map_wx(const std::vector<uint8_t>& code, std::string* e
 
 namespace {
 
-bool compile(std::span<const Insn> prog, const JitOptions& opt, bool bounded, PreparedImage* out,
-             std::string* err) {
-  if (opt.force_failure) {
-    if (err) *err = "jit: compilation disabled (forced failure)";
-    return false;
-  }
+// One image: the RunFn entry, or the LinearFn one (PassInput::linear).
+std::shared_ptr<JitCode> compile_image(std::span<const Insn> prog, const JitOptions& opt, bool bounded,
+                                       bool linear, std::string* err) {
   jit_detail::PassInput in;
   in.prog = prog;
   in.blind = opt.blind;
   in.bounded = bounded;
+  in.linear = linear;
   in.predicated = !opt.blind && opt.form != JitForm::Branching && predicated_jit_ok(prog) &&
                   (opt.form != JitForm::Auto || prog.size() <= kPredicatedMaxInsns);
   in.split = in.predicated && opt.form != JitForm::Predicated;
@@ -123,17 +121,38 @@ bool compile(std::span<const Insn> prog, const JitOptions& opt, bool bounded, Pr
     }
   } catch (const std::exception& e) {
     if (err) *err = std::string("jit: ") + e.what();
-    return false;
+    return nullptr;
   }
   auto jc = map_wx(po.code, err);
-  if (!jc) return false;
+  if (!jc) return nullptr;
   jc->passes = passes;
   jc->blinded = opt.blind;
   jc->predicated = in.predicated;
   jc->regions = po.regions;
+  return jc;
+}
+
+// The program's image and, for a program without ancillary loads, its linear twin: the
+// same code with the packet in registers (the C API's call without metadata).
+bool compile(std::span<const Insn> prog, const JitOptions& opt, bool bounded, PreparedImage* out,
+             std::string* err) {
+  if (opt.force_failure) {
+    if (err) *err = "jit: compilation disabled (forced failure)";
+    return false;
+  }
+  auto jc = compile_image(prog, opt, bounded, false, err);
+  if (!jc) return false;
   out->fn = reinterpret_cast<RunFn>(jc->mem);
   out->image = jc->mem;
   out->owner = std::move(jc);
+  if (!(view_needs(prog) & kViewNeedsMeta)) {
+    std::string ignored;  // without it, run_linear builds the view and calls fn
+    if (auto lin = compile_image(prog, opt, bounded, true, &ignored)) {
+      out->linear = reinterpret_cast<LinearFn>(lin->mem);
+      out->linear_image = lin->mem;
+      out->linear_owner = std::move(lin);
+    }
+  }
   return true;
 }
 

@@ -30,6 +30,12 @@ namespace {
 // bpf_internal_load_pointer_neg_helper through load_packet.
 uint64_t helper_load(const PacketView* v, int32_t off, uint32_t size) { return load_packet(*v, off, size); }
 
+// The same for a linear image (PassInput::linear), which has no view: the view the
+// LinearFn entry stands for, built here on the slow path only.
+uint64_t helper_load_linear(int32_t off, uint32_t size, const uint8_t* p, uint32_t buflen, uint32_t wire_len) {
+  return load_packet(PacketView::linear(p, buflen, wire_len), off, size);
+}
+
 // An ancillary load; on kLoadFail the low half carries the current A, which the program
 // then returns (the kernel's exit when skb->dev is NULL).
 uint64_t helper_ancillary(const PacketView* v, uint32_t ad, uint32_t a, uint32_t x) {
@@ -42,6 +48,8 @@ constexpr int kSaveA = 64;       // frame slots after M[0..15]
 constexpr int kSaveX = 68;
 constexpr int kSaveV = 72;
 constexpr int kSaveB = 80;       // the loop budget (r11) across a helper call
+constexpr int kSaveP = 88;       // linear images: the packet pointer (rdi) and head length (r8d)
+constexpr int kSaveH = 96;
 
 // JitForm::Auto splits a program only when its longest path runs at least this many
 // blocks fewer than the one straight line: a mispredicted branch (about 30–50% of packets
@@ -383,11 +391,16 @@ class Pass : public Xbyak::CodeGenerator {
       push(rbp);
     }
     if (frame_) sub(rsp, kFrame);
+    if (in_.linear) {  // (image, p, wire_len, buflen): the head in rdi, r8d; wire_len in esi
+      mov(r8d, ecx);
+      mov(rdi, rsi);
+      mov(esi, edx);
+    }
     xor_(eax, eax);  // A = 0, X = 0 as the kernel starts them
     xor_(ecx, ecx);
     if (in_.bounded) zero_read_cells();
     if (loop_) mov(r11d, static_cast<uint32_t>(kUserlandBound));
-    if (packet_) reload_packet();
+    if (packet_ && !in_.linear) reload_packet();
   }
 
   // A bounded program's scratch memory starts zeroed (check.h): a read before any write
@@ -423,6 +436,11 @@ class Pass : public Xbyak::CodeGenerator {
   }
 
   void reload_packet() {
+    if (in_.linear) {  // saved by save_for_call: a linear image has no view to read them from
+      mov(rdi, qword[rsp + kSaveP]);
+      mov(r8d, dword[rsp + kSaveH]);
+      return;
+    }
     mov(rdi, qword[rsi + static_cast<int>(offsetof(PacketView, data))]);
     mov(r8d, dword[rsi + static_cast<int>(offsetof(PacketView, headlen))]);
   }
@@ -564,8 +582,8 @@ class Pass : public Xbyak::CodeGenerator {
           jump(Cond::Always, cur_->stub);  // negative offsets: the helper's job
         }
         break;
-      case BPF_LD | BPF_W | BPF_LEN: mov(eax, dword[rsi + static_cast<int>(offsetof(PacketView, wire_len))]); break;
-      case BPF_LDX | BPF_W | BPF_LEN: mov(ecx, dword[rsi + static_cast<int>(offsetof(PacketView, wire_len))]); break;
+      case BPF_LD | BPF_W | BPF_LEN: load_len(eax); break;
+      case BPF_LDX | BPF_W | BPF_LEN: load_len(ecx); break;
       case BPF_LD | BPF_IMM: mov_imm(eax, K); break;
       case BPF_LDX | BPF_IMM: mov_imm(ecx, K); break;
       case BPF_LD | BPF_MEM: mov(eax, dword[rsp + static_cast<int>(4 * K)]); break;
@@ -665,7 +683,11 @@ class Pass : public Xbyak::CodeGenerator {
     if (!frame_) sub(rsp, kFrame);
     mov(dword[rsp + kSaveA], eax);
     mov(dword[rsp + kSaveX], ecx);
-    mov(qword[rsp + kSaveV], rsi);
+    mov(qword[rsp + kSaveV], rsi);  // the view, or a linear image's wire_len
+    if (in_.linear) {
+      mov(qword[rsp + kSaveP], rdi);
+      mov(dword[rsp + kSaveH], r8d);
+    }
     if (loop_) mov(dword[rsp + kSaveB], r11d);  // caller-saved: the call may clobber it
   }
 
@@ -675,8 +697,14 @@ class Pass : public Xbyak::CodeGenerator {
     mov(ecx, dword[rsp + kSaveX]);
     mov(r9d, dword[rsp + kSaveA]);
     if (loop_) mov(r11d, dword[rsp + kSaveB]);
+    reload_packet();  // a linear image's head comes back from the frame: before it goes
     if (!frame_) add(rsp, kFrame);
-    reload_packet();
+  }
+
+  // LD/LDX LEN: the view's wire_len, or a linear image's esi.
+  void load_len(const Xbyak::Reg32& r) {
+    if (in_.linear) mov(r, esi);
+    else mov(r, dword[rsi + static_cast<int>(offsetof(PacketView, wire_len))]);
   }
 
   // The address of PacketView field `off` (offsetof) through the view in rsi.
@@ -722,6 +750,7 @@ class Pass : public Xbyak::CodeGenerator {
   }
 
   void ancillary(uint32_t ad) {
+    if (in_.linear) throw std::runtime_error("ancillary load in a linear image");
     if (ancillary_inline(ad)) return;
     save_for_call();
     mov(edx, eax);
@@ -749,14 +778,21 @@ class Pass : public Xbyak::CodeGenerator {
       jump(Cond::NE, s.after);
     }
     save_for_call();
-    if (ind) {
-      mov(esi, edx);  // the wrapped X + k the fast path computed
+    if (in_.linear) {  // helper_load_linear(off, size, p, buflen, wire_len)
+      if (ind) mov(edi, edx);  // the wrapped X + k the fast path computed
+      else mov(edi, in.k);
+      mov(esi, size_of(in.code));
+      mov(rdx, qword[rsp + kSaveP]);
+      mov(ecx, dword[rsp + kSaveH]);
+      mov(r8d, dword[rsp + kSaveV]);
+      mov(rax, reinterpret_cast<uint64_t>(&helper_load_linear));
     } else {
-      mov(esi, in.k);
+      if (ind) mov(esi, edx);
+      else mov(esi, in.k);
+      mov(rdi, qword[rsp + kSaveV]);
+      mov(edx, size_of(in.code));
+      mov(rax, reinterpret_cast<uint64_t>(&helper_load));
     }
-    mov(rdi, qword[rsp + kSaveV]);
-    mov(edx, size_of(in.code));
-    mov(rax, reinterpret_cast<uint64_t>(&helper_load));
     call(rax);
     restore_after_call();
     mov(rdx, rax);

@@ -26,6 +26,10 @@ struct PassInput {
   // budget, ending the run with 0 once the charges pass the bound, as the interpreters do.
   // Without it a backward jump is refused.
   bool bounded = false;
+  // The LinearFn entry (program.h): the packet pointer, wire length and buffer length come
+  // in rsi, edx, ecx instead of a PacketView; wire_len stays in esi, and a load's slow
+  // path builds the linear view itself. Programs with ancillary loads are refused.
+  bool linear = false;
   uint64_t blind_seed = 0;
 };
 

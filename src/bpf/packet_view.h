@@ -52,6 +52,12 @@ struct PacketView {
     v.net_off = n < 14 ? n : 14;
     return v;
   }
+  // The same holding a snapshot of n bytes of a packet that was wire_len long on the wire.
+  static PacketView linear(const uint8_t* p, uint32_t n, uint32_t wire_len) {
+    PacketView v = linear(p, n);
+    v.wire_len = wire_len;
+    return v;
+  }
 };
 
 }  // namespace pktpath::bpf

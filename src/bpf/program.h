@@ -43,12 +43,21 @@ Engine default_engine();
 // The entry every engine provides: `image` is the engine's prepared form.
 using RunFn = uint32_t (*)(const void* image, const PacketView& v);
 
+// The entry for a linear buffer without metadata, the packet passed in registers instead
+// of a PacketView built in memory (the C API's call without metadata): the same result as
+// RunFn on PacketView::linear(p, buflen) with wire_len set.
+using LinearFn = uint32_t (*)(const void* image, const uint8_t* p, uint32_t wire_len, uint32_t buflen);
+
 // What an engine's prepare step hands back. `owner` keeps the image alive (decoded
-// instructions, or executable memory for a JIT).
+// instructions, or executable memory for a JIT). `linear`, where the engine has one, is
+// the LinearFn entry over `linear_image` (kept alive by `linear_owner`).
 struct PreparedImage {
   RunFn fn = nullptr;
   const void* image = nullptr;
   std::shared_ptr<const void> owner;
+  LinearFn linear = nullptr;
+  const void* linear_image = nullptr;
+  std::shared_ptr<const void> linear_owner;
 };
 
 // Engine prepare steps. Each takes a program that passed check_program (kernel mode);
@@ -109,6 +118,12 @@ class Program {
                                      const JitOptions& jit, std::string* err);
 
   uint32_t run(const PacketView& v) const { return image_.fn(image_.image, v); }
+  // The same on a linear buffer of buflen bytes whose wire length is wire_len, with no
+  // metadata (PacketView::linear): through the engine's LinearFn when it has one.
+  uint32_t run_linear(const uint8_t* p, uint32_t wire_len, uint32_t buflen) const {
+    if (image_.linear) return image_.linear(image_.linear_image, p, wire_len, buflen);
+    return run(PacketView::linear(p, buflen, wire_len));
+  }
   // Runs every view; out[i] gets views[i]'s result.
   void run_batch(std::span<const PacketView> views, uint32_t* out) const {
     for (size_t i = 0; i < views.size(); ++i) out[i] = image_.fn(image_.image, views[i]);

@@ -21,18 +21,26 @@ inline bool load_failed(uint64_t r) { return (r >> 32) != 0; }
 // Mirrors bpf_skb_load_helper_{8,16,32} plus bpf_internal_load_pointer_neg_helper.
 uint64_t load_packet(const PacketView& v, int32_t off, uint32_t size);
 
+// Whether a read of Size bytes at `off` lies inside a head of `headlen` bytes, and the
+// big-endian value it reads there.
+template <uint32_t Size>
+PP_ALWAYS_INLINE bool in_head(uint32_t headlen, uint32_t off) {
+  return off < headlen && headlen - off >= Size;
+}
+template <uint32_t Size>
+PP_ALWAYS_INLINE uint32_t read_be(const uint8_t* p) {
+  if constexpr (Size == 4)
+    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+  else if constexpr (Size == 2)
+    return (uint32_t{p[0]} << 8) | p[1];
+  else
+    return p[0];
+}
+
 // Fast path for a read fully inside the head; everything else goes to load_packet.
 template <uint32_t Size>
 PP_ALWAYS_INLINE uint64_t load_fast(const PacketView& v, uint32_t off) {
-  if (PP_LIKELY(off < v.headlen && v.headlen - off >= Size)) {
-    const uint8_t* p = v.data + off;
-    if constexpr (Size == 4)
-      return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-    else if constexpr (Size == 2)
-      return (uint32_t{p[0]} << 8) | p[1];
-    else
-      return p[0];
-  }
+  if (PP_LIKELY(in_head<Size>(v.headlen, off))) return read_be<Size>(v.data + off);
   return load_packet(v, static_cast<int32_t>(off), Size);
 }
 
