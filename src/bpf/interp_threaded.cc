@@ -24,7 +24,8 @@ struct ThreadedInsn {
 };
 static_assert(sizeof(ThreadedInsn) == 16);
 
-// Handler ids; the order matches the label table inside run_threaded.
+// Handler ids; the order matches the label tables inside run_branching (up to kPBlk) and
+// run_predicated (all).
 enum Op : uint8_t {
   kAddX, kAddK, kSubX, kSubK, kMulX, kMulK, kDivX, kDivK, kModX, kModK, kAndX, kAndK,
   kOrX, kOrK, kXorX, kXorK, kLshX, kLshK, kRshX, kRshK, kNeg,
@@ -61,6 +62,7 @@ enum Op : uint8_t {
   kPBLdHAndJge, kPBLdHAndJset, kPBLdBAndJeq, kPBLdBAndJgt, kPBLdBAndJge, kPBLdBAndJset,
   kOpCount
 };
+static_assert(kIndBJset + 1 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
 
 // What the handlers read of a packet, in registers: the head, its length and the wire
 // length; `view` is the PacketView they came from, or nullptr when the LinearFn entry
@@ -85,25 +87,63 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
   return load_slow(pkt, off, Size);
 }
 
-// Runs a decoded program. Called once with ip == nullptr to publish the label table
-// (label addresses exist only inside this function).
+// The labels of threaded_handlers.inc, in Op order (add_x .. indb_jset).
+#define THREADED_COMMON_LABELS \
+      &&add_x, &&add_k, &&sub_x, &&sub_k, &&mul_x, &&mul_k, &&div_x, &&div_k, &&mod_x, \
+      &&mod_k, &&and_x, &&and_k, &&or_x, &&or_k, &&xor_x, &&xor_k, &&lsh_x, &&lsh_k, \
+      &&rsh_x, &&rsh_k, &&neg, &&ja, &&jgt_k, &&jge_k, &&jeq_k, &&jset_k, &&jgt_x, \
+      &&jge_x, &&jeq_x, &&jset_x, &&ld_abs_w, &&ld_abs_h, &&ld_abs_b, &&ld_anc, \
+      &&ld_ind_w, &&ld_ind_h, &&ld_ind_b, &&ldx_msh, &&ld_len, &&ldx_len, &&ld_imm, \
+      &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx, \
+      &&ja_back, &&zero_mem, \
+      &&ldw_jeq, &&ldw_jgt, &&ldw_jge, &&ldw_jset, &&ldh_jeq, &&ldh_jgt, &&ldh_jge, &&ldh_jset, \
+      &&ldb_jeq, &&ldb_jgt, &&ldb_jge, &&ldb_jset, \
+      &&ldw_and_jeq, &&ldw_and_jgt, &&ldw_and_jge, &&ldw_and_jset, &&ldh_and_jeq, &&ldh_and_jgt, \
+      &&ldh_and_jge, &&ldh_and_jset, &&ldb_and_jeq, &&ldb_and_jgt, &&ldb_and_jge, &&ldb_and_jset, \
+      &&indw_jeq, &&indw_jgt, &&indw_jge, &&indw_jset, &&indh_jeq, &&indh_jgt, &&indh_jge, \
+      &&indh_jset, &&indb_jeq, &&indb_jgt, &&indb_jge, &&indb_jset
+
+// Dispatch: to the next slot, or by a condition to the slot jt or jf ahead.
+#define NEXT \
+  do {       \
+    ++ip;    \
+    goto* ip->op; \
+  } while (0)
+#define JUMP(cond) \
+  do {             \
+    ip += (cond) ? ip->jt : ip->jf; \
+    goto* ip->op;  \
+  } while (0)
+
+// Runs a decoded program in the branching form: only the common handlers, `on` a constant,
+// so none of the predicated form's state takes a register. Called once with ip == nullptr
+// to publish the label table (label addresses exist only inside this function).
 // The packet comes as scalars (a struct of this size would be passed in memory).
-uint32_t run_threaded(const ThreadedInsn* ip, const uint8_t* data, uint32_t headlen, uint32_t wire_len,
+uint32_t run_branching(const ThreadedInsn* ip, const uint8_t* data, uint32_t headlen, uint32_t wire_len,
+                       const PacketView* view, const void* const** table) {
+  static const void* const kLabels[kPBlk] = {THREADED_COMMON_LABELS};
+  if (PP_UNLIKELY(ip == nullptr)) {
+    *table = kLabels;
+    return 0;
+  }
+  const Packet pkt{data, headlen, wire_len, view};
+  uint32_t A = 0, X = 0;
+  uint64_t r;
+  uint32_t M[kMemWords];
+  int64_t budget = kUserlandBound;  // read only by ja_back
+  constexpr uint32_t on = ~0u;      // every slot is on the path
+
+  goto* ip->op;
+
+#include "bpf/threaded_handlers.inc"
+}
+
+// The same for the predicated form (prepare_predicated): the common handlers with `on` a
+// variable, and the predicated slots.
+uint32_t run_predicated(const ThreadedInsn* ip, const uint8_t* data, uint32_t headlen, uint32_t wire_len,
                       const PacketView* view, const void* const** table) {
   static const void* const kLabels[kOpCount] = {
-      &&add_x, &&add_k, &&sub_x, &&sub_k, &&mul_x, &&mul_k, &&div_x, &&div_k, &&mod_x,
-      &&mod_k, &&and_x, &&and_k, &&or_x, &&or_k, &&xor_x, &&xor_k, &&lsh_x, &&lsh_k,
-      &&rsh_x, &&rsh_k, &&neg, &&ja, &&jgt_k, &&jge_k, &&jeq_k, &&jset_k, &&jgt_x,
-      &&jge_x, &&jeq_x, &&jset_x, &&ld_abs_w, &&ld_abs_h, &&ld_abs_b, &&ld_anc,
-      &&ld_ind_w, &&ld_ind_h, &&ld_ind_b, &&ldx_msh, &&ld_len, &&ldx_len, &&ld_imm,
-      &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx,
-      &&ja_back, &&zero_mem,
-      &&ldw_jeq, &&ldw_jgt, &&ldw_jge, &&ldw_jset, &&ldh_jeq, &&ldh_jgt, &&ldh_jge, &&ldh_jset,
-      &&ldb_jeq, &&ldb_jgt, &&ldb_jge, &&ldb_jset,
-      &&ldw_and_jeq, &&ldw_and_jgt, &&ldw_and_jge, &&ldw_and_jset, &&ldh_and_jeq, &&ldh_and_jgt,
-      &&ldh_and_jge, &&ldh_and_jset, &&ldb_and_jeq, &&ldb_and_jgt, &&ldb_and_jge, &&ldb_and_jset,
-      &&indw_jeq, &&indw_jgt, &&indw_jge, &&indw_jset, &&indh_jeq, &&indh_jgt, &&indh_jge,
-      &&indh_jset, &&indb_jeq, &&indb_jgt, &&indb_jge, &&indb_jset,
+      THREADED_COMMON_LABELS,
       &&p_blk, &&p_jeq_k, &&p_jgt_k, &&p_jge_k, &&p_jset_k, &&p_jeq_x, &&p_jgt_x, &&p_jge_x,
       &&p_jset_x, &&p_ja, &&p_ret_k, &&p_ret_a, &&p_st, &&p_stx, &&p_end,
       &&pb_jeq, &&pb_jgt, &&pb_jge, &&pb_jset,
@@ -131,180 +171,9 @@ uint32_t run_threaded(const ThreadedInsn* ip, const uint8_t* data, uint32_t head
   uint32_t pc = 0, A0 = 0, X0 = 0, res = 0;
   uint32_t on = ~0u;
 
-#define NEXT \
-  do {       \
-    ++ip;    \
-    goto* ip->op; \
-  } while (0)
-#define JUMP(cond) \
-  do {             \
-    ip += (cond) ? ip->jt : ip->jf; \
-    goto* ip->op;  \
-  } while (0)
-
   goto* ip->op;
 
-add_x: A += X; NEXT;
-add_k: A += ip->k; NEXT;
-sub_x: A -= X; NEXT;
-sub_k: A -= ip->k; NEXT;
-mul_x: A *= X; NEXT;
-mul_k: A *= ip->k; NEXT;
-div_x:
-  if (PP_UNLIKELY(X == 0)) {
-    if (on) return 0;
-    NEXT;
-  }
-  A /= X;
-  NEXT;
-div_k: A /= ip->k; NEXT;
-mod_x:
-  if (PP_UNLIKELY(X == 0)) {
-    if (on) return 0;
-    NEXT;
-  }
-  A %= X;
-  NEXT;
-mod_k: A %= ip->k; NEXT;
-and_x: A &= X; NEXT;
-and_k: A &= ip->k; NEXT;
-or_x: A |= X; NEXT;
-or_k: A |= ip->k; NEXT;
-xor_x: A ^= X; NEXT;
-xor_k: A ^= ip->k; NEXT;
-lsh_x: A <<= (X & 31); NEXT;
-lsh_k: A <<= ip->k; NEXT;
-rsh_x: A >>= (X & 31); NEXT;
-rsh_k: A >>= ip->k; NEXT;
-neg: A = 0u - A; NEXT;
-ja: ip += ip->jt; goto* ip->op;
-jgt_k: JUMP(A > ip->k);
-jge_k: JUMP(A >= ip->k);
-jeq_k: JUMP(A == ip->k);
-jset_k: JUMP(A & ip->k);
-jgt_x: JUMP(A > X);
-jge_x: JUMP(A >= X);
-jeq_x: JUMP(A == X);
-jset_x: JUMP(A & X);
-ld_abs_w:
-  r = load_at<4>(pkt, ip->k);
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
-  A = static_cast<uint32_t>(r);
-  NEXT;
-ld_abs_h:
-  r = load_at<2>(pkt, ip->k);
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
-  A = static_cast<uint32_t>(r);
-  NEXT;
-ld_abs_b:
-  r = load_at<1>(pkt, ip->k);
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
-  A = static_cast<uint32_t>(r);
-  NEXT;
-ld_anc:
-  r = load_ancillary(*pkt.view, ip->k, A, X);
-  if (PP_UNLIKELY(load_failed(r)) && on) return A;
-  A = static_cast<uint32_t>(r);
-  NEXT;
-ld_ind_w:
-  r = load_at<4>(pkt, X + ip->k);
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
-  A = static_cast<uint32_t>(r);
-  NEXT;
-ld_ind_h:
-  r = load_at<2>(pkt, X + ip->k);
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
-  A = static_cast<uint32_t>(r);
-  NEXT;
-ld_ind_b:
-  r = load_at<1>(pkt, X + ip->k);
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
-  A = static_cast<uint32_t>(r);
-  NEXT;
-ldx_msh:
-  r = load_at<1>(pkt, ip->k);
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;
-  X = (static_cast<uint32_t>(r) & 0xf) << 2;
-  NEXT;
-ld_len: A = pkt.wire_len; NEXT;
-ldx_len: X = pkt.wire_len; NEXT;
-ld_imm: A = ip->k; NEXT;
-ldx_imm: X = ip->k; NEXT;
-ld_mem: A = M[ip->k]; NEXT;
-ldx_mem: X = M[ip->k]; NEXT;
-tax: X = A; NEXT;
-txa: A = X; NEXT;
-ret_k: return ip->k;
-ret_a: return A;
-st: M[ip->k] = A; NEXT;
-stx: M[ip->k] = X; NEXT;
-ja_back:
-  budget -= ip->jf;
-  if (PP_UNLIKELY(budget < 0)) return 0;
-  ip -= ip->jt;
-  goto* ip->op;
-zero_mem: std::memset(M, 0, sizeof M); NEXT;
-
-#define FUSED(label, size, cond)                   \
-  label:                                           \
-  r = load_at<size>(pkt, ip->k);                   \
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
-  A = static_cast<uint32_t>(r);                    \
-  ++ip;                                            \
-  JUMP(cond);
-  FUSED(ldw_jeq, 4, A == ip->k)
-  FUSED(ldw_jgt, 4, A > ip->k)
-  FUSED(ldw_jge, 4, A >= ip->k)
-  FUSED(ldw_jset, 4, A & ip->k)
-  FUSED(ldh_jeq, 2, A == ip->k)
-  FUSED(ldh_jgt, 2, A > ip->k)
-  FUSED(ldh_jge, 2, A >= ip->k)
-  FUSED(ldh_jset, 2, A & ip->k)
-  FUSED(ldb_jeq, 1, A == ip->k)
-  FUSED(ldb_jgt, 1, A > ip->k)
-  FUSED(ldb_jge, 1, A >= ip->k)
-  FUSED(ldb_jset, 1, A & ip->k)
-#undef FUSED
-#define FUSED_AND(label, size, cond)               \
-  label:                                           \
-  r = load_at<size>(pkt, ip->k);                   \
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
-  A = static_cast<uint32_t>(r) & ip[1].k;          \
-  ip += 2;                                         \
-  JUMP(cond);
-  FUSED_AND(ldw_and_jeq, 4, A == ip->k)
-  FUSED_AND(ldw_and_jgt, 4, A > ip->k)
-  FUSED_AND(ldw_and_jge, 4, A >= ip->k)
-  FUSED_AND(ldw_and_jset, 4, A & ip->k)
-  FUSED_AND(ldh_and_jeq, 2, A == ip->k)
-  FUSED_AND(ldh_and_jgt, 2, A > ip->k)
-  FUSED_AND(ldh_and_jge, 2, A >= ip->k)
-  FUSED_AND(ldh_and_jset, 2, A & ip->k)
-  FUSED_AND(ldb_and_jeq, 1, A == ip->k)
-  FUSED_AND(ldb_and_jgt, 1, A > ip->k)
-  FUSED_AND(ldb_and_jge, 1, A >= ip->k)
-  FUSED_AND(ldb_and_jset, 1, A & ip->k)
-#undef FUSED_AND
-#define FUSED_IND(label, size, cond)               \
-  label:                                           \
-  r = load_at<size>(pkt, X + ip->k);               \
-  if (PP_UNLIKELY(load_failed(r)) && on) return 0;       \
-  A = static_cast<uint32_t>(r);                    \
-  ++ip;                                            \
-  JUMP(cond);
-  FUSED_IND(indw_jeq, 4, A == ip->k)
-  FUSED_IND(indw_jgt, 4, A > ip->k)
-  FUSED_IND(indw_jge, 4, A >= ip->k)
-  FUSED_IND(indw_jset, 4, A & ip->k)
-  FUSED_IND(indh_jeq, 2, A == ip->k)
-  FUSED_IND(indh_jgt, 2, A > ip->k)
-  FUSED_IND(indh_jge, 2, A >= ip->k)
-  FUSED_IND(indh_jset, 2, A & ip->k)
-  FUSED_IND(indb_jeq, 1, A == ip->k)
-  FUSED_IND(indb_jgt, 1, A > ip->k)
-  FUSED_IND(indb_jge, 1, A >= ip->k)
-  FUSED_IND(indb_jset, 1, A & ip->k)
-#undef FUSED_IND
+#include "bpf/threaded_handlers.inc"
 
   // Predicated slots. COMMIT(next): at a block's end, the path moves on to `next` when
   // the block is on it; off the path A and X go back to their values at its entry.
@@ -410,9 +279,10 @@ p_end: return res;
 #undef SEL
 #undef MASK
 #undef TARGET
+}
 #undef NEXT
 #undef JUMP
-}
+#undef THREADED_COMMON_LABELS
 
 Op op_of(const Insn& in) {
   switch (in.code) {
@@ -502,20 +372,26 @@ Op fused_op(Op op, std::span<const Insn> prog, size_t i) {
   return kOpCount;
 }
 
+using RunThreaded = uint32_t (*)(const ThreadedInsn*, const uint8_t*, uint32_t, uint32_t, const PacketView*,
+                                 const void* const**);
+
+template <RunThreaded Run>
 uint32_t threaded_entry(const void* image, const PacketView& v) {
-  return run_threaded(static_cast<const ThreadedInsn*>(image), v.data, v.headlen, v.wire_len, &v, nullptr);
+  return Run(static_cast<const ThreadedInsn*>(image), v.data, v.headlen, v.wire_len, &v, nullptr);
 }
 
+template <RunThreaded Run>
 uint32_t threaded_linear_entry(const void* image, const uint8_t* p, uint32_t wire_len, uint32_t buflen) {
-  return run_threaded(static_cast<const ThreadedInsn*>(image), p, buflen, wire_len, nullptr, nullptr);
+  return Run(static_cast<const ThreadedInsn*>(image), p, buflen, wire_len, nullptr, nullptr);
 }
 
-// The image's entries: the LinearFn one too where the program has no ancillary load.
+// The image's entries into Run: the LinearFn one too where the program has no ancillary load.
+template <RunThreaded Run>
 void set_entries(std::span<const Insn> prog, std::shared_ptr<std::vector<ThreadedInsn>> code, PreparedImage* out) {
-  out->fn = threaded_entry;
+  out->fn = threaded_entry<Run>;
   out->image = code->data();
   if (!(view_needs(prog) & kViewNeedsMeta)) {
-    out->linear = threaded_linear_entry;
+    out->linear = threaded_linear_entry<Run>;
     out->linear_image = code->data();
   }
   out->owner = std::move(code);
@@ -546,7 +422,7 @@ int jump_index(const Insn& j) {
 // follow one fixed order that the indirect-branch predictor learns.
 bool prepare_predicated(std::span<const Insn> prog, PreparedImage* out, std::string* err) {
   const void* const* labels = nullptr;
-  run_threaded(nullptr, nullptr, 0, 0, nullptr, &labels);
+  run_predicated(nullptr, nullptr, 0, 0, nullptr, &labels);
   const Blocks b = find_blocks(prog);
   auto code = std::make_shared<std::vector<ThreadedInsn>>();
   code->reserve(2 * prog.size() + 2);
@@ -606,13 +482,13 @@ bool prepare_predicated(std::span<const Insn> prog, PreparedImage* out, std::str
     l = e + 1;
   }
   slot(kPEnd, 0);
-  set_entries(prog, std::move(code), out);
+  set_entries<run_predicated>(prog, std::move(code), out);
   return true;
 }
 
 bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::string* err) {
   const void* const* labels = nullptr;
-  run_threaded(nullptr, nullptr, 0, 0, nullptr, &labels);
+  run_branching(nullptr, nullptr, 0, 0, nullptr, &labels);
   // A bounded program starts with the slot that zeroes scratch memory; jumps are
   // relative, so the slots after it keep their distances.
   const size_t first = bounded ? 1 : 0;
@@ -646,7 +522,7 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
       t.jf = static_cast<uint16_t>(in.jf + 1);
     }
   }
-  set_entries(prog, std::move(code), out);
+  set_entries<run_branching>(prog, std::move(code), out);
   return true;
 }
 
