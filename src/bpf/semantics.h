@@ -25,7 +25,7 @@ uint64_t load_packet(const PacketView& v, int32_t off, uint32_t size);
 // big-endian value it reads there.
 template <uint32_t Size>
 PP_ALWAYS_INLINE bool in_head(uint32_t headlen, uint32_t off) {
-  return off < headlen && headlen - off >= Size;
+  return uint64_t{off} + Size <= headlen;  // off < headlen && headlen - off >= Size, one compare
 }
 template <uint32_t Size>
 PP_ALWAYS_INLINE uint32_t read_be(const uint8_t* p) {
