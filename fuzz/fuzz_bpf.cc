@@ -114,6 +114,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::fprintf(stderr, "engines disagree: switch %u threaded %u jit %u\n", a, b, j);
     std::abort();
   }
+  // The linear entry (no view; the threaded engine's and the JIT's twin) on the same bytes.
+  if (!v.nr_frags && !(sw->view_needs() & kViewNeedsMeta)) {
+    uint32_t lb = th->run_linear(pkt, len, len), lj = jt->run_linear(pkt, len, len);
+    if (lb != a || lj != a) {
+      std::fprintf(stderr, "linear entry disagrees: switch %u threaded %u jit %u\n", a, lb, lj);
+      std::abort();
+    }
+  }
   // libpcap's bpf_filter has no bound: a looping program would hang it.
   if (!v.nr_frags && !sw->bounded() && libpcap_comparable(prog)) {
     uint32_t p = bpf_filter(reinterpret_cast<const bpf_insn*>(prog.data()), pkt, len, len);
