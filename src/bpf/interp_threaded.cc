@@ -115,6 +115,20 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
     goto* ip->op;  \
   } while (0)
 
+// What both run functions start with: called with ip == nullptr, publish the label table;
+// otherwise the packet and the machine state threaded_handlers.inc works on (`budget` is
+// read only by ja_back).
+#define THREADED_ENTRY(labels)                     \
+  if (PP_UNLIKELY(ip == nullptr)) {                \
+    *table = labels;                               \
+    return 0;                                      \
+  }                                                \
+  const Packet pkt{data, headlen, wire_len, view}; \
+  uint32_t A = 0, X = 0;                           \
+  uint64_t r;                                      \
+  uint32_t M[kMemWords];                           \
+  int64_t budget = kUserlandBound
+
 // Runs a decoded program in the branching form: only the common handlers, `on` a constant,
 // so none of the predicated form's state takes a register. Called once with ip == nullptr
 // to publish the label table (label addresses exist only inside this function).
@@ -122,15 +136,7 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
 uint32_t run_branching(const ThreadedInsn* ip, const uint8_t* data, uint32_t headlen, uint32_t wire_len,
                        const PacketView* view, const void* const** table) {
   static const void* const kLabels[kPBlk] = {THREADED_COMMON_LABELS};
-  if (PP_UNLIKELY(ip == nullptr)) {
-    *table = kLabels;
-    return 0;
-  }
-  const Packet pkt{data, headlen, wire_len, view};
-  uint32_t A = 0, X = 0;
-  uint64_t r;
-  uint32_t M[kMemWords];
-  int64_t budget = kUserlandBound;  // read only by ja_back
+  THREADED_ENTRY(kLabels);
   constexpr uint32_t on = ~0u;      // every slot is on the path
 
   goto* ip->op;
@@ -141,7 +147,7 @@ uint32_t run_branching(const ThreadedInsn* ip, const uint8_t* data, uint32_t hea
 // The same for the predicated form (prepare_predicated): the common handlers with `on` a
 // variable, and the predicated slots.
 uint32_t run_predicated(const ThreadedInsn* ip, const uint8_t* data, uint32_t headlen, uint32_t wire_len,
-                      const PacketView* view, const void* const** table) {
+                        const PacketView* view, const void* const** table) {
   static const void* const kLabels[kOpCount] = {
       THREADED_COMMON_LABELS,
       &&p_blk, &&p_jeq_k, &&p_jgt_k, &&p_jge_k, &&p_jset_k, &&p_jeq_x, &&p_jgt_x, &&p_jge_x,
@@ -153,19 +159,10 @@ uint32_t run_predicated(const ThreadedInsn* ip, const uint8_t* data, uint32_t he
       &&pb_ldh_and_jgt, &&pb_ldh_and_jge, &&pb_ldh_and_jset, &&pb_ldb_and_jeq, &&pb_ldb_and_jgt,
       &&pb_ldb_and_jge, &&pb_ldb_and_jset};
   static_assert(sizeof kLabels / sizeof kLabels[0] == kOpCount);
-  if (PP_UNLIKELY(ip == nullptr)) {
-    *table = kLabels;
-    return 0;
-  }
-  const Packet pkt{data, headlen, wire_len, view};
-  uint32_t A = 0, X = 0;
-  uint64_t r;
-  uint32_t M[kMemWords];
-  int64_t budget = kUserlandBound;  // read only by ja_back
-  // Predicated form: the leader of the block the path enters next, whether the current
-  // block is on the path, A and X at its entry, and the path's RET value. In the
-  // branching form `on` stays true, so a failed load or a division by zero ends the
-  // program as it must; in the predicated form it ends it only on the path.
+  THREADED_ENTRY(kLabels);
+  // The leader of the block the path enters next, whether the current block is on the
+  // path, A and X at its entry, and the path's RET value. A failed load or a division by
+  // zero ends the program only on the path (run_branching's `on` is always true).
   // `on` is a mask (all ones on the path): the selects below are masks, not ?:, which
   // the compiler would turn back into the branches this form exists to avoid.
   uint32_t pc = 0, A0 = 0, X0 = 0, res = 0;
@@ -283,6 +280,7 @@ p_end: return res;
 #undef NEXT
 #undef JUMP
 #undef THREADED_COMMON_LABELS
+#undef THREADED_ENTRY
 
 Op op_of(const Insn& in) {
   switch (in.code) {

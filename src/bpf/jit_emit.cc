@@ -778,17 +778,18 @@ class Pass : public Xbyak::CodeGenerator {
       jump(Cond::NE, s.after);
     }
     save_for_call();
+    // The offset: the wrapped X + k the fast path computed, or k. helper_load_linear
+    // takes it first, helper_load second (after the view).
+    const Xbyak::Reg32 off = in_.linear ? edi : esi;
+    if (ind) mov(off, edx);
+    else mov(off, in.k);
     if (in_.linear) {  // helper_load_linear(off, size, p, buflen, wire_len)
-      if (ind) mov(edi, edx);  // the wrapped X + k the fast path computed
-      else mov(edi, in.k);
       mov(esi, size_of(in.code));
       mov(rdx, qword[rsp + kSaveP]);
       mov(ecx, dword[rsp + kSaveH]);
       mov(r8d, dword[rsp + kSaveV]);
       mov(rax, reinterpret_cast<uint64_t>(&helper_load_linear));
     } else {
-      if (ind) mov(esi, edx);
-      else mov(esi, in.k);
       mov(rdi, qword[rsp + kSaveV]);
       mov(edx, size_of(in.code));
       mov(rax, reinterpret_cast<uint64_t>(&helper_load));
