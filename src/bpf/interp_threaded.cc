@@ -35,22 +35,32 @@ enum Op : uint8_t {
   // Bounded (userland) programs only: a backward `ja` (jt: distance back, jf: the charge)
   // and the prefix slot that zeroes scratch memory.
   kJaBack, kZeroMem,
-  // Fused pairs: an `LD ABS` followed by a conditional jump on K. The pair's first slot
-  // does both and jumps with the second slot's operands; the second slot stays intact
-  // for jumps that land on it. Saves one dispatch per pair — the common shape of
-  // libpcap's code (ldh [12]; jeq #0x800 ...).
-  kLdWJeq, kLdWJgt, kLdWJge, kLdWJset, kLdHJeq, kLdHJgt, kLdHJge, kLdHJset,
-  kLdBJeq, kLdBJgt, kLdBJge, kLdBJset,
-  // `LD ABS; AND #mask; Jcond K` (libpcap's net/mask tests) and `LD IND; Jcond K`
-  // (port tests after `ldxb 4*([14]&0xf)`), in the same W, H, B x JEQ, JGT, JGE, JSET grid.
-  kLdWAndJeq, kLdWAndJgt, kLdWAndJge, kLdWAndJset, kLdHAndJeq, kLdHAndJgt, kLdHAndJge, kLdHAndJset,
-  kLdBAndJeq, kLdBAndJgt, kLdBAndJge, kLdBAndJset,
-  kIndWJeq, kIndWJgt, kIndWJge, kIndWJset, kIndHJeq, kIndHJgt, kIndHJge, kIndHJset,
-  kIndBJeq, kIndBJgt, kIndBJge, kIndBJset,
+  // Tests whose two targets are both `ret #k`: the handler returns the chosen constant
+  // by a select, so that no data-dependent branch is taken (libpcap's last test before
+  // its two returns). JEQ-or: a `jeq` whose false edge falls into another `jeq` on the
+  // same A with the same true target (`port 80 or port 443`, `ip6 protochain`'s header
+  // list) — one slot tests both constants (the second in the next slot's k, which stays
+  // intact for jumps that land on it) and takes one branch instead of two.
+  kJeqOr, kJeqRet, kJgtRet, kJgeRet, kJsetRet, kJeqOrRet,
+  // Fused groups: a load (`LD ABS`, `LD ABS; AND #mask`, `LD IND`) and the conditional
+  // jump on K after it, run by the group's first slot, which jumps with the jump slot's
+  // operands; the other slots stay intact for jumps that land on them. Saves one or two
+  // dispatches per group — the common shape of libpcap's code (ldh [12]; jeq #0x800).
+  // Index: kFused + (kind * 3 + size) * 5 + test, kind abs/and/ind, size W/H/B, test
+  // JEQ/JGT/JGE/JSET/JEQ-or; kFusedRet the same with both targets `ret #k`.
+  kFused,
+  kFusedRet = kFused + 45,
+  // Pairs: two groups of one shape with `jeq` tests, the first's false edge falling into
+  // the second and both true edges to one target — libpcap's `host`, `net` and `port`
+  // (source or destination). Both loads and tests in the first slot, one branch (or none
+  // to two returns). Index: kPair + kind * 3 + size; kPairRet the same returning.
+  kPair = kFusedRet + 45,
+  kPairRet = kPair + 9,
+  kPBlk = kPairRet + 9,
   // The predicated form (ThreadedForm::Predicated, see prepare_predicated): slots run in
   // sequence, never jump. kPBlk (k: the block's leader) enters a block; the block-end
   // slots (jt, jf: absolute successors) move `pc` on the path or put A and X back.
-  kPBlk, kPJeqK, kPJgtK, kPJgeK, kPJsetK, kPJeqX, kPJgtX, kPJgeX, kPJsetX, kPJa, kPRetK, kPRetA,
+  kPJeqK = kPBlk + 1, kPJgtK, kPJgeK, kPJsetK, kPJeqX, kPJgtX, kPJgeX, kPJsetX, kPJa, kPRetK, kPRetA,
   kPSt, kPStx, kPEnd,
   // Whole blocks in one slot group (header k: the leader; then the block's own slots):
   // `Jcond K`, `LD ABS; Jcond K`, `LD ABS; AND K; Jcond K`, in the JEQ, JGT, JGE, JSET
@@ -62,7 +72,7 @@ enum Op : uint8_t {
   kPBLdHAndJge, kPBLdHAndJset, kPBLdBAndJeq, kPBLdBAndJgt, kPBLdBAndJge, kPBLdBAndJset,
   kOpCount
 };
-static_assert(kIndBJset + 1 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
+static_assert(kPairRet + 9 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
 
 // What the handlers read of a packet, in registers: the head, its length and the wire
 // length; `view` is the PacketView they came from, or nullptr when the LinearFn entry
@@ -95,13 +105,17 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
       &&jge_x, &&jeq_x, &&jset_x, &&ld_abs_w, &&ld_abs_h, &&ld_abs_b, &&ld_anc, \
       &&ld_ind_w, &&ld_ind_h, &&ld_ind_b, &&ldx_msh, &&ld_len, &&ldx_len, &&ld_imm, \
       &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx, \
-      &&ja_back, &&zero_mem, \
-      &&ldw_jeq, &&ldw_jgt, &&ldw_jge, &&ldw_jset, &&ldh_jeq, &&ldh_jgt, &&ldh_jge, &&ldh_jset, \
-      &&ldb_jeq, &&ldb_jgt, &&ldb_jge, &&ldb_jset, \
-      &&ldw_and_jeq, &&ldw_and_jgt, &&ldw_and_jge, &&ldw_and_jset, &&ldh_and_jeq, &&ldh_and_jgt, \
-      &&ldh_and_jge, &&ldh_and_jset, &&ldb_and_jeq, &&ldb_and_jgt, &&ldb_and_jge, &&ldb_and_jset, \
-      &&indw_jeq, &&indw_jgt, &&indw_jge, &&indw_jset, &&indh_jeq, &&indh_jgt, &&indh_jge, \
-      &&indh_jset, &&indb_jeq, &&indb_jgt, &&indb_jge, &&indb_jset
+      &&ja_back, &&zero_mem, &&jeq_or, &&jeq_ret, &&jgt_ret, &&jge_ret, &&jset_ret, &&jeq_or_ret, \
+      THREADED_FUSED_LABELS(), THREADED_FUSED_LABELS(_ret), THREADED_PAIR_LABELS(), THREADED_PAIR_LABELS(_ret)
+#define THREADED_TEST_LABELS(group, tail) \
+  &&group##_jeq##tail, &&group##_jgt##tail, &&group##_jge##tail, &&group##_jset##tail, &&group##_jeq_or##tail
+#define THREADED_FUSED_LABELS(tail) \
+  THREADED_TEST_LABELS(ldw, tail), THREADED_TEST_LABELS(ldh, tail), THREADED_TEST_LABELS(ldb, tail), \
+  THREADED_TEST_LABELS(ldw_and, tail), THREADED_TEST_LABELS(ldh_and, tail), THREADED_TEST_LABELS(ldb_and, tail), \
+  THREADED_TEST_LABELS(indw, tail), THREADED_TEST_LABELS(indh, tail), THREADED_TEST_LABELS(indb, tail)
+#define THREADED_PAIR_LABELS(tail) \
+  &&ldw_pair##tail, &&ldh_pair##tail, &&ldb_pair##tail, &&ldw_and_pair##tail, &&ldh_and_pair##tail, \
+  &&ldb_and_pair##tail, &&indw_pair##tail, &&indh_pair##tail, &&indb_pair##tail
 
 // Dispatch: to the next slot, or by a condition to the slot jt or jf ahead.
 #define NEXT \
@@ -135,7 +149,8 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
 // The packet comes as scalars (a struct of this size would be passed in memory).
 uint32_t run_branching(const ThreadedInsn* ip, const uint8_t* data, uint32_t headlen, uint32_t wire_len,
                        const PacketView* view, const void* const** table) {
-  static const void* const kLabels[kPBlk] = {THREADED_COMMON_LABELS};
+  static const void* const kLabels[] = {THREADED_COMMON_LABELS};
+  static_assert(sizeof kLabels / sizeof kLabels[0] == kPBlk);
   THREADED_ENTRY(kLabels);
   constexpr uint32_t on = ~0u;      // every slot is on the path
 
@@ -280,6 +295,9 @@ p_end: return res;
 #undef NEXT
 #undef JUMP
 #undef THREADED_COMMON_LABELS
+#undef THREADED_TEST_LABELS
+#undef THREADED_FUSED_LABELS
+#undef THREADED_PAIR_LABELS
 #undef THREADED_ENTRY
 
 Op op_of(const Insn& in) {
@@ -348,26 +366,62 @@ int cond_index(const Insn& j) {
   }
 }
 
-// The fused handler for the group starting at prog[i] (a load), or kOpCount.
-// Only the group's first slot changes; the others stay intact for jumps landing on them.
-Op fused_op(Op op, std::span<const Insn> prog, size_t i) {
-  int size_index;  // W 0, H 1, B 2
-  bool ind;
-  switch (op) {
-    case kLdAbsW: size_index = 0; ind = false; break;
-    case kLdAbsH: size_index = 1; ind = false; break;
-    case kLdAbsB: size_index = 2; ind = false; break;
-    case kLdIndW: size_index = 0; ind = true; break;
-    case kLdIndH: size_index = 1; ind = true; break;
-    case kLdIndB: size_index = 2; ind = true; break;
-    default: return kOpCount;
+bool is_ret_k(std::span<const Insn> prog, size_t i) { return prog[i].code == (BPF_RET | BPF_K); }
+
+// The jump at prog[j] as the threaded slots run it: its test (cond_index, or 4 for JEQ-or)
+// and its true and false targets (JEQ-or: the second `jeq`'s false target). test < 0:
+// not a conditional jump on K.
+struct Test {
+  int test = -1;
+  size_t t = 0, f = 0;
+  bool returns = false;  // both targets are `ret #k`
+};
+Test test_at(std::span<const Insn> prog, size_t j) {
+  Test r;
+  r.test = cond_index(prog[j]);
+  if (r.test < 0) return r;
+  r.t = j + 1 + prog[j].jt;
+  r.f = j + 1 + prog[j].jf;
+  if (r.test == 0 && r.f == j + 1 && cond_index(prog[j + 1]) == 0 && j + 2 + prog[j + 1].jt == r.t) {
+    r.test = 4;
+    r.f = j + 2 + prog[j + 1].jf;
   }
-  if (i + 1 >= prog.size()) return kOpCount;
-  if (int c = cond_index(prog[i + 1]); c >= 0)
-    return static_cast<Op>((ind ? kIndWJeq : kLdWJeq) + 4 * size_index + c);
-  if (!ind && prog[i + 1].code == (BPF_ALU | BPF_AND | BPF_K) && i + 2 < prog.size())
-    if (int c = cond_index(prog[i + 2]); c >= 0) return static_cast<Op>(kLdWAndJeq + 4 * size_index + c);
-  return kOpCount;
+  r.returns = is_ret_k(prog, r.t) && is_ret_k(prog, r.f);
+  return r;
+}
+
+// A fused group starting at prog[s]: its kind (abs, and, ind), size (W, H, B) and jump.
+struct Group {
+  int kind = -1, size = 0;
+  size_t jump = 0;
+};
+Group group_at(std::span<const Insn> prog, size_t s) {
+  Group g;
+  const uint16_t code = prog[s].code;
+  if (bpf_class(code) != BPF_LD || (bpf_mode(code) != BPF_ABS && bpf_mode(code) != BPF_IND)) return g;
+  if (bpf_mode(code) == BPF_ABS && is_known_ancillary(prog[s].k)) return g;
+  const int size = bpf_size(code) == BPF_W ? 0 : bpf_size(code) == BPF_H ? 1 : bpf_size(code) == BPF_B ? 2 : -1;
+  if (size < 0 || s + 1 >= prog.size()) return g;
+  const bool ind = bpf_mode(code) == BPF_IND;
+  if (cond_index(prog[s + 1]) >= 0) {
+    g = {ind ? 2 : 0, size, s + 1};
+  } else if (!ind && prog[s + 1].code == (BPF_ALU | BPF_AND | BPF_K) && s + 2 < prog.size() &&
+             cond_index(prog[s + 2]) >= 0) {
+    g = {1, size, s + 2};
+  }
+  return g;
+}
+
+// The pair starting at prog[s] (the group there and the one its false edge falls into,
+// both testing `jeq` on one shape with one true target): the second group's jump, or 0.
+size_t pair_at(std::span<const Insn> prog, const Group& g1) {
+  const Test t1 = test_at(prog, g1.jump);
+  if (t1.test != 0 || t1.f != g1.jump + 1) return 0;
+  const Group g2 = group_at(prog, g1.jump + 1);
+  if (g2.kind != g1.kind || g2.size != g1.size) return 0;
+  const Test t2 = test_at(prog, g2.jump);
+  if (t2.test != 0 || t2.t != t1.t) return 0;
+  return g2.jump;
 }
 
 using RunThreaded = uint32_t (*)(const ThreadedInsn*, const uint8_t*, uint32_t, uint32_t, const PacketView*,
@@ -510,14 +564,35 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
       t.jf = static_cast<uint16_t>(prog.size());
       continue;
     }
-    if (Op f = fused_op(op, prog, i); f != kOpCount) op = f;
     t.op = labels[op];
     t.k = op == kLdAnc ? in.k - static_cast<uint32_t>(SKF_AD_OFF) : in.k;
     if (op == kJa) {
       t.jt = static_cast<uint16_t>(in.k + 1);  // checked: k < len - pc - 1 <= 4095
-    } else {
-      t.jt = static_cast<uint16_t>(in.jt + 1);
-      t.jf = static_cast<uint16_t>(in.jf + 1);
+      continue;
+    }
+    t.jt = static_cast<uint16_t>(in.jt + 1);
+    t.jf = static_cast<uint16_t>(in.jf + 1);
+    // Superinstructions: the slot's distances become its test's targets (every target
+    // lies within the program, so distances fit 16 bits).
+    auto aim = [&](size_t to, size_t fro) {
+      t.jt = static_cast<uint16_t>(to - i);
+      t.jf = static_cast<uint16_t>(fro - i);
+    };
+    if (const Test j = test_at(prog, i); j.test >= 0) {
+      if (j.returns) t.op = labels[kJeqRet + j.test];
+      else if (j.test == 4) t.op = labels[kJeqOr];
+      aim(j.t, j.f);
+    } else if (const Group g = group_at(prog, i); g.kind >= 0) {
+      const Test j = test_at(prog, g.jump);
+      const int shape = g.kind * 3 + g.size;
+      if (const size_t j2 = pair_at(prog, g); j2 != 0) {
+        const Test second = test_at(prog, j2);
+        const bool returns = is_ret_k(prog, j.t) && is_ret_k(prog, second.f);
+        t.op = labels[(returns ? kPairRet : kPair) + shape];
+        aim(j.t, second.f);
+      } else {
+        t.op = labels[(j.returns ? kFusedRet : kFused) + shape * 5 + j.test];
+      }
     }
   }
   set_entries<run_branching>(prog, std::move(code), out);
@@ -525,6 +600,26 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
 }
 
 }  // namespace
+
+ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
+  ThreadedShapes n;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    Test j = test_at(prog, i);
+    if (j.test < 0) {
+      const Group g = group_at(prog, i);
+      if (g.kind < 0) continue;
+      j = test_at(prog, g.jump);
+      if (const size_t j2 = pair_at(prog, g); j2 != 0) {
+        ++n.pairs;
+        n.returning += is_ret_k(prog, j.t) && is_ret_k(prog, test_at(prog, j2).f);
+        continue;
+      }
+    }
+    n.jeq_or += j.test == 4;
+    n.returning += j.returns;
+  }
+  return n;
+}
 
 bool threaded_predicated(std::span<const Insn> prog, ThreadedForm form) {
   return form == ThreadedForm::Predicated && !prog.empty() && !has_backward_jump(prog);

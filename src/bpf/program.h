@@ -81,6 +81,13 @@ enum class ThreadedForm : uint8_t { Auto, Branching, Predicated };
 bool threaded_predicated(std::span<const Insn> prog, ThreadedForm form);
 bool prepare_threaded_form(std::span<const Insn> prog, bool bounded, ThreadedForm form, PreparedImage* out,
                            std::string* err);
+// The branching form's superinstructions for a checked program (docs/bpf.md): slots
+// testing two `jeq` constants in one branch, pairs of load-and-test groups, and tests
+// returning one of two `ret #k` by a select. Counted by the slot that runs them.
+struct ThreadedShapes {
+  unsigned jeq_or = 0, pairs = 0, returning = 0;
+};
+ThreadedShapes threaded_shapes(std::span<const Insn> prog);
 
 // What of a packet a program can read, found once at load (the idea of the kernel's old
 // x86 cBPF JIT "seen" flags: load skb fields only for programs that use them). A caller

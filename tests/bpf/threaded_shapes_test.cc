@@ -1,0 +1,155 @@
+// The threaded engine's superinstructions (program.h threaded_shapes): JEQ-or slots,
+// load-and-test pairs and tests that return by a select must run exactly as the
+// instructions they replace — on libpcap's own programs for `host`, `net` and `port`, and
+// on random programs built to have those shapes, with jumps landing inside them, second
+// loads past the packet's end and `ret a` reading the A a pair leaves.
+#include <pcap/pcap.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "bpf/check.h"
+#include "bpf_test_util.h"
+
+namespace pktpath::bpf {
+namespace {
+
+Insns compile(const char* expr) {
+  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 262144);
+  bpf_program fp;
+  EXPECT_EQ(pcap_compile(dead, &fp, expr, 1, PCAP_NETMASK_UNKNOWN), 0) << expr << ": " << pcap_geterr(dead);
+  Insns prog(reinterpret_cast<const Insn*>(fp.bf_insns), reinterpret_cast<const Insn*>(fp.bf_insns) + fp.bf_len);
+  pcap_freecode(&fp);
+  pcap_close(dead);
+  return prog;
+}
+
+// libpcap's code for these expressions has each shape where the comment says.
+TEST(BpfThreadedShapes, LibpcapProgramsHaveThem) {
+  const ThreadedShapes net = threaded_shapes(compile("net 192.168.2.0/24"));
+  EXPECT_GE(net.pairs, 2u);      // source or destination, for IPv4 and for ARP
+  EXPECT_GE(net.returning, 2u);  // each pair's second test picks between the two returns
+  EXPECT_GE(net.jeq_or, 1u);     // ARP or RARP
+  const ThreadedShapes port = threaded_shapes(compile("tcp and (port 80 or port 443)"));
+  EXPECT_GE(port.jeq_or, 4u);    // 80 or 443, on each port of IPv4 and of IPv6
+  const ThreadedShapes chain = threaded_shapes(compile("ip6 protochain 17"));
+  EXPECT_GE(chain.jeq_or, 2u);   // the extension header list
+  const ThreadedShapes none = threaded_shapes(compile("ip and len > 100"));
+  EXPECT_EQ(none.jeq_or + none.pairs, 0u);
+}
+
+// libpcap's programs on the synthetic set: the threaded engine as libpcap.
+TEST(BpfThreadedShapes, LibpcapProgramsAgree) {
+  const PacketSet set = make_synthetic(4000, 20261204);
+  for (const char* expr :
+       {"net 192.168.2.0/24", "host 10.0.0.1", "port 80", "tcp and (port 80 or port 443) and not net 10.0.0.0/8",
+        "src or dst port 53 or port 123", "ether host 00:11:22:33:44:55", "ip6 protochain 17",
+        "arp or rarp or icmp", "portrange 1000-2000 and host 192.168.2.1"}) {
+    const Insns prog = compile(expr);
+    std::string err;
+    auto th = testing::load(prog, Engine::Threaded, &err, Acceptance::Userland);
+    ASSERT_TRUE(th) << expr << ": " << err;
+    for (size_t i = 0; i < set.size(); ++i) {
+      const uint8_t* d = set.bytes(i);
+      const uint32_t len = set.caplen(i);
+      ASSERT_EQ(th->run_linear(d, len, len), testing::pcap_run(prog, d, len, len)) << expr << ", packet " << i;
+    }
+  }
+}
+
+// Random programs of blocks `[ld ABS|IND [; and #m]] jcond #k`, where a block's false edge
+// often falls into a next block of the same shape with the same true target, tests are
+// often `jeq` on a few constants, and returns are `ret #k` or `ret a`; every engine form
+// against the switch interpreter on short packets (second loads fail) and fragments.
+TEST(BpfThreadedShapes, ShapedProgramsAgree) {
+  std::mt19937_64 rng(20261204);
+  auto below = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  static const uint16_t kSz[] = {BPF_W, BPF_H, BPF_B};
+  static const uint16_t kJ[] = {BPF_JEQ, BPF_JEQ, BPF_JEQ, BPF_JGT, BPF_JGE, BPF_JSET};
+  ThreadedShapes seen;
+  long runs = 0, nonzero = 0;
+  for (int i = 0; i < 6000; ++i) {
+    const size_t blocks = 1 + below(10), rets = 2 + below(2);
+    std::vector<Insns> body(blocks);
+    uint16_t shape = 0;
+    uint32_t mask = 0;
+    for (size_t j = 0; j < blocks; ++j) {
+      Insns& bl = body[j];
+      const bool same = j > 0 && below(2);  // the previous block's shape again
+      if (!same) {
+        const bool ind = below(3) == 0;
+        shape = below(5) ? static_cast<uint16_t>(BPF_LD | kSz[below(3)] | (ind ? BPF_IND : BPF_ABS)) : 0;
+        mask = below(2) && !ind ? (below(2) ? 0xff00u : static_cast<uint32_t>(rng())) : 0;
+      }
+      if (j == 0 || below(6) == 0) bl.push_back({BPF_LDX | BPF_B | BPF_MSH, 0, 0, below(4) ? 0 : below(40)});
+      const bool lone = same && below(3) == 0;  // a test of the A the previous block left
+      if (shape != 0 && !lone) {
+        bl.push_back({shape, 0, 0, below(40)});
+        if (mask != 0) bl.push_back({BPF_ALU | BPF_AND | BPF_K, 0, 0, mask});
+      }
+      bl.push_back({static_cast<uint16_t>(BPF_JMP | kJ[below(6)] | BPF_K), 0, 0, below(4) ? below(4) : below(256)});
+    }
+    std::vector<size_t> start(blocks + rets);
+    size_t at = 0;
+    for (size_t j = 0; j < blocks; ++j) start[j] = at, at += body[j].size();
+    for (size_t j = 0; j < rets; ++j) start[blocks + j] = at + j;
+    auto pick = [&](size_t j) { return start[j + 1 + below(static_cast<uint32_t>(blocks + rets - j - 1))]; };
+    std::vector<size_t> t(blocks), f(blocks);
+    for (size_t j = 0; j < blocks; ++j) t[j] = pick(j), f[j] = pick(j);
+    for (size_t j = 0; j + 1 < blocks; ++j)
+      if (below(2)) f[j] = start[j + 1], t[j + 1] = t[j] > start[j + 1] ? t[j] : t[j + 1];
+    Insns prog;
+    for (size_t j = 0; j < blocks; ++j) {
+      Insn& jmp = body[j].back();
+      const size_t pc = start[j] + body[j].size() - 1;
+      jmp.jt = static_cast<uint8_t>(t[j] - pc - 1);
+      jmp.jf = static_cast<uint8_t>(f[j] - pc - 1);
+      prog.insert(prog.end(), body[j].begin(), body[j].end());
+    }
+    for (size_t j = 0; j < rets; ++j) {
+      if (j == rets - 1 && below(2)) prog.push_back({BPF_RET | BPF_A, 0, 0, 0});
+      else prog.push_back({BPF_RET | BPF_K, 0, 0, j == 0 ? 0 : 100 + below(1000)});
+    }
+    ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
+    const ThreadedShapes s = threaded_shapes(prog);
+    seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.returning += s.returning;
+    std::string err;
+    auto sw = Program::load(prog, Engine::Switch, &err);
+    ASSERT_TRUE(sw) << err;
+    auto th = Program::load(prog, Engine::Threaded, &err);
+    ASSERT_TRUE(th) << err;
+    auto jit = testing::load(prog, Engine::Jit, &err);
+    ASSERT_TRUE(jit) << err;
+    for (int k = 0; k < 40; ++k) {
+      std::vector<uint8_t> buf(below(61));
+      for (auto& x : buf) x = below(3) ? static_cast<uint8_t>(below(4)) : static_cast<uint8_t>(rng());
+      PacketView v = PacketView::linear(buf.data(), static_cast<uint32_t>(buf.size()));
+      PacketFrag frags[1];
+      if (buf.size() > 20 && below(4) == 0) {
+        v.headlen = below(static_cast<uint32_t>(buf.size()));
+        frags[0] = {buf.data() + v.headlen, static_cast<uint32_t>(buf.size()) - v.headlen};
+        v.frags = frags;
+        v.nr_frags = 1;
+      }
+      const uint32_t want = sw->run(v);
+      ++runs;
+      nonzero += want != 0;
+      ASSERT_EQ(th->run(v), want) << "program " << i << " packet " << k;
+      ASSERT_EQ(jit->run(v), want) << "program " << i << " packet " << k;
+      if (v.nr_frags == 0) {
+        ASSERT_EQ(th->run_linear(buf.data(), v.wire_len, v.headlen), want) << "program " << i << " packet " << k;
+      }
+    }
+  }
+  std::printf("shaped programs: %ld runs agree (%ld non-zero); %u JEQ-or slots, %u pairs, %u returning\n", runs,
+              nonzero, seen.jeq_or, seen.pairs, seen.returning);
+  EXPECT_GT(seen.jeq_or, 400u);
+  EXPECT_GT(seen.pairs, 400u);
+  EXPECT_GT(seen.returning, 400u);
+  EXPECT_GT(nonzero, runs / 10);
+}
+
+}  // namespace
+}  // namespace pktpath::bpf
