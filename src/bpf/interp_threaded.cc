@@ -54,9 +54,12 @@ enum Op : uint8_t {
   // the second and both true edges to one target — libpcap's `host`, `net` and `port`
   // (source or destination). Both loads and tests in the first slot, one branch (or none
   // to two returns). Index: kPair + kind * 3 + size; kPairRet the same returning.
+  // kPairOr, kPairOrRet: the same with JEQ-or tests.
   kPair = kFusedRet + 45,
   kPairRet = kPair + 9,
-  kPBlk = kPairRet + 9,
+  kPairOr = kPairRet + 9,
+  kPairOrRet = kPairOr + 9,
+  kPBlk = kPairOrRet + 9,
   // The predicated form (ThreadedForm::Predicated, see prepare_predicated): slots run in
   // sequence, never jump. kPBlk (k: the block's leader) enters a block; the block-end
   // slots (jt, jf: absolute successors) move `pc` on the path or put A and X back.
@@ -72,7 +75,7 @@ enum Op : uint8_t {
   kPBLdHAndJge, kPBLdHAndJset, kPBLdBAndJeq, kPBLdBAndJgt, kPBLdBAndJge, kPBLdBAndJset,
   kOpCount
 };
-static_assert(kPairRet + 9 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
+static_assert(kPairOrRet + 9 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
 
 // What the handlers read of a packet, in registers: the head, its length and the wire
 // length; `view` is the PacketView they came from, or nullptr when the LinearFn entry
@@ -106,7 +109,8 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
       &&ld_ind_w, &&ld_ind_h, &&ld_ind_b, &&ldx_msh, &&ld_len, &&ldx_len, &&ld_imm, \
       &&ldx_imm, &&ld_mem, &&ldx_mem, &&tax, &&txa, &&ret_k, &&ret_a, &&st, &&stx, \
       &&ja_back, &&zero_mem, &&jeq_or, &&jeq_ret, &&jgt_ret, &&jge_ret, &&jset_ret, &&jeq_or_ret, \
-      THREADED_FUSED_LABELS(), THREADED_FUSED_LABELS(_ret), THREADED_PAIR_LABELS(), THREADED_PAIR_LABELS(_ret)
+      THREADED_FUSED_LABELS(), THREADED_FUSED_LABELS(_ret), THREADED_PAIR_LABELS(), THREADED_PAIR_LABELS(_ret), \
+      THREADED_PAIR_LABELS(_or), THREADED_PAIR_LABELS(_or_ret)
 #define THREADED_TEST_LABELS(group, tail) \
   &&group##_jeq##tail, &&group##_jgt##tail, &&group##_jge##tail, &&group##_jset##tail, &&group##_jeq_or##tail
 #define THREADED_FUSED_LABELS(tail) \
@@ -368,9 +372,9 @@ int cond_index(const Insn& j) {
 
 bool is_ret_k(std::span<const Insn> prog, size_t i) { return prog[i].code == (BPF_RET | BPF_K); }
 
-// The jump at prog[j] as the threaded slots run it: its test (cond_index, or 4 for JEQ-or)
-// and its true and false targets (JEQ-or: the second `jeq`'s false target). test < 0:
-// not a conditional jump on K.
+// The jump at prog[j] as the threaded slots run it: its test (cond_index, or 4 for JEQ-or:
+// a `jeq` whose false target is a `jeq` with the same true target) and its true and false
+// targets (JEQ-or: the second `jeq`'s false target). test < 0: not a conditional jump on K.
 struct Test {
   int test = -1;
   size_t t = 0, f = 0;
@@ -382,9 +386,9 @@ Test test_at(std::span<const Insn> prog, size_t j) {
   if (r.test < 0) return r;
   r.t = j + 1 + prog[j].jt;
   r.f = j + 1 + prog[j].jf;
-  if (r.test == 0 && r.f == j + 1 && cond_index(prog[j + 1]) == 0 && j + 2 + prog[j + 1].jt == r.t) {
+  if (r.test == 0 && cond_index(prog[r.f]) == 0 && r.f + 1 + prog[r.f].jt == r.t) {
     r.test = 4;
-    r.f = j + 2 + prog[j + 1].jf;
+    r.f = r.f + 1 + prog[r.f].jf;
   }
   r.returns = is_ret_k(prog, r.t) && is_ret_k(prog, r.f);
   return r;
@@ -412,15 +416,16 @@ Group group_at(std::span<const Insn> prog, size_t s) {
   return g;
 }
 
-// The pair starting at prog[s] (the group there and the one its false edge falls into,
-// both testing `jeq` on one shape with one true target): the second group's jump, or 0.
+// The pair starting at group g1 (it and the group its false edge reaches, of one shape, both
+// testing `jeq` — the second right after the first — or both JEQ-or, with one true
+// target): the second group's jump, or 0.
 size_t pair_at(std::span<const Insn> prog, const Group& g1) {
   const Test t1 = test_at(prog, g1.jump);
-  if (t1.test != 0 || t1.f != g1.jump + 1) return 0;
-  const Group g2 = group_at(prog, g1.jump + 1);
+  if (t1.test != 4 && (t1.test != 0 || t1.f != g1.jump + 1)) return 0;
+  const Group g2 = group_at(prog, t1.f);
   if (g2.kind != g1.kind || g2.size != g1.size) return 0;
   const Test t2 = test_at(prog, g2.jump);
-  if (t2.test != 0 || t2.t != t1.t) return 0;
+  if (t2.test != t1.test || t2.t != t1.t) return 0;
   return g2.jump;
 }
 
@@ -572,24 +577,22 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
     }
     t.jt = static_cast<uint16_t>(in.jt + 1);
     t.jf = static_cast<uint16_t>(in.jf + 1);
-    // Superinstructions: the slot's distances become its test's targets (every target
-    // lies within the program, so distances fit 16 bits).
-    auto aim = [&](size_t to, size_t fro) {
-      t.jt = static_cast<uint16_t>(to - i);
-      t.jf = static_cast<uint16_t>(fro - i);
-    };
+    // Superinstructions. Jump slots keep their distances (JEQ-or reads the second `jeq`
+    // through jf); a pair's load slot gets the pair's targets (every target lies within
+    // the program, so distances fit 16 bits).
     if (const Test j = test_at(prog, i); j.test >= 0) {
       if (j.returns) t.op = labels[kJeqRet + j.test];
       else if (j.test == 4) t.op = labels[kJeqOr];
-      aim(j.t, j.f);
     } else if (const Group g = group_at(prog, i); g.kind >= 0) {
       const Test j = test_at(prog, g.jump);
       const int shape = g.kind * 3 + g.size;
       if (const size_t j2 = pair_at(prog, g); j2 != 0) {
         const Test second = test_at(prog, j2);
         const bool returns = is_ret_k(prog, j.t) && is_ret_k(prog, second.f);
-        t.op = labels[(returns ? kPairRet : kPair) + shape];
-        aim(j.t, second.f);
+        const int base = j.test == 4 ? (returns ? kPairOrRet : kPairOr) : (returns ? kPairRet : kPair);
+        t.op = labels[base + shape];
+        t.jt = static_cast<uint16_t>(j.t - i);
+        t.jf = static_cast<uint16_t>(second.f - i);
       } else {
         t.op = labels[(j.returns ? kFusedRet : kFused) + shape * 5 + j.test];
       }
@@ -611,6 +614,7 @@ ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
       j = test_at(prog, g.jump);
       if (const size_t j2 = pair_at(prog, g); j2 != 0) {
         ++n.pairs;
+        n.pairs_or += j.test == 4;
         n.returning += is_ret_k(prog, j.t) && is_ret_k(prog, test_at(prog, j2).f);
         continue;
       }

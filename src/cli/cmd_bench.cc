@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/micro_report.h"
 #include "tools/micro_bench.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli {
 
@@ -32,7 +33,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   auto results = run_micro_benchmarks(opts);
   if (json)
-    std::printf("%s\n", micro_results_json(results).dump().c_str());
+    std::printf("%s\n", json_text(micro_results_json(results)).c_str());
   else
     print_micro_table(results, stdout);
   return 0;

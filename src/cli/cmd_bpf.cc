@@ -30,6 +30,7 @@
 #include "bpf/parse.h"
 #include "bpf/program.h"
 #include "cli/command.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli {
 
@@ -346,11 +347,11 @@ int do_bench(const Args& a, const Insns& prog) {
   }
   if (a.flag("--json")) {
     if (results.size() == 1) {
-      std::printf("%s\n", bench_json(results[0]).dump().c_str());
+      std::printf("%s\n", json_text(bench_json(results[0])).c_str());
     } else {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& r : results) arr.push_back(bench_json(r));
-      std::printf("%s\n", arr.dump().c_str());
+      std::printf("%s\n", json_text(arr).c_str());
     }
     return 0;
   }

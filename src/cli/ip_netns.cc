@@ -14,6 +14,7 @@
 #include "netfilter/nft_net.h"
 #include "sched/clsact.h"
 #include "sched/qdisc.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli {
 
@@ -44,7 +45,7 @@ struct NetnsList final : ExtLine {
     // iproute2 lists the newest first.
     for (auto it = nets.rbegin(); it != nets.rend(); ++it) {
       if (r.json())
-        std::fprintf(r.out(), "%s\n", nlohmann::json{{"name", (*it)->name()}}.dump().c_str());
+        std::fprintf(r.out(), "%s\n", json_text(nlohmann::json{{"name", (*it)->name()}}).c_str());
       else
         std::fprintf(r.out(), "%s\n", (*it)->name().c_str());
     }

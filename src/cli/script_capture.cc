@@ -25,6 +25,7 @@
 #include "cli/tcpdump_args.h"
 #include "cli/tcpdump_print.h"
 #include "core/tap.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli {
 
@@ -80,7 +81,7 @@ bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
       j["engine"] = bpf::engine_name(p->engine());
       j["filter_rules"] = bpf::acceptance_name(p->acceptance());
     }
-    std::fprintf(to, "%s\n", j.dump().c_str());
+    std::fprintf(to, "%s\n", json_text(j).c_str());
   } else {
     std::fprintf(to, "%llu packets captured\n%llu packets received by filter\n%llu packets dropped by kernel\n",
                  static_cast<unsigned long long>(c.captured), static_cast<unsigned long long>(c.received_by_filter),

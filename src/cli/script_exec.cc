@@ -16,6 +16,7 @@
 #include "drivers/veth.h"
 #include "sched/qdisc.h"
 #include "sched/sch_generic.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli {
 
@@ -558,7 +559,7 @@ bool ScriptRunner::send(const SendCmd& line, ScriptError& err) {
                           {"errors", tot_err},
                           {"ns_per_packet", c.count ? ns / static_cast<double>(c.count) : 0.0},
                           {"pps", pps}}}};
-    std::fprintf(out_, "%s\n", j.dump().c_str());
+    std::fprintf(out_, "%s\n", json_text(j).c_str());
   } else {
     std::fprintf(
         out_,

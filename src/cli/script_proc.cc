@@ -15,6 +15,7 @@
 #include "cli/script.h"
 #include "cli/script_exec.h"
 #include "core/host_sink.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli {
 
@@ -43,7 +44,7 @@ class SoftnetStatLine final : public ExtLine {
                      dropped, squeeze, 0u, 0u, 0u, 0u, 0u, 0u, rps, 0u, qlen, i);
       }
     }
-    if (r.json()) std::fprintf(r.out(), "%s\n", nlohmann::json{{"softnet_stat", rows}}.dump().c_str());
+    if (r.json()) std::fprintf(r.out(), "%s\n", json_text(nlohmann::json{{"softnet_stat", rows}}).c_str());
     return true;
   }
 };
@@ -54,11 +55,9 @@ class SnmpLine final : public ExtLine {
     const HostStats h = host_stats(r.net());
     const uint64_t in = h.in_echos + h.in_echo_reps, out = h.out_echo_reps;
     if (r.json()) {
-      std::fprintf(r.out(), "%s\n",
-                   nlohmann::json{{"Icmp", {{"InMsgs", in}, {"InEchos", h.in_echos}, {"InEchoReps", h.in_echo_reps},
-                                            {"OutMsgs", out}, {"OutEchoReps", out}}}}
-                       .dump()
-                       .c_str());
+      const nlohmann::json j{{"Icmp", {{"InMsgs", in}, {"InEchos", h.in_echos}, {"InEchoReps", h.in_echo_reps},
+                                        {"OutMsgs", out}, {"OutEchoReps", out}}}};
+      std::fprintf(r.out(), "%s\n", json_text(j).c_str());
       return true;
     }
     // Icmp's columns as 6.1 prints them (icmp_put); pktpath counts the echo ones.

@@ -9,6 +9,7 @@
 #include "cli/script_exec.h"
 #include "core/net.h"
 #include "core/sysctl.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli {
 
@@ -21,7 +22,7 @@ struct SysctlLine final : ExtLine {
   void print(ScriptRunner& r, const Sysctl& s) const {
     const std::string v = s.get(r.net());
     if (r.json())
-      std::fprintf(r.out(), "%s\n", nlohmann::json{{"key", s.name}, {"value", v}}.dump().c_str());
+      std::fprintf(r.out(), "%s\n", json_text(nlohmann::json{{"key", s.name}, {"value", v}}).c_str());
     else if (value_only)
       std::fprintf(r.out(), "%s\n", v.c_str());
     else

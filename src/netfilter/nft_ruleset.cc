@@ -6,6 +6,7 @@
 
 #include "core/netdevice.h"
 #include "core/rcu.h"
+#include "base/json_text.h"
 
 namespace pktpath::nf {
 
@@ -393,7 +394,7 @@ NftStatus NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, st
     case NftOp::DELETE_RULE: return delete_rule(c.table, c.chain, c.handle);
     case NftOp::FLUSH_RULESET: flush(); return {};
     case NftOp::LIST_RULESET:
-      if (out) *out += c.json ? list_json().dump() + "\n" : list();
+      if (out) *out += c.json ? json_text(list_json()) + "\n" : list();
       return {};
   }
   return NftStatus::fail("unknown command");

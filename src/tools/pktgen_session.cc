@@ -13,6 +13,7 @@
 #include "core/dev_xmit.h"
 #include "core/net.h"
 #include "core/sysctl.h"
+#include "base/json_text.h"
 
 namespace pktpath {
 
@@ -132,7 +133,7 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
         j["min_pps"] = *std::min_element(pps.begin(), pps.end());
         j["max_pps"] = *std::max_element(pps.begin(), pps.end());
       }
-      std::fprintf(out, "%s\n", j.dump().c_str());
+      std::fprintf(out, "%s\n", json_text(j).c_str());
     } else if (cmd.repeat > 1) {
       std::vector<double> mb;
       for (const auto& r : res.runs) mb.push_back(r.mbps());
@@ -191,7 +192,7 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
                         {"a", {{"value", cmd.ab->a}, {"median_pps", ma}, {"runs", pa}}},
                         {"b", {{"value", cmd.ab->b}, {"median_pps", mb}, {"runs", pb}}},
                         {"ratio_a_over_b", ratio}};
-    std::fprintf(out, "%s\n", j.dump().c_str());
+    std::fprintf(out, "%s\n", json_text(j).c_str());
   } else {
     std::fprintf(out, "A/B %s: A=%s median %.0fpps, B=%s median %.0fpps, ratio A/B %.3f\n", cmd.ab->setting.c_str(),
                  cmd.ab->a.c_str(), ma, cmd.ab->b.c_str(), mb, ratio);

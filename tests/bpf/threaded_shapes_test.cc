@@ -34,6 +34,7 @@ TEST(BpfThreadedShapes, LibpcapProgramsHaveThem) {
   EXPECT_GE(net.jeq_or, 1u);     // ARP or RARP
   const ThreadedShapes port = threaded_shapes(compile("tcp and (port 80 or port 443)"));
   EXPECT_GE(port.jeq_or, 4u);    // 80 or 443, on each port of IPv4 and of IPv6
+  EXPECT_GE(port.pairs_or, 2u);  // either port, for IPv4 and for IPv6
   const ThreadedShapes chain = threaded_shapes(compile("ip6 protochain 17"));
   EXPECT_GE(chain.jeq_or, 2u);   // the extension header list
   const ThreadedShapes none = threaded_shapes(compile("ip and len > 100"));
@@ -45,7 +46,7 @@ TEST(BpfThreadedShapes, LibpcapProgramsAgree) {
   const PacketSet set = make_synthetic(4000, 20261204);
   for (const char* expr :
        {"net 192.168.2.0/24", "host 10.0.0.1", "port 80", "tcp and (port 80 or port 443) and not net 10.0.0.0/8",
-        "src or dst port 53 or port 123", "ether host 00:11:22:33:44:55", "ip6 protochain 17",
+        "src or dst port 53 or port 123", "tcp and (port 80 or port 443)", "ether host 00:11:22:33:44:55", "ip6 protochain 17",
         "arp or rarp or icmp", "portrange 1000-2000 and host 192.168.2.1"}) {
     const Insns prog = compile(expr);
     std::string err;
@@ -59,7 +60,7 @@ TEST(BpfThreadedShapes, LibpcapProgramsAgree) {
   }
 }
 
-// Random programs of blocks `[ld ABS|IND [; and #m]] jcond #k`, where a block's false edge
+// Random programs of blocks `[ld ABS|IND [; and #m]] [jeq #k;] jcond #k`, where a block's false edge
 // often falls into a next block of the same shape with the same true target, tests are
 // often `jeq` on a few constants, and returns are `ret #k` or `ret a`; every engine form
 // against the switch interpreter on short packets (second loads fail) and fragments.
@@ -89,6 +90,8 @@ TEST(BpfThreadedShapes, ShapedProgramsAgree) {
         bl.push_back({shape, 0, 0, below(40)});
         if (mask != 0) bl.push_back({BPF_ALU | BPF_AND | BPF_K, 0, 0, mask});
       }
+      // Two `jeq` on the same true target (`port 80 or port 443`) end a third of the blocks.
+      if (below(3) == 0) bl.push_back({BPF_JMP | BPF_JEQ | BPF_K, 0, 0, below(4)});
       bl.push_back({static_cast<uint16_t>(BPF_JMP | kJ[below(6)] | BPF_K), 0, 0, below(4) ? below(4) : below(256)});
     }
     std::vector<size_t> start(blocks + rets);
@@ -106,6 +109,9 @@ TEST(BpfThreadedShapes, ShapedProgramsAgree) {
       const size_t pc = start[j] + body[j].size() - 1;
       jmp.jt = static_cast<uint8_t>(t[j] - pc - 1);
       jmp.jf = static_cast<uint8_t>(f[j] - pc - 1);
+      if (body[j].size() > 1 && bpf_class(body[j][body[j].size() - 2].code) == BPF_JMP) {
+        body[j][body[j].size() - 2].jt = static_cast<uint8_t>(t[j] - pc);  // jf 0: on to the last jump
+      }
       prog.insert(prog.end(), body[j].begin(), body[j].end());
     }
     for (size_t j = 0; j < rets; ++j) {
@@ -114,7 +120,7 @@ TEST(BpfThreadedShapes, ShapedProgramsAgree) {
     }
     ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
     const ThreadedShapes s = threaded_shapes(prog);
-    seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.returning += s.returning;
+    seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
     std::string err;
     auto sw = Program::load(prog, Engine::Switch, &err);
     ASSERT_TRUE(sw) << err;
@@ -143,10 +149,11 @@ TEST(BpfThreadedShapes, ShapedProgramsAgree) {
       }
     }
   }
-  std::printf("shaped programs: %ld runs agree (%ld non-zero); %u JEQ-or slots, %u pairs, %u returning\n", runs,
-              nonzero, seen.jeq_or, seen.pairs, seen.returning);
+  std::printf("shaped programs: %ld runs agree (%ld non-zero); %u JEQ-or slots, %u pairs (%u JEQ-or), %u "
+              "returning\n", runs, nonzero, seen.jeq_or, seen.pairs, seen.pairs_or, seen.returning);
   EXPECT_GT(seen.jeq_or, 400u);
   EXPECT_GT(seen.pairs, 400u);
+  EXPECT_GT(seen.pairs_or, 20u);
   EXPECT_GT(seen.returning, 400u);
   EXPECT_GT(nonzero, runs / 10);
 }

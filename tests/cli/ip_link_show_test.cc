@@ -45,5 +45,22 @@ TEST(IpLinkShow, PrettyJsonAndDownDevice) {
   EXPECT_FALSE(j[0].contains("stats64"));
 }
 
+// A device name is any bytes the kernel's dev_valid_name allows, UTF-8 or not: -j prints
+// each byte that is not UTF-8 as U+FFFD (the fuzzer's crash: the JSON writer threw).
+TEST(IpLinkShow, JsonOfANameThatIsNotUtf8) {
+  auto r = run_pp(
+      "ip link add foo\xba type dummy\n"
+      "ip -j link show\n"
+      "ip -j -p link show\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t second = r.out.find("\n[\n");
+  ASSERT_NE(second, std::string::npos) << r.out;
+  for (const std::string& doc : {r.out.substr(0, second), r.out.substr(second + 1)}) {
+    auto j = nlohmann::json::parse(doc);
+    ASSERT_EQ(j.size(), 2u) << doc;  // lo, then the new device
+    EXPECT_EQ(j[1]["ifname"], "foo\xef\xbf\xbd");
+  }
+}
+
 }  // namespace
 }  // namespace pktpath::cli

@@ -1,4 +1,5 @@
 #include "cli/ip/ip_link_print.h"
+#include "base/json_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -69,7 +70,7 @@ void print_links(std::FILE* out, const std::vector<LinkRow>& rows, const LinkSho
   }
   nlohmann::json arr = nlohmann::json::array();
   for (const LinkRow& r : rows) arr.push_back(json_of(r, f.stats));
-  std::fprintf(out, "%s\n", f.pretty ? arr.dump(4).c_str() : arr.dump().c_str());
+  std::fprintf(out, "%s\n", f.pretty ? json_text(arr, 4).c_str() : json_text(arr).c_str());
 }
 
 }  // namespace pktpath::cli

@@ -8,6 +8,7 @@
 #include "cli/tc/tc.h"
 #include "cli/tc/tc_util.h"
 #include "sched/sch_api.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli::tc {
 namespace {
@@ -45,7 +46,7 @@ struct ClassShowLine final : ExtLine {
       const QdiscUtil* u = get_qdisc_util(q->kind());
       for (const QdiscClassInfo& c : q->class_dump(now_ns)) print(*q, u, c, json, arr, r.out());
     }
-    if (json) std::fprintf(r.out(), "%s\n", arr.dump().c_str());
+    if (json) std::fprintf(r.out(), "%s\n", json_text(arr).c_str());
     return true;
   }
 

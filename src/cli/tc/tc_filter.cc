@@ -12,6 +12,7 @@
 #include "cli/tc/tc_util.h"
 #include "sched/clsact.h"
 #include "sched/sch_api.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli::tc {
 namespace {
@@ -224,7 +225,7 @@ struct FilterShowLine final : ExtLine {
     });
     end_pref();
     if (json)
-      std::fprintf(r.out(), "%s\n", arr.dump().c_str());
+      std::fprintf(r.out(), "%s\n", json_text(arr).c_str());
     else
       std::fputs(text.c_str(), r.out());
     return true;

@@ -10,6 +10,7 @@
 #include "sched/clsact.h"
 #include "sched/sch_api.h"
 #include "sched/sch_generic.h"
+#include "base/json_text.h"
 
 namespace pktpath::cli::tc {
 namespace {
@@ -69,7 +70,7 @@ struct QdiscShowLine final : ExtLine {
     const uint64_t now_ns = r.control_cpu().clock().now_ns();
     for (NetDevice* d : devs)
       for (const QdiscRow& row : rows(*d, now_ns)) print(row, *d, json, arr, r.out());
-    if (json) std::fprintf(r.out(), "%s\n", arr.dump().c_str());
+    if (json) std::fprintf(r.out(), "%s\n", json_text(arr).c_str());
     return true;
   }
 
