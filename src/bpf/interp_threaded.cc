@@ -88,16 +88,19 @@ struct Packet {
   const PacketView* view;
 };
 
-PP_NOINLINE uint64_t load_slow(const Packet& pkt, uint32_t off, uint32_t size) {
-  if (pkt.view) return load_packet(*pkt.view, static_cast<int32_t>(off), size);
-  return load_packet(PacketView::linear(pkt.data, pkt.headlen, pkt.wire_len), static_cast<int32_t>(off), size);
+// The packet as scalars, not a reference: a Packet whose address is taken would be
+// stored to the stack at every entry for this rare call.
+PP_NOINLINE uint64_t load_slow(const uint8_t* data, uint32_t headlen, uint32_t wire_len, const PacketView* view,
+                               uint32_t off, uint32_t size) {
+  if (view) return load_packet(*view, static_cast<int32_t>(off), size);
+  return load_packet(PacketView::linear(data, headlen, wire_len), static_cast<int32_t>(off), size);
 }
 
 // load_fast on a Packet: a read inside the head, else the slow path.
 template <uint32_t Size>
 PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
   if (PP_LIKELY(in_head<Size>(pkt.headlen, off))) return read_be<Size>(pkt.data + off);
-  return load_slow(pkt, off, Size);
+  return load_slow(pkt.data, pkt.headlen, pkt.wire_len, pkt.view, off, Size);
 }
 
 // The labels of threaded_handlers.inc, in Op order (add_x .. indb_jset).

@@ -53,10 +53,11 @@ constexpr int kSaveH = 96;
 
 // JitForm::Auto splits a program only when its longest path runs at least this many
 // blocks fewer than the one straight line: a mispredicted branch (about 30–50% of packets
-// on the ethertype split of mixed traffic, 15–20 cycles each) costs about as much as four
-// predicated blocks' chain of cmp/cmov (two cycles a block). `net 192.168.2.0/24` saves
-// two (measured slower split), the five-term filter five (measured faster).
-constexpr long kMinSplitGain = 4;
+// on the ethertype split of mixed traffic, 15–20 cycles each) against predicated blocks'
+// chain of cmp/cmov. `net 192.168.2.0/24` saves two: split, it measured 8% slower on one
+// machine and 1.3–1.7× faster on another (docs/benchmarks.md); the five-term filter saves
+// five (faster on both).
+constexpr long kMinSplitGain = 2;
 
 enum class Cond { Always, A, AE, E, NE, B, BE, L };
 

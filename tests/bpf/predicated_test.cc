@@ -217,8 +217,9 @@ TEST(BpfPredicated, AutoChoosesByShape) {
     EXPECT_TRUE(threaded_predicated(*p, ThreadedForm::Predicated));
   }
   // Auto splits the five-term filter after its ethertype tests (IPv4, IPv6, neither: three
-  // regions), which saves five of its fifteen blocks' runs; `net`, which would save two,
-  // stays one straight line. Split asks for the regions regardless.
+  // regions), which saves five of its fifteen blocks' runs, and `net` (IPv4, ARP or RARP,
+  // neither), which saves two; `ip` (one test) stays one straight line. Split asks for the
+  // regions regardless.
   std::string why;
   auto five_auto = Program::load(five, Engine::Jit, Acceptance::Userland, &why);
   auto net_auto = Program::load(net, Engine::Jit, Acceptance::Userland, &why);
@@ -227,8 +228,13 @@ TEST(BpfPredicated, AutoChoosesByShape) {
   auto net_split = Program::load(net, Engine::Jit, Acceptance::Userland, split, &why);
   ASSERT_TRUE(five_auto && net_auto && net_split) << why;
   EXPECT_EQ(jit_code_of(five_auto->image())->regions, 3u);
-  EXPECT_EQ(jit_code_of(net_auto->image())->regions, 1u);
+  EXPECT_EQ(jit_code_of(net_auto->image())->regions, 3u);
   EXPECT_EQ(jit_code_of(net_split->image())->regions, 3u);
+  Insns ip = {{BPF_LD | BPF_H | BPF_ABS, 0, 0, 12}, {BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0x800},
+              {BPF_RET | BPF_K, 0, 0, 262144}, {BPF_RET | BPF_K, 0, 0, 0}};
+  auto ip_auto = Program::load(ip, Engine::Jit, Acceptance::Userland, &why);
+  ASSERT_TRUE(ip_auto) << why;
+  EXPECT_EQ(jit_code_of(ip_auto->image())->regions, 1u);
   EXPECT_FALSE(threaded_predicated(chain, ThreadedForm::Auto));  // a backward jump
   EXPECT_FALSE(threaded_predicated(chain, ThreadedForm::Predicated));
   Insns longer(kPredicatedMaxInsns, Insn{BPF_LD | BPF_IMM, 0, 0, 1});
