@@ -37,10 +37,10 @@ enum Op : uint8_t {
   kJaBack, kZeroMem,
   // Tests whose two targets are both `ret #k`: the handler returns the chosen constant
   // by a select, so that no data-dependent branch is taken (libpcap's last test before
-  // its two returns). JEQ-or: a `jeq` whose false edge falls into another `jeq` on the
-  // same A with the same true target (`port 80 or port 443`, `ip6 protochain`'s header
-  // list) — one slot tests both constants (the second in the next slot's k, which stays
-  // intact for jumps that land on it) and takes one branch instead of two.
+  // its two returns). JEQ-or: a `jeq` whose false target is another `jeq` (on the same A)
+  // with the same true target (`port 80 or port 443`, `ip6 protochain`'s header list) —
+  // one slot tests both constants, reading the second `jeq` through its own jf, and takes
+  // one branch instead of two; the second slot stays intact for jumps that land on it.
   kJeqOr, kJeqRet, kJgtRet, kJgeRet, kJsetRet, kJeqOrRet,
   // Fused groups: a load (`LD ABS`, `LD ABS; AND #mask`, `LD IND`) and the conditional
   // jump on K after it, run by the group's first slot, which jumps with the jump slot's
@@ -50,11 +50,12 @@ enum Op : uint8_t {
   // JEQ/JGT/JGE/JSET/JEQ-or; kFusedRet the same with both targets `ret #k`.
   kFused,
   kFusedRet = kFused + 45,
-  // Pairs: two groups of one shape with `jeq` tests, the first's false edge falling into
-  // the second and both true edges to one target — libpcap's `host`, `net` and `port`
-  // (source or destination). Both loads and tests in the first slot, one branch (or none
-  // to two returns). Index: kPair + kind * 3 + size; kPairRet the same returning.
-  // kPairOr, kPairOrRet: the same with JEQ-or tests.
+  // Pairs: two groups of one shape whose true edges meet, the first's false edge reaching
+  // the second — libpcap's `host`, `net` and `port` (source or destination). Both loads
+  // and tests in the first slot, one branch (or none to two returns). Index: kPair +
+  // kind * 3 + size, `jeq` tests with the second group right after the first; kPairRet
+  // the same returning; kPairOr, kPairOrRet the same with JEQ-or tests (the second group
+  // wherever the first's JEQ-or falls).
   kPair = kFusedRet + 45,
   kPairRet = kPair + 9,
   kPairOr = kPairRet + 9,
@@ -103,7 +104,7 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
   return load_slow(pkt.data, pkt.headlen, pkt.wire_len, pkt.view, off, Size);
 }
 
-// The labels of threaded_handlers.inc, in Op order (add_x .. indb_jset).
+// The labels of threaded_handlers.inc, in Op order (add_x .. indb_pair_or_ret).
 #define THREADED_COMMON_LABELS \
       &&add_x, &&add_k, &&sub_x, &&sub_k, &&mul_x, &&mul_k, &&div_x, &&div_k, &&mod_x, \
       &&mod_k, &&and_x, &&and_k, &&or_x, &&or_k, &&xor_x, &&xor_k, &&lsh_x, &&lsh_k, \
