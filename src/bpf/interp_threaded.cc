@@ -433,6 +433,41 @@ size_t pair_at(std::span<const Insn> prog, const Group& g1) {
   return g2.jump;
 }
 
+// What slot i of the branching form runs, when a superinstruction or fused group: its
+// handler, its test (as Test), whether it returns by a select, and for a pair's load slot
+// the pair's targets. op < 0: the instruction's own handler.
+struct SlotPlan {
+  int op = -1, test = -1;
+  bool returns = false, pair = false;
+  size_t t = 0, f = 0;
+};
+SlotPlan plan_slot(std::span<const Insn> prog, size_t i) {
+  SlotPlan p;
+  if (const Test j = test_at(prog, i); j.test >= 0) {
+    p.test = j.test;
+    p.returns = j.returns;
+    if (j.returns) p.op = kJeqRet + j.test;
+    else if (j.test == 4) p.op = kJeqOr;
+    return p;
+  }
+  const Group g = group_at(prog, i);
+  if (g.kind < 0) return p;
+  const Test j = test_at(prog, g.jump);
+  const int shape = g.kind * 3 + g.size;
+  p.test = j.test;
+  if (const size_t j2 = pair_at(prog, g); j2 != 0) {
+    p.pair = true;
+    p.t = j.t;
+    p.f = test_at(prog, j2).f;
+    p.returns = is_ret_k(prog, p.t) && is_ret_k(prog, p.f);
+    p.op = (j.test == 4 ? (p.returns ? kPairOrRet : kPairOr) : (p.returns ? kPairRet : kPair)) + shape;
+  } else {
+    p.returns = j.returns;
+    p.op = (j.returns ? kFusedRet : kFused) + shape * 5 + j.test;
+  }
+  return p;
+}
+
 using RunThreaded = uint32_t (*)(const ThreadedInsn*, const uint8_t*, uint32_t, uint32_t, const PacketView*,
                                  const void* const**);
 
@@ -584,22 +619,11 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
     // Superinstructions. Jump slots keep their distances (JEQ-or reads the second `jeq`
     // through jf); a pair's load slot gets the pair's targets (every target lies within
     // the program, so distances fit 16 bits).
-    if (const Test j = test_at(prog, i); j.test >= 0) {
-      if (j.returns) t.op = labels[kJeqRet + j.test];
-      else if (j.test == 4) t.op = labels[kJeqOr];
-    } else if (const Group g = group_at(prog, i); g.kind >= 0) {
-      const Test j = test_at(prog, g.jump);
-      const int shape = g.kind * 3 + g.size;
-      if (const size_t j2 = pair_at(prog, g); j2 != 0) {
-        const Test second = test_at(prog, j2);
-        const bool returns = is_ret_k(prog, j.t) && is_ret_k(prog, second.f);
-        const int base = j.test == 4 ? (returns ? kPairOrRet : kPairOr) : (returns ? kPairRet : kPair);
-        t.op = labels[base + shape];
-        t.jt = static_cast<uint16_t>(j.t - i);
-        t.jf = static_cast<uint16_t>(second.f - i);
-      } else {
-        t.op = labels[(j.returns ? kFusedRet : kFused) + shape * 5 + j.test];
-      }
+    const SlotPlan p = plan_slot(prog, i);
+    if (p.op >= 0) t.op = labels[p.op];
+    if (p.pair) {
+      t.jt = static_cast<uint16_t>(p.t - i);
+      t.jf = static_cast<uint16_t>(p.f - i);
     }
   }
   set_entries<run_branching>(prog, std::move(code), out);
@@ -611,20 +635,11 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
 ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
   ThreadedShapes n;
   for (size_t i = 0; i < prog.size(); ++i) {
-    Test j = test_at(prog, i);
-    if (j.test < 0) {
-      const Group g = group_at(prog, i);
-      if (g.kind < 0) continue;
-      j = test_at(prog, g.jump);
-      if (const size_t j2 = pair_at(prog, g); j2 != 0) {
-        ++n.pairs;
-        n.pairs_or += j.test == 4;
-        n.returning += is_ret_k(prog, j.t) && is_ret_k(prog, test_at(prog, j2).f);
-        continue;
-      }
-    }
-    n.jeq_or += j.test == 4;
-    n.returning += j.returns;
+    const SlotPlan p = plan_slot(prog, i);
+    if (p.test < 0) continue;
+    if (p.pair) ++n.pairs, n.pairs_or += p.test == 4;
+    else n.jeq_or += p.test == 4;
+    n.returning += p.returns;
   }
   return n;
 }
