@@ -7,9 +7,11 @@
 // still queued, and the pool has every packet back.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bpf/parse.h"
@@ -142,10 +144,17 @@ class ClsactNft {
   void change(NetDevice* d, int i) {
     std::string err;
     switch (i % 6) {
-      case 0:  // egress: direct-action drop
+      case 0: {  // egress: direct-action drop, held until a sender meets it
+        const uint64_t before = h_.drops(DropReason::TC_EGRESS);
         EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Egress, ret_filter(2, true, 1), true, &err)) << err;
         ++h_.ops;
+        // Bounded: on a slow (sanitized, loaded) run the next change could otherwise
+        // replace the filter before any packet passed it.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (h_.drops(DropReason::TC_EGRESS) == before && std::chrono::steady_clock::now() < until)
+          std::this_thread::yield();
         break;
+      }
       case 1:  // egress: direct-action ok
         EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Egress, ret_filter(0, true, 1), true, &err)) << err;
         ++h_.ops;
