@@ -314,8 +314,9 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   return true;
 }
 
-// mirrors dev_set_threaded: the device's NAPI instances go to a thread of their own (a new
-// one each time it is turned on, kept for the runner's life), taken at the next up.
+// mirrors dev_set_threaded: the device's NAPI instances go to a thread of their own (made
+// the first time it is turned on, kept for the runner's life and reused when it is turned
+// on again), taken at the next up.
 bool ScriptRunner::set_threaded(NetDevice& d, bool on, ScriptError& err) {
   if (on == (d.napi_thread() != nullptr)) return true;
   if (d.is_up()) return fail(err, "threaded", "threaded: set it while " + d.name() + " is down");
@@ -326,7 +327,8 @@ bool ScriptRunner::set_threaded(NetDevice& d, bool on, ScriptError& err) {
   if (on && !limits_.datapath_cpus) return fail(err, "threaded", "threaded: datapath Cpus are off in this runner");
   if (on && vclock_)
     return fail(err, "threaded", "threaded: NAPI threads run on real time, not on the virtual clock");
-  d.set_napi_thread(on ? &cpu_set_.add_napi_thread(d.net().cpu_options()).cpu() : nullptr);
+  if (on && !d.napi_kept_thread()) d.set_napi_thread(&cpu_set_.add_napi_thread(d.net().cpu_options()).cpu());
+  d.set_threaded(on);
   return true;
 }
 

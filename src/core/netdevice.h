@@ -214,11 +214,15 @@ class NetDevice {
 
   // --- threaded NAPI (/sys/class/net/D/threaded, dev_set_threaded): where set, the
   // receiving driver's NAPI instances are polled by this datapath Cpu, a thread of its
-  // own, instead of the Cpu of the thread that set the device up. Read at up.
-  Cpu* napi_thread() const { return napi_thread_; }
+  // own, instead of the Cpu of the thread that set the device up. Read at up. The
+  // thread is given once and kept while threading is off (napi_kthread_create runs only
+  // for an instance without a thread), so turning it on again reuses it.
+  Cpu* napi_thread() const { return threaded_ ? napi_thread_ : nullptr; }
+  Cpu* napi_kept_thread() const { return napi_thread_; }
   void set_napi_thread(Cpu* c) { napi_thread_ = c; }
+  void set_threaded(bool on) { threaded_ = on && napi_thread_ != nullptr; }
   // The Cpu that polls an instance the device opens from a thread driving `current`.
-  Cpu* napi_cpu(Cpu* current) const { return napi_thread_ ? napi_thread_ : current; }
+  Cpu* napi_cpu(Cpu* current) const { return threaded_ ? napi_thread_ : current; }
 
   // --- statistics.
   DevCpuStats& stats(const Cpu& cpu) { return pcpu_[cpu.id()]; }
@@ -251,6 +255,7 @@ class NetDevice {
   std::unique_ptr<DriverState> priv_;
   std::unique_ptr<RpsMap> rps_map_;
   Cpu* napi_thread_ = nullptr;
+  bool threaded_ = false;
   std::atomic<const tc::Miniq*> tc_egress_{nullptr};
   std::atomic<const tc::Miniq*> tc_ingress_{nullptr};
   nf::NfDeviceHooks nf_hooks_{this};

@@ -45,9 +45,14 @@ TEST(AfpacketOptions, ThreadedTakesOneOrZeroAndOnlyKindsWithNapiThreads) {
   EXPECT_FALSE(t.line("ip link set dev d0 threaded yes"));
   EXPECT_TRUE(contains(t.err, "threaded: expected 1 or 0")) << t.err;
   EXPECT_TRUE(t.line("ip link set dev d0 threaded 1")) << t.err;
-  EXPECT_NE(t.dev("d0")->napi_thread(), nullptr);
+  Cpu* const thread = t.dev("d0")->napi_thread();
+  EXPECT_NE(thread, nullptr);
   EXPECT_TRUE(t.line("ip link set dev d0 threaded 0")) << t.err;
   EXPECT_EQ(t.dev("d0")->napi_thread(), nullptr);
+  // On again: the same thread (one per NAPI instance, as napi_kthread_create), not a new one.
+  EXPECT_TRUE(t.line("ip link set dev d0 threaded 1")) << t.err;
+  EXPECT_EQ(t.dev("d0")->napi_thread(), thread);
+  EXPECT_TRUE(t.line("ip link set dev d0 threaded 0")) << t.err;
   ASSERT_TRUE(t.line("ip link add dev v0 type veth peer name v1"));
   EXPECT_FALSE(t.line("ip link set dev v0 threaded 1"));
   EXPECT_TRUE(contains(t.err, "veth devices poll on the Cpu that sets them up")) << t.err;
