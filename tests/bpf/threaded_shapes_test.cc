@@ -5,6 +5,7 @@
 // loads past the packet's end and `ret a` reading the A a pair leaves.
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -156,6 +157,155 @@ TEST(BpfThreadedShapes, ShapedProgramsAgree) {
   EXPECT_GT(seen.pairs_or, 20u);
   EXPECT_GT(seen.returning, 400u);
   EXPECT_GT(nonzero, runs / 10);
+}
+
+// The shapes again, laid out with filler between blocks (up to 200 instructions) and
+// between a block's two `jeq`, so that a JEQ-or reads its second `jeq` through jf, a
+// JEQ-or pair's second group lies far from the first and a pair's targets lie more than
+// 255 slots from its load slot; and with targets anywhere within a jump's reach — onto a
+// group's jump or mask slot, a second `jeq`, the filler. Run bounded (userland) too.
+TEST(BpfThreadedShapes, JumpsIntoShapesAndFarTargetsAgree) {
+  std::mt19937_64 rng(20261206);
+  auto below = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  static const uint16_t kSz[] = {BPF_W, BPF_H, BPF_B};
+  static const uint16_t kJ[] = {BPF_JEQ, BPF_JEQ, BPF_JEQ, BPF_JGT, BPF_JGE, BPF_JSET};
+  static const uint16_t kFiller[] = {BPF_ALU | BPF_ADD | BPF_K, BPF_LD | BPF_IMM, BPF_LDX | BPF_IMM};
+  ThreadedShapes seen;
+  long runs = 0, nonzero = 0, far = 0;
+  for (int i = 0; i < 2500; ++i) {
+    const size_t blocks = 1 + below(8), rets = 2 + below(2);
+    Insns prog;
+    std::vector<size_t> start(blocks), first_jeq(blocks, SIZE_MAX), last(blocks);
+    uint16_t shape = 0;
+    uint32_t mask = 0;
+    for (size_t j = 0; j < blocks; ++j) {
+      const uint32_t filler = below(4);  // none half the time, else a little or a lot
+      for (size_t n = filler == 0 ? 30 + below(170) : filler == 1 ? 1 + below(2) : 0; n; --n)
+        prog.push_back({kFiller[below(3)], 0, 0, below(4)});
+      start[j] = prog.size();
+      if (j == 0 || below(3) == 0) {
+        const bool ind = below(3) == 0;
+        shape = below(6) ? static_cast<uint16_t>(BPF_LD | kSz[below(3)] | (ind ? BPF_IND : BPF_ABS)) : 0;
+        mask = below(2) && !ind ? (below(2) ? 0xff00u : static_cast<uint32_t>(rng())) : 0;
+      }
+      if (below(6) == 0) prog.push_back({BPF_LDX | BPF_B | BPF_MSH, 0, 0, below(4) ? 0 : below(40)});
+      if (shape != 0 && below(4) != 0) {
+        prog.push_back({shape, 0, 0, below(40)});
+        if (mask != 0) prog.push_back({BPF_ALU | BPF_AND | BPF_K, 0, 0, mask});
+      }
+      if (below(2) == 0) {
+        first_jeq[j] = prog.size();
+        prog.push_back({BPF_JMP | BPF_JEQ | BPF_K, 0, 0, below(4)});
+        for (size_t n = below(3) == 0 ? 1 + below(3) : 0; n; --n) prog.push_back({kFiller[below(3)], 0, 0, below(4)});
+      }
+      last[j] = prog.size();
+      prog.push_back({static_cast<uint16_t>(BPF_JMP | kJ[below(6)] | BPF_K), 0, 0, below(4) ? below(4) : below(256)});
+    }
+    const size_t body = prog.size();
+    for (size_t j = 0; j < rets; ++j) {
+      if (j == rets - 1 && below(2)) prog.push_back({BPF_RET | BPF_A, 0, 0, 0});
+      else prog.push_back({BPF_RET | BPF_K, 0, 0, j == 0 ? 0 : 100 + below(1000)});
+    }
+    const size_t n = prog.size();
+    // A target after pc within `reach`: anywhere a third of the time, else a block start
+    // or a return; the next instruction where none is in reach.
+    auto pick = [&](size_t pc, size_t reach) {
+      const size_t hi = std::min(n - 1, pc + reach);
+      if (pc >= hi) return SIZE_MAX;
+      if (below(3) == 0) return pc + 1 + below(static_cast<uint32_t>(hi - pc));
+      std::vector<size_t> c;
+      for (size_t j = 0; j < blocks; ++j)
+        if (start[j] > pc && start[j] <= hi) c.push_back(start[j]);
+      for (size_t r = body; r < n; ++r)
+        if (r <= hi) c.push_back(r);
+      return c.empty() ? pc + 1 : c[below(static_cast<uint32_t>(c.size()))];
+    };
+    size_t carried = SIZE_MAX;  // a true target the previous block passed on with its false edge
+    for (size_t j = 0; j < blocks; ++j) {
+      const size_t pc = last[j];
+      const size_t lo = first_jeq[j] != SIZE_MAX ? first_jeq[j] : pc;
+      const size_t reach = 256 - (pc - lo);  // the first `jeq` reaches the same true target
+      const bool link = j + 1 < blocks && start[j + 1] <= pc + 256 && below(2);  // false edge into the next block
+      size_t f = link ? start[j + 1] : pick(pc, 256);
+      size_t t = carried != SIZE_MAX && carried > pc && carried <= lo + 256 ? carried : SIZE_MAX;
+      if (t == SIZE_MAX && link && last[j + 1] + 1 < lo + 256)  // a true target past the next block, to pass on
+        t = pick(last[j + 1], lo + 256 - last[j + 1]);
+      if (t == SIZE_MAX) t = pick(pc, reach);
+      carried = link ? t : SIZE_MAX;
+      prog[pc].jt = static_cast<uint8_t>(t - pc - 1);
+      prog[pc].jf = static_cast<uint8_t>(f - pc - 1);
+      if (lo != pc) {
+        prog[lo].jt = static_cast<uint8_t>(t - lo - 1);
+        prog[lo].jf = static_cast<uint8_t>(pc - lo - 1);  // over the filler, onto the last jump
+      }
+      far += t > pc + 128 || f > pc + 128;
+    }
+    ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
+    const ThreadedShapes s = threaded_shapes(prog);
+    seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
+    std::string err;
+    auto sw = Program::load(prog, Engine::Switch, &err);
+    ASSERT_TRUE(sw) << err;
+    auto th = Program::load(prog, Engine::Threaded, &err);
+    ASSERT_TRUE(th) << err;
+    auto thb = testing::load(prog, Engine::Threaded, &err, Acceptance::Userland);
+    ASSERT_TRUE(thb) << err;
+    auto jit = testing::load(prog, Engine::Jit, &err);
+    ASSERT_TRUE(jit) << err;
+    for (int k = 0; k < 30; ++k) {
+      std::vector<uint8_t> buf(below(61));
+      for (auto& x : buf) x = below(3) ? static_cast<uint8_t>(below(4)) : static_cast<uint8_t>(rng());
+      const uint32_t len = static_cast<uint32_t>(buf.size());
+      const uint32_t want = sw->run(PacketView::linear(buf.data(), len));
+      ++runs;
+      nonzero += want != 0;
+      ASSERT_EQ(th->run(PacketView::linear(buf.data(), len)), want) << "program " << i << " packet " << k;
+      ASSERT_EQ(th->run_linear(buf.data(), len, len), want) << "program " << i << " packet " << k;
+      ASSERT_EQ(thb->run_linear(buf.data(), len, len), want) << "program " << i << " packet " << k;
+      ASSERT_EQ(jit->run_linear(buf.data(), len, len), want) << "program " << i << " packet " << k;
+    }
+  }
+  std::printf("laid-out programs: %ld runs agree (%ld non-zero); %u JEQ-or slots, %u pairs (%u JEQ-or), %u "
+              "returning; %ld jumps over 128 slots\n", runs, nonzero, seen.jeq_or, seen.pairs, seen.pairs_or,
+              seen.returning, far);
+  EXPECT_GT(seen.jeq_or, 3000u);
+  EXPECT_GT(seen.pairs, 80u);
+  EXPECT_GT(seen.pairs_or, 40u);
+  EXPECT_GT(far, 1000);
+  EXPECT_GT(nonzero, runs / 10);
+}
+
+// A JEQ-or pair (`port 80 or port 443` on two offsets) whose second group lies 200 slots
+// after the first and whose false target 200 after that: the pair's targets, kept in its
+// load slot, are 230 and 406 slots away (beyond 8 bits).
+TEST(BpfThreadedShapes, PairTargetsFarFromTheLoadSlot) {
+  const Insn filler{BPF_RET | BPF_K, 0, 0, 99};  // no path reaches it
+  Insns prog(407, filler);
+  prog[0] = {BPF_LD | BPF_H | BPF_ABS, 0, 0, 12};
+  prog[1] = {BPF_JMP | BPF_JEQ | BPF_K, 228, 0, 80};     // true: 230
+  prog[2] = {BPF_JMP | BPF_JEQ | BPF_K, 227, 200, 443};  // false: 203, the second group
+  prog[203] = {BPF_LD | BPF_H | BPF_ABS, 0, 0, 14};
+  prog[204] = {BPF_JMP | BPF_JEQ | BPF_K, 25, 0, 80};
+  prog[205] = {BPF_JMP | BPF_JEQ | BPF_K, 24, 200, 443};  // false: 406
+  prog[230] = {BPF_RET | BPF_A, 0, 0, 0};
+  prog[406] = {BPF_RET | BPF_K, 0, 0, 7};
+  ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
+  EXPECT_EQ(threaded_shapes(prog).pairs_or, 1u);
+  std::string err;
+  for (const Acceptance mode : {Acceptance::Kernel, Acceptance::Userland}) {
+    auto th = testing::load(prog, Engine::Threaded, &err, mode);
+    ASSERT_TRUE(th) << err;
+    // Bytes 12..15: the two 16-bit fields the groups load.
+    const uint8_t first[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 80, 0, 0};
+    const uint8_t second[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xbb};
+    const uint8_t neither[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2};
+    EXPECT_EQ(th->run_linear(first, 16, 16), 80u);
+    EXPECT_EQ(th->run_linear(second, 16, 16), 443u);
+    EXPECT_EQ(th->run_linear(neither, 16, 16), 7u);
+    EXPECT_EQ(th->run_linear(first, 13, 13), 0u);    // the first load fails
+    EXPECT_EQ(th->run_linear(first, 14, 14), 80u);   // the second fails, but the first test held
+    EXPECT_EQ(th->run_linear(neither, 14, 14), 0u);  // the second fails after the first test failed
+  }
 }
 
 }  // namespace
