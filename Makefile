@@ -31,7 +31,7 @@ test-asan: deps
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build build-tsan -j $(JOBS)
-	@ctest --preset tsan -j $(JOBS) -R Stress
+	@ctest --preset tsan -j $(JOBS) -R 'Stress|AfpacketKernel|XdpKernel'
 
 bench: deps build/build.ninja
 	@cmake --build build -j $(JOBS)
