@@ -27,6 +27,19 @@ Insns compile(const char* expr) {
   return prog;
 }
 
+// The returns that end a random program: `ret #0`, then `ret #k`, the last sometimes `ret a`.
+template <typename Below>
+void push_returns(Insns& prog, size_t rets, Below& below) {
+  for (size_t j = 0; j < rets; ++j) {
+    if (j == rets - 1 && below(2)) prog.push_back({BPF_RET | BPF_A, 0, 0, 0});
+    else prog.push_back({BPF_RET | BPF_K, 0, 0, j == 0 ? 0 : 100 + below(1000)});
+  }
+}
+
+void add_shapes(ThreadedShapes& seen, const ThreadedShapes& s) {
+  seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
+}
+
 // libpcap's code for these expressions has each shape where the comment says.
 TEST(BpfThreadedShapes, LibpcapProgramsHaveThem) {
   const ThreadedShapes net = threaded_shapes(compile("net 192.168.2.0/24"));
@@ -115,13 +128,9 @@ TEST(BpfThreadedShapes, ShapedProgramsAgree) {
       }
       prog.insert(prog.end(), body[j].begin(), body[j].end());
     }
-    for (size_t j = 0; j < rets; ++j) {
-      if (j == rets - 1 && below(2)) prog.push_back({BPF_RET | BPF_A, 0, 0, 0});
-      else prog.push_back({BPF_RET | BPF_K, 0, 0, j == 0 ? 0 : 100 + below(1000)});
-    }
+    push_returns(prog, rets, below);
     ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
-    const ThreadedShapes s = threaded_shapes(prog);
-    seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
+    add_shapes(seen, threaded_shapes(prog));
     std::string err;
     auto sw = Program::load(prog, Engine::Switch, &err);
     ASSERT_TRUE(sw) << err;
@@ -202,10 +211,7 @@ TEST(BpfThreadedShapes, JumpsIntoShapesAndFarTargetsAgree) {
       prog.push_back({static_cast<uint16_t>(BPF_JMP | kJ[below(6)] | BPF_K), 0, 0, below(4) ? below(4) : below(256)});
     }
     const size_t body = prog.size();
-    for (size_t j = 0; j < rets; ++j) {
-      if (j == rets - 1 && below(2)) prog.push_back({BPF_RET | BPF_A, 0, 0, 0});
-      else prog.push_back({BPF_RET | BPF_K, 0, 0, j == 0 ? 0 : 100 + below(1000)});
-    }
+    push_returns(prog, rets, below);
     const size_t n = prog.size();
     // A target after pc within `reach`: anywhere a third of the time, else a block start
     // or a return; the next instruction where none is in reach.
@@ -241,8 +247,7 @@ TEST(BpfThreadedShapes, JumpsIntoShapesAndFarTargetsAgree) {
       far += t > pc + 128 || f > pc + 128;
     }
     ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
-    const ThreadedShapes s = threaded_shapes(prog);
-    seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
+    add_shapes(seen, threaded_shapes(prog));
     std::string err;
     auto sw = Program::load(prog, Engine::Switch, &err);
     ASSERT_TRUE(sw) << err;
