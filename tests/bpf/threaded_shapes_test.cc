@@ -38,6 +38,7 @@ void push_returns(Insns& prog, size_t rets, Below& below) {
 
 void add_shapes(ThreadedShapes& seen, const ThreadedShapes& s) {
   seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
+  seen.guarded += s.guarded;
 }
 
 // libpcap's code for these expressions has each shape where the comment says.
@@ -49,8 +50,12 @@ TEST(BpfThreadedShapes, LibpcapProgramsHaveThem) {
   const ThreadedShapes port = threaded_shapes(compile("tcp and (port 80 or port 443)"));
   EXPECT_GE(port.jeq_or, 4u);    // 80 or 443, on each port of IPv4 and of IPv6
   EXPECT_GE(port.pairs_or, 2u);  // either port, for IPv4 and for IPv6
+  EXPECT_GE(port.guarded, 3u);   // tcp and not a fragment (IPv4), the IPv4 ports
+  const ThreadedShapes five = threaded_shapes(compile("tcp and (port 80 or port 443) and not net 10.0.0.0/8"));
+  EXPECT_GE(five.guarded, 4u);   // IPv4: tcp, not a fragment, the ports; IPv6: tcp
   const ThreadedShapes chain = threaded_shapes(compile("ip6 protochain 17"));
   EXPECT_GE(chain.jeq_or, 2u);   // the extension header list
+  EXPECT_EQ(chain.guarded, 0u);  // it loops: no guarded test
   const ThreadedShapes none = threaded_shapes(compile("ip and len > 100"));
   EXPECT_EQ(none.jeq_or + none.pairs, 0u);
 }
@@ -160,11 +165,13 @@ TEST(BpfThreadedShapes, ShapedProgramsAgree) {
     }
   }
   std::printf("shaped programs: %ld runs agree (%ld non-zero); %u JEQ-or slots, %u pairs (%u JEQ-or), %u "
-              "returning\n", runs, nonzero, seen.jeq_or, seen.pairs, seen.pairs_or, seen.returning);
+              "returning, %u guarded\n", runs, nonzero, seen.jeq_or, seen.pairs, seen.pairs_or, seen.returning,
+              seen.guarded);
   EXPECT_GT(seen.jeq_or, 400u);
   EXPECT_GT(seen.pairs, 400u);
   EXPECT_GT(seen.pairs_or, 20u);
   EXPECT_GT(seen.returning, 400u);
+  EXPECT_GT(seen.guarded, 400u);
   EXPECT_GT(nonzero, runs / 10);
 }
 
@@ -310,6 +317,50 @@ TEST(BpfThreadedShapes, PairTargetsFarFromTheLoadSlot) {
     EXPECT_EQ(th->run_linear(first, 13, 13), 0u);    // the first load fails
     EXPECT_EQ(th->run_linear(first, 14, 14), 80u);   // the second fails, but the first test held
     EXPECT_EQ(th->run_linear(neither, 14, 14), 0u);  // the second fails after the first test failed
+  }
+}
+
+// A guarded test's way out clears a mask and the packet runs on: whatever ends the run
+// on the way onward — `ret a`, `ret #k`, a load past the packet, an ancillary load with
+// no device (which returns A), a division by X == 0 — it must still return 0, the way
+// out's `ret #0`, on every engine form.
+TEST(BpfThreadedShapes, GuardedWayOutStillReturnsZero) {
+  const Insn ret0{BPF_RET | BPF_K, 0, 0, 0};
+  // Onward endings, each after `ldb [0]; jeq #1` (out on false) and `ld #77` (A nonzero).
+  const std::vector<Insns> endings = {
+      {{BPF_RET | BPF_A, 0, 0, 0}},
+      {{BPF_RET | BPF_K, 0, 0, 5}},
+      {{BPF_LD | BPF_H | BPF_ABS, 0, 0, 1000}, {BPF_RET | BPF_A, 0, 0, 0}},
+      {{BPF_LD | BPF_W | BPF_ABS, 0, 0, ancillary_k(SKF_AD_IFINDEX)}, {BPF_RET | BPF_K, 0, 0, 9}},
+      {{BPF_LDX | BPF_IMM, 0, 0, 0}, {BPF_ALU | BPF_DIV | BPF_X, 0, 0, 0}, {BPF_RET | BPF_A, 0, 0, 0}},
+  };
+  for (const bool out_true : {false, true}) {
+    for (size_t e = 0; e < endings.size(); ++e) {
+      Insns prog = {{BPF_LD | BPF_B | BPF_ABS, 0, 0, 0}, {BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1}, {BPF_LD | BPF_IMM, 0, 0, 77}};
+      prog.insert(prog.end(), endings[e].begin(), endings[e].end());
+      const uint8_t out = static_cast<uint8_t>(prog.size() - 2);  // jt/jf from slot 1 to the ret #0
+      if (out_true) prog[1].jt = out;
+      else prog[1].jf = out;
+      prog.push_back(ret0);
+      ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
+      ASSERT_EQ(threaded_shapes(prog).guarded, 1u) << "ending " << e;
+      std::string err;
+      auto sw = Program::load(prog, Engine::Switch, &err);
+      auto th = Program::load(prog, Engine::Threaded, &err);
+      auto jit = testing::load(prog, Engine::Jit, &err);
+      ASSERT_TRUE(sw && th && jit) << err;
+      for (const uint8_t first : {0, 1, 2}) {
+        const uint8_t pkt[4] = {first, 0, 0, 0};
+        const PacketView v = PacketView::linear(pkt, sizeof pkt);
+        const uint32_t want = sw->run(v);
+        ASSERT_EQ(want == 0, (first == 1) == out_true || e == 2 || e == 4) << "ending " << e;  // 3 returns A
+        EXPECT_EQ(th->run(v), want) << "ending " << e << ", byte " << int{first} << ", out on " << out_true;
+        EXPECT_EQ(jit->run(v), want) << "ending " << e << ", byte " << int{first};
+        if (e != 3) {  // an ancillary load needs the view
+          EXPECT_EQ(th->run_linear(pkt, 4, 4), want) << "ending " << e;
+        }
+      }
+    }
   }
 }
 
