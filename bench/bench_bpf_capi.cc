@@ -209,22 +209,27 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    // Contender c over every frame once; returns the accepted count (kept live).
-    auto pass = [&](int c) {
+    // Contender c over every frame once; returns the accepted count (kept live). Each
+    // contender has its own loop, calling its entry as a user's loop would: the choice
+    // of contender is made once per pass, not per packet.
+    auto each = [&](auto&& run) {
       size_t acc = 0;
-      for (size_t i = 0; i < packets; ++i) {
-        const unsigned char* p = frames[i].bytes.data();
-        const unsigned len = hdrs[i].caplen;
-        unsigned r;
-        switch (c) {
-          case 0: r = bpf_filter(fp.bf_insns, p, len, len); break;
-          case 1: r = static_cast<unsigned>(pcap_offline_filter(&fp, &hdrs[i], p)); break;
-          case 2: r = pktpath_bpf_filter(insns, p, len, len); break;
-          default: r = pktpath_bpf_run(eng[c - 3], p, len, len, nullptr); break;
-        }
-        acc += r != 0;
-      }
+      for (size_t i = 0; i < packets; ++i) acc += run(frames[i].bytes.data(), hdrs[i]) != 0;
       return acc;
+    };
+    auto pass = [&](int c) -> size_t {
+      switch (c) {
+        case 0:
+          return each([&](const unsigned char* p, const pcap_pkthdr& h) { return bpf_filter(fp.bf_insns, p, h.caplen, h.caplen); });
+        case 1:
+          return each([&](const unsigned char* p, const pcap_pkthdr& h) { return pcap_offline_filter(&fp, &h, p); });
+        case 2:
+          return each([&](const unsigned char* p, const pcap_pkthdr& h) { return pktpath_bpf_filter(insns, p, h.caplen, h.caplen); });
+        default: {
+          const pktpath_bpf* e = eng[c - 3];
+          return each([&](const unsigned char* p, const pcap_pkthdr& h) { return pktpath_bpf_run(e, p, h.caplen, h.caplen, nullptr); });
+        }
+      }
     };
     constexpr int kContenders = 6;
     std::vector<double> ns[kContenders];

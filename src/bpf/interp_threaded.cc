@@ -70,12 +70,19 @@ enum Op : uint16_t {
   // onward is short (kGuardReach). Only tests that follow a load: a lone test is mostly
   // the tail of a chain on one value (libpcap's ethertype list), whose branch the
   // predictor already gets right, and guarding it only adds work. kGuardFused + shape * 5
-  // + test: a fused group, its load slot holding the distance onward (jt) and the way
-  // out (jf: 1 true, 0 false); kGuardPair + shape, kGuardPairOr + shape: pairs, the same.
+  // + test: a fused group, its load slot holding the way out (jf: 1 true, 0 false) and
+  // the way onward right after the group; kGuardPair + shape, kGuardPairOr + shape:
+  // pairs, the same.
   kGuardFused = kPairOrRet + 9,
   kGuardPair = kGuardFused + 45,
   kGuardPairOr = kGuardPair + 9,
-  kPBlk = kGuardPairOr + 9,
+  // libpcap's prologue to an IPv4 transport header in one slot, its groups guarded:
+  // kFragMsh `ldh [k]; jset #m` (out when a fragment offset is set) then `ldxb
+  // 4*([k]&0xf)`; kL4Hdr the same after `ldb [k]; jeq #p` (out when another protocol).
+  // Every `tcp port`, `udp port` and `portrange` on IPv4 starts so.
+  kFragMsh = kGuardPairOr + 9,
+  kL4Hdr,
+  kPBlk,
   // The predicated form (ThreadedForm::Predicated, see prepare_predicated): slots run in
   // sequence, never jump. kPBlk (k: the block's leader) enters a block; the block-end
   // slots (jt, jf: absolute successors) move `pc` on the path or put A and X back.
@@ -91,7 +98,7 @@ enum Op : uint16_t {
   kPBLdHAndJge, kPBLdHAndJset, kPBLdBAndJeq, kPBLdBAndJgt, kPBLdBAndJge, kPBLdBAndJset,
   kOpCount
 };
-static_assert(kGuardPairOr + 9 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
+static_assert(kL4Hdr + 1 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
 
 // What the handlers read of a packet, in registers: the head, its length and the wire
 // length; `view` is the PacketView they came from, or nullptr when the LinearFn entry
@@ -99,7 +106,7 @@ static_assert(kGuardPairOr + 9 == kPBlk, "the common handlers come first: run_br
 // has no ancillary load, which would need one).
 struct Packet {
   const uint8_t* data;
-  uint32_t headlen;
+  uint64_t headlen;  // 64 bits: compared with a 64-bit offset + size, no widening per load
   uint32_t wire_len;
   const PacketView* view;
 };
@@ -115,8 +122,8 @@ PP_NOINLINE uint64_t load_slow(const uint8_t* data, uint32_t headlen, uint32_t w
 // load_fast on a Packet: a read inside the head, else the slow path.
 template <uint32_t Size>
 PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
-  if (PP_LIKELY(in_head<Size>(pkt.headlen, off))) return read_be<Size>(pkt.data + off);
-  return load_slow(pkt.data, pkt.headlen, pkt.wire_len, pkt.view, off, Size);
+  if (PP_LIKELY(uint64_t{off} + Size <= pkt.headlen)) return read_be<Size>(pkt.data + off);  // in_head
+  return load_slow(pkt.data, static_cast<uint32_t>(pkt.headlen), pkt.wire_len, pkt.view, off, Size);
 }
 
 // The labels of threaded_handlers.inc, in Op order (add_x .. indb_pair_or_ret).
@@ -130,7 +137,8 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
       &&ja_back, &&zero_mem, &&jeq_or, &&jeq_ret, &&jgt_ret, &&jge_ret, &&jset_ret, &&jeq_or_ret, \
       THREADED_FUSED_LABELS(), THREADED_FUSED_LABELS(_ret), THREADED_PAIR_LABELS(), THREADED_PAIR_LABELS(_ret), \
       THREADED_PAIR_LABELS(_or), THREADED_PAIR_LABELS(_or_ret), \
-      THREADED_FUSED_LABELS(_guard), THREADED_PAIR_LABELS(_guard), THREADED_PAIR_LABELS(_or_guard)
+      THREADED_FUSED_LABELS(_guard), THREADED_PAIR_LABELS(_guard), THREADED_PAIR_LABELS(_or_guard), \
+      &&frag_msh, &&l4_hdr
 #define THREADED_TEST_LABELS(group, tail) \
   &&group##_jeq##tail, &&group##_jgt##tail, &&group##_jge##tail, &&group##_jset##tail, &&group##_jeq_or##tail
 #define THREADED_FUSED_LABELS(tail) \
@@ -531,19 +539,48 @@ std::vector<uint32_t> longest_runs(std::span<const Insn> prog) {
 
 bool is_ret0(std::span<const Insn> prog, size_t i) { return is_ret_k(prog, i) && prog[i].k == 0; }
 
+// Where a guarded handler carries on, in slots from the load slot: right after the group
+// (its second `jeq` too for JEQ-or) or the pair, laid out one after the other as libpcap
+// emits them (threaded_handlers.inc GUARDED's `fall`).
+size_t guard_fall(const SlotPlan& p) {
+  const size_t g = p.shape / 3 == 1 ? 3 : 2;  // slots of one group: load [, and], jump
+  const size_t group = p.test == 4 ? g + 1 : g;
+  return p.pair ? 2 * group : group;
+}
+
 // The guarded handler for slot i's plan (kGuardFused), or -1: a group's or pair's test
-// that does not return by a select, with exactly one target `ret #0` and a short way onward. *onward: where the
+// that does not return by a select, with exactly one target `ret #0` and a short way
+// onward that starts right after it (guard_fall). *onward: where the
 // packet carries on; *out_true: the way out is the test holding.
-int guard_op(std::span<const Insn> prog, const SlotPlan& p, const std::vector<uint32_t>& runs, size_t* onward,
-             bool* out_true) {
+int guard_op(std::span<const Insn> prog, size_t i, const SlotPlan& p, const std::vector<uint32_t>& runs,
+             size_t* onward, bool* out_true) {
   if (p.test < 0 || p.returns || p.shape < 0) return -1;
   const bool out_t = is_ret0(prog, p.t), out_f = is_ret0(prog, p.f);
   if (out_t == out_f) return -1;
   *onward = out_t ? p.f : p.t;
   *out_true = out_t;
-  if (runs[*onward] > kGuardReach) return -1;
+  if (runs[*onward] > kGuardReach || *onward != i + guard_fall(p)) return -1;
   if (p.pair) return (p.test == 4 ? kGuardPairOr : kGuardPair) + p.shape;
   return kGuardFused + p.shape * 5 + p.test;
+}
+
+// kL4Hdr or kFragMsh where slot i starts that prologue with each group guarded, else -1.
+int header_op(std::span<const Insn> prog, size_t i, const std::vector<uint32_t>& runs) {
+  constexpr int kAbsH = 1, kAbsB = 2;  // shapes: kind abs (0) * 3 + size
+  auto guarded = [&](size_t s, int shape, int test, bool out_true) {
+    if (s >= prog.size()) return false;
+    const SlotPlan p = plan_slot(prog, s);
+    size_t onward = 0;
+    bool out = false;
+    return !p.pair && p.shape == shape && p.test == test && guard_op(prog, s, p, runs, &onward, &out) >= 0 &&
+           out == out_true;
+  };
+  auto frag_msh = [&](size_t s) {
+    return guarded(s, kAbsH, 3, true) && s + 2 < prog.size() && prog[s + 2].code == (BPF_LDX | BPF_B | BPF_MSH);
+  };
+  if (guarded(i, kAbsB, 0, false) && frag_msh(i + 2)) return kL4Hdr;
+  if (frag_msh(i)) return kFragMsh;
+  return -1;
 }
 
 using RunThreaded = uint32_t (*)(const ThreadedInsn*, const uint8_t*, uint32_t, uint32_t, const PacketView*,
@@ -708,11 +745,11 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
     }
     size_t onward = 0;
     bool out_true = false;
-    if (const int g = guards ? guard_op(prog, p, runs, &onward, &out_true) : -1; g >= 0) {
+    if (const int g = guards ? guard_op(prog, i, p, runs, &onward, &out_true) : -1; g >= 0) {
       t.op = labels[g];
-      t.jt = static_cast<uint16_t>(onward - i);  // the load slot: onward (forward), and the way out
-      t.jf = out_true ? 1 : 0;
+      t.jf = out_true ? 1 : 0;  // the load slot: the way out
     }
+    if (const int h = guards ? header_op(prog, i, runs) : -1; h >= 0) t.op = labels[h];
   }
   set_entries<run_branching>(prog, std::move(code), out);
   return true;
@@ -732,7 +769,8 @@ ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
     n.returning += p.returns;
     size_t onward = 0;
     bool out_true = false;
-    n.guarded += guards && guard_op(prog, p, runs, &onward, &out_true) >= 0;
+    n.guarded += guards && guard_op(prog, i, p, runs, &onward, &out_true) >= 0;
+    n.headers += guards && header_op(prog, i, runs) >= 0;
   }
   return n;
 }

@@ -38,7 +38,7 @@ void push_returns(Insns& prog, size_t rets, Below& below) {
 
 void add_shapes(ThreadedShapes& seen, const ThreadedShapes& s) {
   seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
-  seen.guarded += s.guarded;
+  seen.guarded += s.guarded, seen.headers += s.headers;
 }
 
 // libpcap's code for these expressions has each shape where the comment says.
@@ -53,6 +53,8 @@ TEST(BpfThreadedShapes, LibpcapProgramsHaveThem) {
   EXPECT_GE(port.guarded, 3u);   // tcp and not a fragment (IPv4), the IPv4 ports
   const ThreadedShapes five = threaded_shapes(compile("tcp and (port 80 or port 443) and not net 10.0.0.0/8"));
   EXPECT_GE(five.guarded, 4u);   // IPv4: tcp, not a fragment, the ports; IPv6: tcp
+  EXPECT_GE(five.headers, 1u);   // IPv4: tcp, not a fragment, the header length
+  EXPECT_GE(threaded_shapes(compile("port 80")).headers, 1u);  // not a fragment (the protocol is a jeq list)
   const ThreadedShapes chain = threaded_shapes(compile("ip6 protochain 17"));
   EXPECT_GE(chain.jeq_or, 2u);   // the extension header list
   EXPECT_EQ(chain.guarded, 0u);  // it loops: no guarded test
@@ -362,6 +364,40 @@ TEST(BpfThreadedShapes, GuardedWayOutStillReturnsZero) {
       }
     }
   }
+}
+
+// libpcap's IPv4 transport-header prologue in one slot (tcp, not a fragment, the header
+// length): every protocol, fragment offset, header length and truncation point, against
+// libpcap, through both entries.
+TEST(BpfThreadedShapes, HeaderPrologueAgreesWithLibpcap) {
+  std::vector<std::vector<uint8_t>> pkts;
+  for (const uint8_t proto : {6, 17, 1})
+    for (const uint16_t frag : {0x0000, 0x2000, 0x0001, 0x1fff})
+      for (const uint8_t ihl : {5, 6, 15}) {
+        std::vector<uint8_t> b(14 + 4 * ihl + 20, 0);
+        b[12] = 0x08, b[14] = static_cast<uint8_t>(0x40 | ihl), b[23] = proto;
+        b[20] = static_cast<uint8_t>(frag >> 8), b[21] = static_cast<uint8_t>(frag);
+        const size_t l4 = 14 + 4 * ihl;
+        b[l4 + 1] = 80, b[l4 + 2] = 0x01, b[l4 + 3] = 0xbb, b[l4 + 13] = 0x12;
+        for (size_t cut = 0; cut <= b.size(); cut += cut < 40 ? 1 : 7) pkts.emplace_back(b.begin(), b.begin() + cut);
+      }
+  for (const char* expr : {"tcp port 80", "udp port 80 or udp port 443", "port 443", "tcp[13] & 2 != 0",
+                           "tcp and (port 80 or port 443) and not net 10.0.0.0/8", "portrange 70-90"}) {
+    const Insns prog = compile(expr);
+    std::string err;
+    auto th = testing::load(prog, Engine::Threaded, &err, Acceptance::Userland);
+    ASSERT_TRUE(th) << expr << ": " << err;
+    long hits = 0;
+    for (const std::vector<uint8_t>& b : pkts) {
+      const uint32_t len = static_cast<uint32_t>(b.size());
+      const uint32_t want = testing::pcap_run(prog, b.data(), len, len);
+      hits += want != 0;
+      ASSERT_EQ(th->run_linear(b.data(), len, len), want) << expr << ", " << len << " bytes";
+      ASSERT_EQ(th->run(PacketView::linear(b.data(), len)), want) << expr << ", " << len << " bytes";
+    }
+    EXPECT_GT(hits, 0) << expr;
+  }
+  EXPECT_GE(threaded_shapes(compile("tcp port 80")).headers, 1u);
 }
 
 }  // namespace
