@@ -106,7 +106,7 @@ static_assert(kL4Hdr + 1 == kPBlk, "the common handlers come first: run_branchin
 // has no ancillary load, which would need one).
 struct Packet {
   const uint8_t* data;
-  uint64_t headlen;  // 64 bits: compared with a 64-bit offset + size, no widening per load
+  uint32_t headlen;
   uint32_t wire_len;
   const PacketView* view;
 };
@@ -122,8 +122,8 @@ PP_NOINLINE uint64_t load_slow(const uint8_t* data, uint32_t headlen, uint32_t w
 // load_fast on a Packet: a read inside the head, else the slow path.
 template <uint32_t Size>
 PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
-  if (PP_LIKELY(uint64_t{off} + Size <= pkt.headlen)) return read_be<Size>(pkt.data + off);  // in_head
-  return load_slow(pkt.data, static_cast<uint32_t>(pkt.headlen), pkt.wire_len, pkt.view, off, Size);
+  if (PP_LIKELY(in_head<Size>(pkt.headlen, off))) return read_be<Size>(pkt.data + off);
+  return load_slow(pkt.data, pkt.headlen, pkt.wire_len, pkt.view, off, Size);
 }
 
 // The labels of threaded_handlers.inc, in Op order (add_x .. indb_pair_or_ret).
