@@ -198,6 +198,52 @@ bool has_backward_jump(std::span<const Insn> prog) {
   return false;
 }
 
+uint16_t scratch_read_unset(std::span<const Insn> prog) {
+  const size_t n = prog.size();
+  if (n == 0) return 0;
+  // in[i]: the cells written on every path that reaches i so far (meaningful once reached).
+  std::vector<uint16_t> in(n, 0);
+  std::vector<uint8_t> reached(n, 0), queued(n, 0);
+  std::vector<size_t> work{0};
+  reached[0] = queued[0] = 1;
+  while (!work.empty()) {
+    const size_t i = work.back();
+    work.pop_back();
+    queued[i] = 0;
+    const Insn& x = prog[i];
+    const uint16_t cls = bpf_class(x.code);
+    uint16_t out = in[i];
+    if ((cls == BPF_ST || cls == BPF_STX) && x.k < kMemWords) out = static_cast<uint16_t>(out | (1u << x.k));
+    auto flow = [&](int64_t s) {
+      if (s < 0 || static_cast<size_t>(s) >= n) return;  // the checker keeps jumps inside
+      const uint16_t met = reached[s] ? static_cast<uint16_t>(in[s] & out) : out;
+      if (reached[s] && met == in[s]) return;
+      in[s] = met;
+      reached[s] = 1;
+      if (!queued[s]) queued[s] = 1, work.push_back(static_cast<size_t>(s));
+    };
+    const int64_t next = static_cast<int64_t>(i) + 1;
+    if (cls == BPF_RET) continue;
+    if (x.code == (BPF_JMP | BPF_JA)) {
+      flow(next + static_cast<int32_t>(x.k));
+    } else if (cls == BPF_JMP) {
+      flow(next + x.jt);
+      flow(next + x.jf);
+    } else {
+      flow(next);
+    }
+  }
+  uint16_t unset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Insn& x = prog[i];
+    const uint16_t cls = bpf_class(x.code);
+    if (reached[i] && (cls == BPF_LD || cls == BPF_LDX) && bpf_mode(x.code) == BPF_MEM && x.k < kMemWords &&
+        !((in[i] >> x.k) & 1u))
+      unset = static_cast<uint16_t>(unset | (1u << x.k));
+  }
+  return unset;
+}
+
 int ebpf_expansion(const Insn& in) {
   switch (bpf_class(in.code)) {
     case BPF_LD:

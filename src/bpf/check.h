@@ -48,6 +48,12 @@ CheckResult check_ebpf_jumps(std::span<const Insn> prog);
 // True when the program has an unconditional jump backward (only Userland accepts it).
 bool has_backward_jump(std::span<const Insn> prog);
 
+// The scratch cells that some path may read before it has written them (bit k: M[k]):
+// the only cells a bounded program's run must clear first. A must-write analysis along
+// every jump, backward ones included; cells only read after a store on every path
+// (libpcap's protochain) need nothing.
+uint16_t scratch_read_unset(std::span<const Insn> prog);
+
 // Userland programs that the kernel would refuse run bounded: every backward jump taken
 // charges the program's length, and a run whose charges pass this bound ends returning 0
 // (the packet is not accepted). At most kUserlandBound + 4096 instructions run; every

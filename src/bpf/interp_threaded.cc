@@ -700,14 +700,14 @@ bool prepare_predicated(std::span<const Insn> prog, PreparedImage* out, std::str
 bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::string* err) {
   const void* const* labels = nullptr;
   run_branching(nullptr, nullptr, 0, 0, nullptr, &labels);
-  // A bounded program starts with the slot that zeroes scratch memory; jumps are
-  // relative, so the slots after it keep their distances.
-  const size_t first = bounded ? 1 : 0;
+  // A bounded program that may read a cell before writing it starts with the slot that
+  // zeroes scratch memory; jumps are relative, so the slots after it keep their distances.
+  const size_t first = bounded && scratch_read_unset(prog) != 0 ? 1 : 0;
   auto code = std::make_shared<std::vector<ThreadedInsn>>(prog.size() + first);
   // Guarded tests only where every path ends within the program's length: no loops.
   const bool guards = !has_backward_jump(prog);
   const std::vector<uint32_t> runs = guards ? longest_runs(prog) : std::vector<uint32_t>{};
-  if (bounded) (*code)[0].op = labels[kZeroMem];
+  if (first) (*code)[0].op = labels[kZeroMem];
   for (size_t i = 0; i < prog.size(); ++i) {
     const Insn& in = prog[i];
     Op op = op_of(in);

@@ -76,6 +76,52 @@ TEST(BpfUserland, JitScratchStartsZeroedOnADirtyStack) {
   }
 }
 
+// Which cells a bounded run must clear: those some path reads before writing, loops included.
+TEST(BpfUserland, ScratchReadUnsetFollowsEveryPath) {
+  const Insn ret_a{BPF_RET | BPF_A, 0, 0, 0};
+  EXPECT_EQ(scratch_read_unset(Insns{{BPF_ST, 0, 0, 3}, {BPF_LD | BPF_MEM, 0, 0, 3}, ret_a}), 0u);
+  EXPECT_EQ(scratch_read_unset(Insns{{BPF_LDX | BPF_MEM, 0, 0, 3}, ret_a}), 1u << 3);
+  // The store on the true edge only: the false edge reads M[2] unwritten.
+  const Insns one_edge = {{BPF_LD | BPF_B | BPF_ABS, 0, 0, 0}, {BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 1},
+                          {BPF_ST, 0, 0, 2}, {BPF_LD | BPF_MEM, 0, 0, 2}, ret_a};
+  EXPECT_EQ(scratch_read_unset(one_edge), 1u << 2);
+  // A loop reading M[1] that was stored before it, and one whose first pass reads M[4] first.
+  EXPECT_EQ(scratch_read_unset(Insns{{BPF_LD | BPF_IMM, 0, 0, 0}, {BPF_ST, 0, 0, 1}, {BPF_LD | BPF_MEM, 0, 0, 1},
+                                {BPF_ALU | BPF_ADD | BPF_K, 0, 0, 1}, {BPF_ST, 0, 0, 1},
+                                {BPF_JMP | BPF_JGT | BPF_K, 1, 0, 10}, {BPF_JMP | BPF_JA, 0, 0, back(-5)}, ret_a}),
+            0u);
+  EXPECT_EQ(scratch_read_unset(Insns{{BPF_LD | BPF_MEM, 0, 0, 4}, {BPF_ALU | BPF_ADD | BPF_K, 0, 0, 1}, {BPF_ST, 0, 0, 4},
+                                {BPF_JMP | BPF_JGT | BPF_K, 1, 0, 10}, {BPF_JMP | BPF_JA, 0, 0, back(-5)}, ret_a}),
+            1u << 4);
+  // An unreachable read does not count.
+  EXPECT_EQ(scratch_read_unset(Insns{{BPF_RET | BPF_K, 0, 0, 1}, {BPF_LD | BPF_MEM, 0, 0, 5}, ret_a}), 0u);
+  Insns chain;
+  std::string err;
+  ASSERT_TRUE(compile_expression("ip6 protochain 17", CompileOptions{}, &chain, &err)) << err;
+  EXPECT_EQ(scratch_read_unset(chain), 0u);  // every M[0] read follows its store
+
+  // Run bounded (an untaken backward jump makes the kernel refuse it), after a program
+  // that leaves M[2] dirty on the JIT's stack: the edge without the store reads 0.
+  Insns p = one_edge;
+  p.back() = {BPF_JMP | BPF_JA, 0, 0, 1};
+  p.push_back({BPF_JMP | BPF_JA, 0, 0, back(-2)});  // never taken
+  p.push_back(ret_a);
+  ASSERT_TRUE(check_program(p, Acceptance::Userland).ok) << check_program(p, Acceptance::Userland).reason;
+  const Insns writer = {{BPF_LD | BPF_IMM, 0, 0, 0x5a5a5a5a}, {BPF_ST, 0, 0, 2}, {BPF_RET | BPF_A, 0, 0, 0}};
+  auto w = testing::load(writer, Engine::Jit, &err);
+  ASSERT_TRUE(w) << err;
+  for (Engine e : testing::engines()) {
+    auto prog = testing::load(p, e, &err, Acceptance::Userland);
+    ASSERT_TRUE(prog) << err;
+    ASSERT_TRUE(prog->bounded());
+    const uint8_t stored[1] = {1}, not_stored[1] = {0};
+    w->image().fn(w->image().image, PacketView{});
+    EXPECT_EQ(prog->run(PacketView::linear(stored, 1)), 1u) << engine_name(e);
+    w->image().fn(w->image().image, PacketView{});
+    EXPECT_EQ(prog->run(PacketView::linear(not_stored, 1)), 0u) << engine_name(e);
+  }
+}
+
 TEST(BpfUserland, KernelValidProgramsRunUnboundedInEitherMode) {
   Insns p;
   std::string err;
