@@ -537,6 +537,20 @@ std::vector<uint32_t> longest_runs(std::span<const Insn> prog) {
   return run;
 }
 
+// Whether the program draws random numbers (SKF_AD_RANDOM): a per-thread state that a
+// run of blocks off the packet's path would advance, changing the next draw.
+bool reads_random(std::span<const Insn> prog) {
+  for (const Insn& in : prog)
+    if (bpf_class(in.code) == BPF_LD && bpf_mode(in.code) == BPF_ABS && in.k == ancillary_k(SKF_AD_RANDOM))
+      return true;
+  return false;
+}
+
+// Guarded tests (and the header prologue) only where every path ends within the
+// program's length (no loops) and running blocks off the path has no effect (no
+// random draws).
+bool guards_allowed(std::span<const Insn> prog) { return !has_backward_jump(prog) && !reads_random(prog); }
+
 bool is_ret0(std::span<const Insn> prog, size_t i) { return is_ret_k(prog, i) && prog[i].k == 0; }
 
 // Where a guarded handler carries on, in slots from the load slot: right after the group
@@ -704,8 +718,7 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
   // zeroes scratch memory; jumps are relative, so the slots after it keep their distances.
   const size_t first = bounded && scratch_read_unset(prog) != 0 ? 1 : 0;
   auto code = std::make_shared<std::vector<ThreadedInsn>>(prog.size() + first);
-  // Guarded tests only where every path ends within the program's length: no loops.
-  const bool guards = !has_backward_jump(prog);
+  const bool guards = guards_allowed(prog);
   const std::vector<uint32_t> runs = guards ? longest_runs(prog) : std::vector<uint32_t>{};
   if (first) (*code)[0].op = labels[kZeroMem];
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -759,7 +772,7 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
 
 ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
   ThreadedShapes n;
-  const bool guards = !has_backward_jump(prog);
+  const bool guards = guards_allowed(prog);
   const std::vector<uint32_t> runs = guards ? longest_runs(prog) : std::vector<uint32_t>{};
   for (size_t i = 0; i < prog.size(); ++i) {
     const SlotPlan p = plan_slot(prog, i);
@@ -770,13 +783,15 @@ ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
     size_t onward = 0;
     bool out_true = false;
     n.guarded += guards && guard_op(prog, i, p, runs, &onward, &out_true) >= 0;
-    n.headers += guards && header_op(prog, i, runs) >= 0;
+    // A prologue once, by its first slot (kL4Hdr's jset group also qualifies alone).
+    const bool inner = i >= 2 && header_op(prog, i - 2, runs) == kL4Hdr;
+    n.headers += guards && !inner && header_op(prog, i, runs) >= 0;
   }
   return n;
 }
 
 bool threaded_predicated(std::span<const Insn> prog, ThreadedForm form) {
-  return form == ThreadedForm::Predicated && !prog.empty() && !has_backward_jump(prog);
+  return form == ThreadedForm::Predicated && !prog.empty() && guards_allowed(prog);
 }
 
 bool prepare_threaded_form(std::span<const Insn> prog, bool bounded, ThreadedForm form, PreparedImage* out,

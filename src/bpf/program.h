@@ -76,7 +76,8 @@ bool prepare_jit(std::span<const Insn> prog, PreparedImage* out, std::string* er
 //               follow the same order for every packet and predict; every block runs.
 // Auto (what prepare_threaded and _bounded use) is Branching: on mixed traffic the
 // predicated form measured slower (docs/benchmarks.md); a backward jump (userland's
-// protochain loop) always runs Branching.
+// protochain loop) or a random draw (SKF_AD_RANDOM, whose per-thread state a block off
+// the path would advance) always runs Branching.
 enum class ThreadedForm : uint8_t { Auto, Branching, Predicated };
 bool threaded_predicated(std::span<const Insn> prog, ThreadedForm form);
 bool prepare_threaded_form(std::span<const Insn> prog, bool bounded, ThreadedForm form, PreparedImage* out,

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "bpf/check.h"
@@ -53,7 +54,7 @@ TEST(BpfThreadedShapes, LibpcapProgramsHaveThem) {
   EXPECT_GE(port.guarded, 3u);   // tcp and not a fragment (IPv4), the IPv4 ports
   const ThreadedShapes five = threaded_shapes(compile("tcp and (port 80 or port 443) and not net 10.0.0.0/8"));
   EXPECT_GE(five.guarded, 4u);   // IPv4: tcp, not a fragment, the ports; IPv6: tcp
-  EXPECT_GE(five.headers, 1u);   // IPv4: tcp, not a fragment, the header length
+  EXPECT_EQ(five.headers, 1u);   // IPv4: tcp, not a fragment, the header length
   EXPECT_GE(threaded_shapes(compile("port 80")).headers, 1u);  // not a fragment (the protocol is a jeq list)
   const ThreadedShapes chain = threaded_shapes(compile("ip6 protochain 17"));
   EXPECT_GE(chain.jeq_or, 2u);   // the extension header list
@@ -397,7 +398,45 @@ TEST(BpfThreadedShapes, HeaderPrologueAgreesWithLibpcap) {
     }
     EXPECT_GT(hits, 0) << expr;
   }
-  EXPECT_GE(threaded_shapes(compile("tcp port 80")).headers, 1u);
+  EXPECT_EQ(threaded_shapes(compile("tcp port 80")).headers, 1u);
+}
+
+// A guarded way out runs on through the blocks after it: a random draw there would
+// advance the per-thread state that the next packet's draw reads. Such programs are not
+// guarded (nor run predicated), so every engine draws the same numbers, packet after
+// packet, from a fresh thread's state.
+TEST(BpfThreadedShapes, RandomDrawsAreNotMadeOffThePath) {
+  const Insns prog = {{BPF_LD | BPF_B | BPF_ABS, 0, 0, 0},
+                      {BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 1},  // out on false
+                      {BPF_LD | BPF_W | BPF_ABS, 0, 0, ancillary_k(SKF_AD_RANDOM)},
+                      {BPF_RET | BPF_A, 0, 0, 0},
+                      {BPF_RET | BPF_K, 0, 0, 0}};
+  ASSERT_TRUE(check_program(prog).ok) << check_program(prog).reason;
+  EXPECT_EQ(threaded_shapes(prog).guarded, 0u);
+  EXPECT_FALSE(threaded_predicated(prog, ThreadedForm::Predicated));
+  auto draws = [&](const PreparedImage& img) {
+    std::vector<uint32_t> got;
+    std::thread([&] {  // a fresh thread: the random state starts at its seed
+      for (const uint8_t first : {0, 1, 0, 1, 1}) {
+        const uint8_t pkt[1] = {first};
+        got.push_back(img.fn(img.image, PacketView::linear(pkt, 1)));
+      }
+    }).join();
+    return got;
+  };
+  std::string err;
+  PreparedImage reference, predicated;
+  ASSERT_TRUE(prepare_switch(prog, &reference, &err)) << err;
+  ASSERT_TRUE(prepare_threaded_form(prog, false, ThreadedForm::Predicated, &predicated, &err)) << err;
+  const std::vector<uint32_t> want = draws(reference);
+  EXPECT_NE(want[1], 0u);
+  EXPECT_NE(want[3], want[1]);
+  EXPECT_EQ(draws(predicated), want);
+  for (Engine e : testing::engines()) {
+    auto p = testing::load(prog, e, &err);
+    ASSERT_TRUE(p) << err;
+    EXPECT_EQ(draws(p->image()), want) << engine_name(e);
+  }
 }
 
 }  // namespace
