@@ -214,23 +214,15 @@ uint16_t scratch_read_unset(std::span<const Insn> prog) {
     const uint16_t cls = bpf_class(x.code);
     uint16_t out = in[i];
     if ((cls == BPF_ST || cls == BPF_STX) && x.k < kMemWords) out = static_cast<uint16_t>(out | (1u << x.k));
-    auto flow = [&](int64_t s) {
-      if (s < 0 || static_cast<size_t>(s) >= n) return;  // the checker keeps jumps inside
-      const uint16_t met = reached[s] ? static_cast<uint16_t>(in[s] & out) : out;
-      if (reached[s] && met == in[s]) return;
-      in[s] = met;
-      reached[s] = 1;
-      if (!queued[s]) queued[s] = 1, work.push_back(static_cast<size_t>(s));
-    };
-    const int64_t next = static_cast<int64_t>(i) + 1;
-    if (cls == BPF_RET) continue;
-    if (x.code == (BPF_JMP | BPF_JA)) {
-      flow(next + static_cast<int32_t>(x.k));
-    } else if (cls == BPF_JMP) {
-      flow(next + x.jt);
-      flow(next + x.jf);
-    } else {
-      flow(next);
+    const Successors next = successors(x, i);
+    for (unsigned e = 0; e < next.n; ++e) {
+      const size_t t = next.to[e];
+      if (t >= n) continue;  // the checker keeps jumps inside
+      const uint16_t met = reached[t] ? static_cast<uint16_t>(in[t] & out) : out;
+      if (reached[t] && met == in[t]) continue;
+      in[t] = met;
+      reached[t] = 1;
+      if (!queued[t]) queued[t] = 1, work.push_back(t);
     }
   }
   uint16_t unset = 0;

@@ -55,4 +55,20 @@ constexpr bool is_ancillary_load(const Insn& i) {
   return bpf_class(i.code) == BPF_LD && bpf_mode(i.code) == BPF_ABS && is_known_ancillary(i.k);
 }
 
+// Where control can go after instruction `in` at index i of a checked program: to[0..n).
+// None after a RET; a JA's target (backward too, in a userland program); a conditional
+// jump's two targets (possibly one place); otherwise i + 1.
+struct Successors {
+  size_t to[2] = {0, 0};
+  unsigned n = 0;
+};
+constexpr Successors successors(const Insn& in, size_t i) {
+  const uint16_t cls = bpf_class(in.code);
+  if (cls == BPF_RET) return {};
+  if (cls != BPF_JMP) return {{i + 1, 0}, 1};
+  if (bpf_op(in.code) == BPF_JA)
+    return {{static_cast<size_t>(static_cast<int64_t>(i) + 1 + static_cast<int32_t>(in.k)), 0}, 1};
+  return {{i + 1 + in.jt, i + 1 + in.jf}, 2};
+}
+
 }  // namespace pktpath::bpf

@@ -524,15 +524,12 @@ constexpr uint32_t kGuardReach = 24;
 // By instruction: the most instructions a path from it runs, its RET included
 // (forward-only programs: one backward sweep).
 std::vector<uint32_t> longest_runs(std::span<const Insn> prog) {
-  std::vector<uint32_t> run(prog.size() + 1, 0);
+  std::vector<uint32_t> run(prog.size(), 0);
   for (size_t i = prog.size(); i-- > 0;) {
-    const Insn& in = prog[i];
-    uint32_t next = 0;
-    if (bpf_class(in.code) == BPF_RET) next = 0;
-    else if (in.code == (BPF_JMP | BPF_JA)) next = run[i + 1 + in.k];
-    else if (bpf_class(in.code) == BPF_JMP) next = std::max(run[i + 1 + in.jt], run[i + 1 + in.jf]);
-    else next = run[i + 1];
-    run[i] = 1 + next;
+    const Successors next = successors(prog[i], i);
+    uint32_t most = 0;
+    for (unsigned e = 0; e < next.n; ++e) most = std::max(most, run[next.to[e]]);
+    run[i] = 1 + most;
   }
   return run;
 }
@@ -562,40 +559,54 @@ size_t guard_fall(const SlotPlan& p) {
   return p.pair ? 2 * group : group;
 }
 
-// The guarded handler for slot i's plan (kGuardFused), or -1: a group's or pair's test
-// that does not return by a select, with exactly one target `ret #0` and a short way
-// onward that starts right after it (guard_fall). *onward: where the
-// packet carries on; *out_true: the way out is the test holding.
-int guard_op(std::span<const Insn> prog, size_t i, const SlotPlan& p, const std::vector<uint32_t>& runs,
-             size_t* onward, bool* out_true) {
-  if (p.test < 0 || p.returns || p.shape < 0) return -1;
-  const bool out_t = is_ret0(prog, p.t), out_f = is_ret0(prog, p.f);
-  if (out_t == out_f) return -1;
-  *onward = out_t ? p.f : p.t;
-  *out_true = out_t;
-  if (runs[*onward] > kGuardReach || *onward != i + guard_fall(p)) return -1;
-  if (p.pair) return (p.test == 4 ? kGuardPairOr : kGuardPair) + p.shape;
-  return kGuardFused + p.shape * 5 + p.test;
-}
+// Which slots of a program run guarded (kGuardFused) or as the header prologue (kL4Hdr,
+// kFragMsh); none where guards_allowed says no.
+class GuardPlan {
+ public:
+  explicit GuardPlan(std::span<const Insn> prog)
+      : prog_(prog), allowed_(guards_allowed(prog)), runs_(allowed_ ? longest_runs(prog) : std::vector<uint32_t>{}) {}
 
-// kL4Hdr or kFragMsh where slot i starts that prologue with each group guarded, else -1.
-int header_op(std::span<const Insn> prog, size_t i, const std::vector<uint32_t>& runs) {
-  constexpr int kAbsH = 1, kAbsB = 2;  // shapes: kind abs (0) * 3 + size
-  auto guarded = [&](size_t s, int shape, int test, bool out_true) {
-    if (s >= prog.size()) return false;
-    const SlotPlan p = plan_slot(prog, s);
-    size_t onward = 0;
-    bool out = false;
-    return !p.pair && p.shape == shape && p.test == test && guard_op(prog, s, p, runs, &onward, &out) >= 0 &&
-           out == out_true;
+  struct Guard {
+    int op = -1;            // the guarded handler, or -1
+    bool out_true = false;  // the way out is the test holding
   };
-  auto frag_msh = [&](size_t s) {
-    return guarded(s, kAbsH, 3, true) && s + 2 < prog.size() && prog[s + 2].code == (BPF_LDX | BPF_B | BPF_MSH);
-  };
-  if (guarded(i, kAbsB, 0, false) && frag_msh(i + 2)) return kL4Hdr;
-  if (frag_msh(i)) return kFragMsh;
-  return -1;
-}
+
+  // For slot i's plan: a group's or pair's test that does not return by a select, with
+  // exactly one target `ret #0` and a short way onward that starts right after it
+  // (guard_fall).
+  Guard at(size_t i, const SlotPlan& p) const {
+    if (!allowed_ || p.test < 0 || p.returns || p.shape < 0) return {};
+    const bool out_t = is_ret0(prog_, p.t), out_f = is_ret0(prog_, p.f);
+    if (out_t == out_f) return {};
+    const size_t onward = out_t ? p.f : p.t;
+    if (runs_[onward] > kGuardReach || onward != i + guard_fall(p)) return {};
+    if (p.pair) return {(p.test == 4 ? kGuardPairOr : kGuardPair) + p.shape, out_t};
+    return {kGuardFused + p.shape * 5 + p.test, out_t};
+  }
+
+  // kL4Hdr or kFragMsh where slot i starts that prologue with each group guarded, else -1.
+  int header_at(size_t i) const {
+    if (frag_msh(i + 2) && guarded(i, kAbsB, 0, false)) return kL4Hdr;
+    return frag_msh(i) ? kFragMsh : -1;
+  }
+
+ private:
+  static constexpr int kAbsH = 1, kAbsB = 2;  // shapes: kind abs (0) * 3 + size
+
+  bool guarded(size_t s, int shape, int test, bool out_true) const {
+    if (s >= prog_.size()) return false;
+    const SlotPlan p = plan_slot(prog_, s);
+    const Guard g = at(s, p);
+    return !p.pair && p.shape == shape && p.test == test && g.op >= 0 && g.out_true == out_true;
+  }
+  bool frag_msh(size_t s) const {
+    return guarded(s, kAbsH, 3, true) && s + 2 < prog_.size() && prog_[s + 2].code == (BPF_LDX | BPF_B | BPF_MSH);
+  }
+
+  std::span<const Insn> prog_;
+  bool allowed_;
+  std::vector<uint32_t> runs_;  // longest_runs, where allowed
+};
 
 using RunThreaded = uint32_t (*)(const ThreadedInsn*, const uint8_t*, uint32_t, uint32_t, const PacketView*,
                                  const void* const**);
@@ -718,8 +729,7 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
   // zeroes scratch memory; jumps are relative, so the slots after it keep their distances.
   const size_t first = bounded && scratch_read_unset(prog) != 0 ? 1 : 0;
   auto code = std::make_shared<std::vector<ThreadedInsn>>(prog.size() + first);
-  const bool guards = guards_allowed(prog);
-  const std::vector<uint32_t> runs = guards ? longest_runs(prog) : std::vector<uint32_t>{};
+  const GuardPlan guards(prog);
   if (first) (*code)[0].op = labels[kZeroMem];
   for (size_t i = 0; i < prog.size(); ++i) {
     const Insn& in = prog[i];
@@ -756,13 +766,11 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
       t.jt = static_cast<uint16_t>(p.t - i);
       t.jf = static_cast<uint16_t>(p.f - i);
     }
-    size_t onward = 0;
-    bool out_true = false;
-    if (const int g = guards ? guard_op(prog, i, p, runs, &onward, &out_true) : -1; g >= 0) {
-      t.op = labels[g];
-      t.jf = out_true ? 1 : 0;  // the load slot: the way out
+    if (const GuardPlan::Guard g = guards.at(i, p); g.op >= 0) {
+      t.op = labels[g.op];
+      t.jf = g.out_true ? 1 : 0;  // the load slot: the way out
     }
-    if (const int h = guards ? header_op(prog, i, runs) : -1; h >= 0) t.op = labels[h];
+    if (const int h = guards.header_at(i); h >= 0) t.op = labels[h];
   }
   set_entries<run_branching>(prog, std::move(code), out);
   return true;
@@ -772,20 +780,17 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
 
 ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
   ThreadedShapes n;
-  const bool guards = guards_allowed(prog);
-  const std::vector<uint32_t> runs = guards ? longest_runs(prog) : std::vector<uint32_t>{};
+  const GuardPlan guards(prog);
   for (size_t i = 0; i < prog.size(); ++i) {
     const SlotPlan p = plan_slot(prog, i);
     if (p.test < 0) continue;
     if (p.pair) ++n.pairs, n.pairs_or += p.test == 4;
     else n.jeq_or += p.test == 4;
     n.returning += p.returns;
-    size_t onward = 0;
-    bool out_true = false;
-    n.guarded += guards && guard_op(prog, i, p, runs, &onward, &out_true) >= 0;
+    n.guarded += guards.at(i, p).op >= 0;
     // A prologue once, by its first slot (kL4Hdr's jset group also qualifies alone).
-    const bool inner = i >= 2 && header_op(prog, i - 2, runs) == kL4Hdr;
-    n.headers += guards && !inner && header_op(prog, i, runs) >= 0;
+    const bool inner = i >= 2 && guards.header_at(i - 2) == kL4Hdr;
+    n.headers += !inner && guards.header_at(i) >= 0;
   }
   return n;
 }

@@ -284,12 +284,8 @@ class Pass : public Xbyak::CodeGenerator {
 
   // Where the path goes after block-ending instruction j (none after a RET).
   std::vector<size_t> successors(size_t j) const {
-    const Insn& in = in_.prog[j];
-    const uint16_t cls = bpf_class(in.code);
-    if (cls == BPF_RET) return {};
-    if (cls != BPF_JMP) return {j + 1};
-    if (bpf_op(in.code) == BPF_JA) return {j + 1 + in.k};
-    return {j + 1 + in.jt, j + 1 + in.jf};
+    const Successors next = bpf::successors(in_.prog[j], j);
+    return std::vector<size_t>(next.to, next.to + next.n);
   }
 
   static bool two_way(const Insn& in) {
