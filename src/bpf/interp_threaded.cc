@@ -82,6 +82,10 @@ enum Op : uint16_t {
   // Every `tcp port`, `udp port` and `portrange` on IPv4 starts so.
   kFragMsh = kGuardPairOr + 9,
   kL4Hdr,
+  // libpcap's protochain step over an IPv6 extension header (`ldb [x+k]; st M[m]; ldb
+  // [x+k']; add #c; mul #d; add x; tax; ld M[m]`, X moving to the next header) in one
+  // slot; the loop's `ja` after it is its own slot. Only the first slot's handler changes.
+  kExtStep,
   kPBlk,
   // The predicated form (ThreadedForm::Predicated, see prepare_predicated): slots run in
   // sequence, never jump. kPBlk (k: the block's leader) enters a block; the block-end
@@ -98,7 +102,7 @@ enum Op : uint16_t {
   kPBLdHAndJge, kPBLdHAndJset, kPBLdBAndJeq, kPBLdBAndJgt, kPBLdBAndJge, kPBLdBAndJset,
   kOpCount
 };
-static_assert(kL4Hdr + 1 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
+static_assert(kExtStep + 1 == kPBlk, "the common handlers come first: run_branching's table ends at kPBlk");
 
 // What the handlers read of a packet, in registers: the head, its length and the wire
 // length; `view` is the PacketView they came from, or nullptr when the LinearFn entry
@@ -138,7 +142,7 @@ PP_ALWAYS_INLINE uint64_t load_at(const Packet& pkt, uint32_t off) {
       THREADED_FUSED_LABELS(), THREADED_FUSED_LABELS(_ret), THREADED_PAIR_LABELS(), THREADED_PAIR_LABELS(_ret), \
       THREADED_PAIR_LABELS(_or), THREADED_PAIR_LABELS(_or_ret), \
       THREADED_FUSED_LABELS(_guard), THREADED_PAIR_LABELS(_guard), THREADED_PAIR_LABELS(_or_guard), \
-      &&frag_msh, &&l4_hdr
+      &&frag_msh, &&l4_hdr, &&ext_step
 #define THREADED_TEST_LABELS(group, tail) \
   &&group##_jeq##tail, &&group##_jgt##tail, &&group##_jge##tail, &&group##_jset##tail, &&group##_jeq_or##tail
 #define THREADED_FUSED_LABELS(tail) \
@@ -475,6 +479,18 @@ size_t pair_at(std::span<const Insn> prog, const Group& g1) {
   return g2.jump;
 }
 
+// Whether libpcap's protochain step over an IPv6 extension header (kExtStep) starts at
+// instruction i: both loads bytes at X, the cell stored the cell loaded back.
+bool ext_step_at(std::span<const Insn> prog, size_t i) {
+  if (i + 8 > prog.size()) return false;
+  const Insn* p = &prog[i];
+  constexpr uint16_t kLdIndB = BPF_LD | BPF_IND | BPF_B;
+  return p[0].code == kLdIndB && p[1].code == BPF_ST && p[2].code == kLdIndB &&
+         p[3].code == (BPF_ALU | BPF_ADD | BPF_K) && p[4].code == (BPF_ALU | BPF_MUL | BPF_K) &&
+         p[5].code == (BPF_ALU | BPF_ADD | BPF_X) && p[6].code == (BPF_MISC | BPF_TAX) &&
+         p[7].code == (BPF_LD | BPF_MEM | BPF_W) && p[7].k == p[1].k;
+}
+
 // What slot i of the branching form runs, when a superinstruction or fused group: its
 // handler, its test (as Test), whether it returns by a select, and for a pair's load slot
 // the pair's targets. op < 0: the instruction's own handler.
@@ -771,6 +787,7 @@ bool prepare(std::span<const Insn> prog, bool bounded, PreparedImage* out, std::
       t.jf = g.out_true ? 1 : 0;  // the load slot: the way out
     }
     if (const int h = guards.header_at(i); h >= 0) t.op = labels[h];
+    if (ext_step_at(prog, i)) t.op = labels[kExtStep];
   }
   set_entries<run_branching>(prog, std::move(code), out);
   return true;
@@ -782,6 +799,7 @@ ThreadedShapes threaded_shapes(std::span<const Insn> prog) {
   ThreadedShapes n;
   const GuardPlan guards(prog);
   for (size_t i = 0; i < prog.size(); ++i) {
+    n.ext_steps += ext_step_at(prog, i);
     const SlotPlan p = plan_slot(prog, i);
     if (p.test < 0) continue;
     if (p.pair) ++n.pairs, n.pairs_or += p.test == 4;

@@ -86,10 +86,11 @@ bool prepare_threaded_form(std::span<const Insn> prog, bool bounded, ThreadedFor
 // testing two `jeq` constants in one branch, pairs of load-and-test groups, and tests
 // returning one of two `ret #k` by a select, and guarded tests (a group or pair whose way
 // out to `ret #0` clears a mask instead of branching), and libpcap's IPv4 transport
-// header prologue in one slot (headers; its groups count as guarded too). Counted by the
+// header prologue in one slot (headers; its groups count as guarded too), and
+// protochain's step over an IPv6 extension header in one slot (ext_steps). Counted by the
 // slot that runs them (pairs_or: the pairs among `pairs` whose tests are JEQ-or).
 struct ThreadedShapes {
-  unsigned jeq_or = 0, pairs = 0, pairs_or = 0, returning = 0, guarded = 0, headers = 0;
+  unsigned jeq_or = 0, pairs = 0, pairs_or = 0, returning = 0, guarded = 0, headers = 0, ext_steps = 0;
 };
 ThreadedShapes threaded_shapes(std::span<const Insn> prog);
 

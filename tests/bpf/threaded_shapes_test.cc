@@ -39,7 +39,7 @@ void push_returns(Insns& prog, size_t rets, Below& below) {
 
 void add_shapes(ThreadedShapes& seen, const ThreadedShapes& s) {
   seen.jeq_or += s.jeq_or, seen.pairs += s.pairs, seen.pairs_or += s.pairs_or, seen.returning += s.returning;
-  seen.guarded += s.guarded, seen.headers += s.headers;
+  seen.guarded += s.guarded, seen.headers += s.headers, seen.ext_steps += s.ext_steps;
 }
 
 // libpcap's code for these expressions has each shape where the comment says.
@@ -59,6 +59,8 @@ TEST(BpfThreadedShapes, LibpcapProgramsHaveThem) {
   const ThreadedShapes chain = threaded_shapes(compile("ip6 protochain 17"));
   EXPECT_GE(chain.jeq_or, 2u);   // the extension header list
   EXPECT_EQ(chain.guarded, 0u);  // it loops: no guarded test
+  EXPECT_EQ(chain.ext_steps, 1u);  // the step over an IPv6 extension header
+  EXPECT_EQ(threaded_shapes(compile("ip protochain 17")).ext_steps, 0u);  // IPv4's step differs
   const ThreadedShapes none = threaded_shapes(compile("ip and len > 100"));
   EXPECT_EQ(none.jeq_or + none.pairs, 0u);
 }
@@ -399,6 +401,65 @@ TEST(BpfThreadedShapes, HeaderPrologueAgreesWithLibpcap) {
     EXPECT_GT(hits, 0) << expr;
   }
   EXPECT_EQ(threaded_shapes(compile("tcp port 80")).headers, 1u);
+}
+
+// protochain's step over an IPv6 extension header in one slot: chains of up to four
+// headers of each kind and length, ending in several protocols, cut at every length.
+// libpcap's step over an AH header sets X to the AH length instead of adding it, so a
+// chain through AH may loop forever in libpcap's bpf_filter (unbounded); there the
+// switch interpreter, bounded, is the reference.
+TEST(BpfThreadedShapes, ExtensionHeaderStepAgreesWithLibpcap) {
+  std::mt19937 rng(20261204);
+  auto below = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  static const uint8_t kExt[] = {0, 60, 43, 44};
+  static const uint8_t kLast[] = {6, 17, 58, 59};
+  struct Pkt {
+    std::vector<uint8_t> bytes;
+    bool ah;
+  };
+  std::vector<Pkt> pkts;
+  for (int n = 0; n < 300; ++n) {
+    std::vector<uint8_t> b(14 + 40, 0);
+    b[12] = 0x86, b[13] = 0xdd, b[14] = 0x60;
+    size_t next = 14 + 6;  // where the next-header value goes
+    bool ah = false;
+    for (uint32_t ext = below(5); ext; --ext) {
+      const size_t at = b.size();
+      ah |= n % 40 == 0 && ext == 1;  // now and then an AH header, last in the chain
+      b[next] = ah ? 51 : kExt[below(4)];
+      const uint8_t units = static_cast<uint8_t>(below(3));
+      b.resize(at + 8 * (units + 1u), 0xa5);
+      b[at + 1] = units;
+      next = at;
+    }
+    b[next] = kLast[below(4)];
+    b.resize(b.size() + 20, 0);
+    for (size_t cut = 14; cut < b.size(); cut += 1 + below(6)) pkts.push_back({{b.begin(), b.begin() + cut}, ah});
+    pkts.push_back({b, ah});
+  }
+  for (const char* expr : {"ip6 protochain 17", "ip6 protochain 6", "ip6 protochain 51", "ip6 protochain 44"}) {
+    const Insns prog = compile(expr);
+    ASSERT_EQ(threaded_shapes(prog).ext_steps, 1u) << expr;
+    std::string err;
+    auto th = testing::load(prog, Engine::Threaded, &err, Acceptance::Userland);
+    auto sw = testing::load(prog, Engine::Switch, &err, Acceptance::Userland);
+    ASSERT_TRUE(th && sw) << expr << ": " << err;
+    long hits = 0, against_libpcap = 0;
+    for (const Pkt& p : pkts) {
+      const uint8_t* d = p.bytes.data();
+      const uint32_t len = static_cast<uint32_t>(p.bytes.size());
+      const uint32_t want = sw->run_linear(d, len, len);
+      if (!p.ah) {
+        ASSERT_EQ(want, testing::pcap_run(prog, d, len, len)) << expr << ", " << len << " bytes";
+        ++against_libpcap;
+      }
+      hits += want != 0;
+      ASSERT_EQ(th->run_linear(d, len, len), want) << expr << ", " << len << " bytes";
+      ASSERT_EQ(th->run(PacketView::linear(d, len)), want) << expr << ", " << len << " bytes";
+    }
+    EXPECT_GT(hits, 20) << expr;
+    EXPECT_GT(against_libpcap, 1000) << expr;
+  }
 }
 
 // A guarded way out runs on through the blocks after it: a random draw there would
