@@ -482,7 +482,7 @@ size_t pair_at(std::span<const Insn> prog, const Group& g1) {
 // Whether libpcap's protochain step over an IPv6 extension header (kExtStep) starts at
 // instruction i: both loads bytes at X, the cell stored the cell loaded back.
 bool ext_step_at(std::span<const Insn> prog, size_t i) {
-  if (i + 8 > prog.size()) return false;
+  if (i + 8 >= prog.size()) return false;  // the slot after the step: at least the RET
   const Insn* p = &prog[i];
   constexpr uint16_t kLdIndB = BPF_LD | BPF_IND | BPF_B;
   return p[0].code == kLdIndB && p[1].code == BPF_ST && p[2].code == kLdIndB &&
