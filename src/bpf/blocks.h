@@ -70,10 +70,10 @@ inline void restores_within(std::span<const Insn> prog, const Blocks& b, const s
   restore_a->assign(n, 0);
   restore_x->assign(n, 0);
   for (size_t p = 0; p < n; ++p) {
-    const Insn& in = prog[p];
-    if (bpf_class(in.code) != BPF_JMP || !region[b.first[p]]) continue;
-    const bool ja = bpf_op(in.code) == BPF_JA;
-    for (size_t q : {p + 1 + (ja ? in.k : in.jt), p + 1 + (ja ? in.k : in.jf)}) {
+    if (bpf_class(prog[p].code) != BPF_JMP || !region[b.first[p]]) continue;
+    const Successors next = successors(prog[p], p);
+    for (unsigned e = 0; e < next.n; ++e) {
+      const size_t q = next.to[e];
       // Every block of the region strictly between p's block and q is skipped by this edge.
       for (size_t l = p + 1; l < q; ++l) {
         if (!b.leader[l] || !region[l]) continue;
@@ -97,8 +97,8 @@ inline Blocks find_blocks(std::span<const Insn> prog) {
   for (size_t i = 0; i < n; ++i) {
     const Insn& in = prog[i];
     if (bpf_class(in.code) == BPF_JMP) {
-      if (bpf_op(in.code) == BPF_JA) b.leader[i + 1 + in.k] = 1;
-      else b.leader[i + 1 + in.jt] = b.leader[i + 1 + in.jf] = 1;
+      const Successors next = successors(in, i);
+      for (unsigned e = 0; e < next.n; ++e) b.leader[next.to[e]] = 1;
     }
     if (ends_block(in) && i + 1 < n) b.leader[i + 1] = 1;
   }
@@ -113,18 +113,12 @@ inline Blocks find_blocks(std::span<const Insn> prog) {
   // Liveness of A and X at each instruction's entry (one backward pass: jumps go forward).
   std::vector<uint8_t> live_a(n + 1, 0), live_x(n + 1, 0);
   for (size_t i = n; i-- > 0;) {
-    const Insn& in = prog[i];
-    const AxUse u = ax_use(in);
+    const AxUse u = ax_use(prog[i]);
+    const Successors next = successors(prog[i], i);
     bool out_a = false, out_x = false;
-    const uint16_t cls = bpf_class(in.code);
-    if (cls == BPF_JMP) {
-      const size_t t = i + 1 + (bpf_op(in.code) == BPF_JA ? in.k : in.jt);
-      const size_t f = i + 1 + (bpf_op(in.code) == BPF_JA ? in.k : in.jf);
-      out_a = live_a[t] || live_a[f];
-      out_x = live_x[t] || live_x[f];
-    } else if (cls != BPF_RET) {
-      out_a = live_a[i + 1];
-      out_x = live_x[i + 1];
+    for (unsigned e = 0; e < next.n; ++e) {
+      out_a = out_a || live_a[next.to[e]];
+      out_x = out_x || live_x[next.to[e]];
     }
     live_a[i] = u.use_a || (out_a && !u.def_a);
     live_x[i] = u.use_x || (out_x && !u.def_x);
