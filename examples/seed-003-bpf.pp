@@ -17,7 +17,8 @@
 #      pps: expect < 1, i.e. the second engine faster), the tap's closing counts, the ICMP
 #      counters, and the baseline once more (the drift of this machine over the runs).
 #      ns per request = 1e9 / pps; the tap's cost = ns with it - ns without it.
-# Short mode: PP_PACKETS=200000 PP_COUNT=200000 PP_REPEAT=1 pktpath run examples/seed-003-bpf.pp
+# Short mode: PP_DURATION=0.2 PP_REPEAT=1 pktpath run examples/seed-003-bpf.pp
+# (PP_PACKETS and PP_COUNT shorten the bench lines and cap the packets of each run)
 #
 # Run:  pktpath run examples/seed-003-bpf.pp    (or --json for JSON Lines)
 
@@ -29,12 +30,12 @@ bpf bench --expr 'net 192.168.2.0/24' --synthetic ${PP_PACKETS:-10000000} --engi
 sysctl -w net.ipv4.icmp_echo_ignore_all=0
 ip link set dev lo up
 # Baseline: echo requests on lo, answered, no tap.
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --duration ${PP_DURATION:-30} --repeat ${PP_REPEAT:-3}
 # tcpdump -p -n -s 0 -i lo net 192.168.2.0/24
 tcpdump -p -n -s 0 -i lo -w /dev/null net 192.168.2.0/24
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=switch|threaded
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3} --ab bpf_engine=threaded|jit
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --duration ${PP_DURATION:-30} --repeat ${PP_REPEAT:-3} --ab bpf_engine=switch|threaded
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --duration ${PP_DURATION:-30} --repeat ${PP_REPEAT:-3} --ab bpf_engine=threaded|jit
 tcpdump stop -i lo
 cat /proc/net/snmp
 # The baseline again, the tap gone: how far the machine drifted during the runs above.
-pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --repeat ${PP_REPEAT:-3}
+pktgen -i lo -n ${PP_COUNT:-10000000} --icmp -s 98 -m 00:00:00:00:00:00 -d 192.168.2.2 -f 0 --pin --duration ${PP_DURATION:-30} --repeat ${PP_REPEAT:-3}

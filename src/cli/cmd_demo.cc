@@ -76,10 +76,10 @@ Row doc000(const char* secs) {
   const nlohmann::json& after = docs.back();
   const double size_bits = 60 * 8.0;
   auto ratio = [](const nlohmann::json& ab) {
-    const double without = ab["a"]["median_pps"].get<double>(), with = ab["b"]["median_pps"].get<double>();
+    const double without = ab["a"]["level_pps"].get<double>(), with = ab["b"]["level_pps"].get<double>();
     return without > 0 ? with / without : 0;
   };
-  const double without = after["a"]["median_pps"].get<double>();
+  const double without = after["a"]["level_pps"].get<double>();
   return {"000", "nf egress hook beside tc egress", "x0.987 before fix, ~x1.0 after",
           fmt("%.0f Mb/s without the hook point (%.1f Mpps)", without * size_bits / 1e6, without / 1e6, 0),
           fmt("x%.3f before fix -> x%.3f after", ratio(before), ratio(after), 0)};
@@ -90,7 +90,7 @@ Row doc001(const char* secs) {
                          "tc qdisc add dev mq0 root handle 1: mq",
                          std::string("pktgen -i mq0 -n 0 -t 1 --duration ") + secs + " --repeat 3 --ab bypass=on|off"});
   const nlohmann::json& ab = docs.back();
-  double on = ab["a"]["median_pps"].get<double>(), off = ab["b"]["median_pps"].get<double>();
+  double on = ab["a"]["level_pps"].get<double>(), off = ab["b"]["level_pps"].get<double>();
   return {"001", "pfifo_fast bypass (mq, 1 thread)", "2465 -> 2889 kpps (x1.17)",
           fmt("%.0f -> %.0f kpps (off -> on)", off / 1e3, on / 1e3), fmt("x%.2f", off > 0 ? on / off : 0)};
 }
@@ -109,7 +109,7 @@ Row doc002(const char* secs) {
                          std::string("pktgen -i a -n 0 -f 0 --pin --duration ") + secs +
                              " --repeat 3 --ab defer_free=on|off"});
   const nlohmann::json& ab = docs.back();
-  const double on = ab["a"]["median_pps"].get<double>(), off = ab["b"]["median_pps"].get<double>();
+  const double on = ab["a"]["level_pps"].get<double>(), off = ab["b"]["level_pps"].get<double>();
   MicroBenchOptions o;
   o.filter = "spin_lock";
   o.runs = 5;
@@ -136,7 +136,7 @@ Row doc003(uint64_t packets) {
     if (d.is_object() && (d.contains("total") || d.contains("setting"))) pg_docs.push_back(&d);
   if (pg_docs.size() != 3) throw std::runtime_error("demo 003: unexpected output");
   const double none = pps_of(*pg_docs[0]);
-  const double sw = (*pg_docs[1])["a"]["median_pps"].get<double>(), th = (*pg_docs[1])["b"]["median_pps"].get<double>();
+  const double sw = (*pg_docs[1])["a"]["level_pps"].get<double>(), th = (*pg_docs[1])["b"]["level_pps"].get<double>();
   const double jit = pps_of(*pg_docs[2]);
   auto ns = [](double pps) { return pps > 0 ? 1e9 / pps : 0; };
   return {"003", "BPF interpreter as threaded code", "~80 ns/pkt saved (Core 2)",

@@ -16,6 +16,7 @@
 #include "cli/script_exec.h"
 #include "cli/script_text.h"
 #include "core/packet_trace.h"
+#include "core/stop_signal.h"
 
 namespace pktpath::cli {
 
@@ -63,18 +64,34 @@ int cmd_run(const std::vector<std::string>& args) {
     return 1;
   }
 
-  // The trace outlives the runner: Cpus it made may still hold it.
+  // SIGINT, SIGTERM and SIGHUP end the run after the line that is running, with every
+  // writer flushed (capture files, pcap tx devices, the trace).
+  StopSignalScope stop_signals;
+  // The trace outlives the runner: Cpus it made may still hold it. "-" is standard
+  // output (the script's own output then goes to standard error, as tcpdump -w -).
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace_file(nullptr, std::fclose);
   std::unique_ptr<TraceWriter> trace;
+  const bool trace_stdout = trace_path == "-";
+  ScriptRunner runner(json, trace_stdout ? stderr : stdout);
+  if (file != "-") {
+    if (Status st = runner.files().claim(file, RunFiles::Use::kRead, &file, "the script"); !st) {
+      std::fprintf(stderr, "pktpath: run: %s\n", st.error().msg.c_str());
+      return 1;
+    }
+  }
   if (!trace_path.empty()) {
-    trace_file.reset(std::fopen(trace_path.c_str(), "w"));
+    if (Status st = runner.files().claim(trace_path, RunFiles::Use::kWrite, &trace_path, "--trace"); !st) {
+      std::fprintf(stderr, "pktpath: run: --trace %s\n", st.error().msg.c_str());
+      return 1;
+    }
+    if (trace_stdout) trace_file = {stdout, [](std::FILE* f) { return std::fflush(f); }};
+    else trace_file.reset(std::fopen(trace_path.c_str(), "w"));
     if (!trace_file) {
       std::fprintf(stderr, "pktpath: run: --trace %s: %s\n", trace_path.c_str(), std::strerror(errno));
       return 1;
     }
     trace = std::make_unique<TraceWriter>(trace_file.get());
   }
-  ScriptRunner runner(json, stdout);
   runner.set_trace(trace.get());
   // The summaries and end record, also when a line failed; then no more records.
   auto end_trace = [&]() {
@@ -93,6 +110,14 @@ int cmd_run(const std::vector<std::string>& args) {
       return 1;
     }
     std::fflush(stdout);
+    if (const int sig = take_stop_signal()) {  // a signal: stop here, everything written out
+      std::fprintf(stderr, "%s:%zu: stopped by SIG%s; the remaining lines did not run\n", name.c_str(), p.line,
+                   sigabbrev_np(sig));
+      ScriptError fe;
+      if (!runner.finish(fe)) report(name, p.line, fe);
+      end_trace();
+      return 128 + sig;
+    }
   }
   ScriptError e;
   if (!runner.finish(e)) {  // captures still running print their counts

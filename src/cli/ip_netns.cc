@@ -124,7 +124,8 @@ std::optional<bool> parse_netns_ext(const std::vector<std::string>& w, ExtComman
     }
     if (verb == "add" || verb == "del" || verb == "delete") {
       if (w.size() != 4) return fail(err, w.back(), "expected ip netns " + verb + " NAME");
-      if (w[3].empty() || w[3].find('/') != std::string::npos || w[3] == "." || w[3] == "..")
+      // ip's netns_name_valid: a file name under /run/netns (NAME_MAX, no '/', not . or ..)
+      if (w[3].empty() || w[3].size() > 255 || w[3].find('/') != std::string::npos || w[3] == "." || w[3] == "..")
         return fail(err, w[3], "Invalid netns name \"" + w[3] + "\"");
       auto line = std::make_shared<NetnsAddDel>();
       line->add = verb == "add";

@@ -36,6 +36,7 @@ struct CaptureState {
     bool json = false;
     std::string print_path;   // the temporary file of a printing capture (removed at stop)
     bool link_header = false;  // -e
+    const void* file_owner = nullptr;  // its -w file's claim (RunFiles)
   };
   std::vector<Active> active;  // attach order
   ~CaptureState() {
@@ -127,13 +128,20 @@ struct CaptureLine final : ExtLine {
       if (a.print_path.empty()) return fail(err, cmd, cmd + ": cannot make a temporary file: " + std::strerror(errno));
       sp.pcap_path = a.print_path;
     }
+    // Claimed before the tap opens (and truncates) the file; this line owns the claim.
+    if (!spec.pcap_path.empty())
+      if (Status st = r.files().claim(spec.pcap_path, RunFiles::Use::kWrite, this, cmd + " -w"); !st)
+        return fail(err, spec.pcap_path, cmd + ": -w " + st.error().msg);
+    a.file_owner = this;
     if (sp.pcap_path == "-") std::fflush(r.out());  // what the script printed comes first
     std::string msg;
     a.tap = args.any() ? tap_attach_all(r.net(), std::move(sp), &msg) : tap_attach(*d, std::move(sp), &msg);
     if (!a.tap) {
+      r.files().release(this);
       if (!a.print_path.empty()) std::remove(a.print_path.c_str());
       return fail(err, spec.pcap_path.empty() ? args.dev : spec.pcap_path, cmd + ": " + msg);
     }
+
     if (const bpf::Program* p = a.tap->program(); p && p->acceptance() == bpf::Acceptance::Userland)
       std::fprintf(stderr,
                    "%s: note: the kernel's checker refuses this filter; it runs in userland "
@@ -160,6 +168,17 @@ struct CaptureLine final : ExtLine {
     if (!args.write.empty() && !r.limits().write_files)
       return fail(err, args.write, cmd + ": -w: writing files is off in this runner");
     ReadRequest rq{args.read, args.filter, args.write, args.count, args.link_header, args.packet_buffered};
+    // Claimed for the line's length: -w may not name the file read or one written.
+    struct Release {
+      RunFiles& f;
+      const void* owner;
+      ~Release() { f.release(owner); }
+    } release{r.files(), this};
+    if (Status st = r.files().claim(args.read, RunFiles::Use::kRead, this, cmd + " -r"); !st)
+      return fail(err, args.read, cmd + ": -r " + st.error().msg);
+    if (!args.write.empty())
+      if (Status st = r.files().claim(args.write, RunFiles::Use::kWrite, this, cmd + " -r"); !st)
+        return fail(err, args.write, cmd + ": -w " + st.error().msg);
     if (!tcpdump_read(rq, r.out(), err)) {
       err.msg = cmd + ": " + err.msg;
       return false;
@@ -177,6 +196,7 @@ struct CaptureStopLine final : ExtLine {
     for (auto it = st.active.begin(); it != st.active.end();) {
       if (dev.empty() || it->dev == dev) {
         ok = report(r, *it, err) && ok;
+        r.files().release(it->file_owner);
         it = st.active.erase(it);
         any = true;
       } else {
@@ -197,7 +217,10 @@ bool ScriptRunner::finish(ScriptError& err) {
   if (!capture_) return true;
   drain_pending();
   bool ok = true;
-  for (const auto& a : capture_->active) ok = report(*this, a, err) && ok;
+  for (const auto& a : capture_->active) {
+    ok = report(*this, a, err) && ok;
+    files_.release(a.file_owner);
+  }
   capture_->active.clear();
   return ok;
 }

@@ -13,6 +13,7 @@
 
 #include "core/dev_xmit.h"
 #include "core/link_kind.h"
+#include "core/stop_signal.h"
 #include "drivers/veth.h"
 #include "sched/qdisc.h"
 #include "sched/sch_generic.h"
@@ -233,7 +234,7 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
         else if constexpr (std::is_same_v<T, IpLinkSet>) return ip_link_set(c, err);
         else if constexpr (std::is_same_v<T, IpLinkDel>) return ip_link_del(c, err);
         else if constexpr (std::is_same_v<T, IpLinkShow>) return ip_link_show(c, err);
-        else if constexpr (std::is_same_v<T, SleepCmd>) return sleep(c);
+        else if constexpr (std::is_same_v<T, SleepCmd>) return sleep(c, err);
         else if constexpr (std::is_same_v<T, PktgenLine>) return pktgen(c, err);
         else if constexpr (std::is_same_v<T, CommandLine>) return command_line(c, err);
         else if constexpr (std::is_same_v<T, ExtCommand>) return c.line->execute(*this, err);
@@ -341,23 +342,22 @@ bool ScriptRunner::apply_link_options(const LinkKind& k, NetDevice& d, const Lin
       continue;
     }
     std::string msg;
-    if (link_kind_option(k, o.name)->value == LinkKind::kOutputPath && !limits_.write_files)
+    const LinkKind::Value v = link_kind_option(k, o.name)->value;
+    if (v == LinkKind::kOutputPath && !limits_.write_files)
       return fail(err, o.text, o.name + ": writing files is disabled");
+    if (v == LinkKind::kOutputPath || v == LinkKind::kInputPath) {
+      const auto use = v == LinkKind::kOutputPath ? RunFiles::Use::kWrite : RunFiles::Use::kRead;
+      if (Status st = files_.claim(o.text, use, &d, "device " + d.name()); !st)
+        return fail(err, o.text, d.name() + ": " + o.name + " " + st.error().msg);
+    }
     if (!k.set_text_option(d, o.name, o.text, msg)) return fail(err, o.text, d.name() + ": " + msg);
   }
   return true;
 }
 
-namespace {
-// Set by SIGINT while settle_devices waits for a replay (a signal handler can only reach
-// a static).
-std::atomic<bool> g_settle_interrupted{false};
-void on_settle_sigint(int) { g_settle_interrupted.store(true, std::memory_order_relaxed); }
-}  // namespace
-
 // After every line: devices with work of their own (a pcap replay) run to its end on
-// the control Cpu, which polls them (Ctrl-C, or the limits' max_wait, sets them down
-// early); the first failure a device reports fails the line.
+// the control Cpu, which polls them (a stop signal, or the limits' max_wait, sets them
+// down early); the first failure a device reports fails the line.
 bool ScriptRunner::settle_devices(ScriptError& err) {
   bool ok = true;
   for (auto& net : nets_) {
@@ -366,12 +366,11 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
       if (!k || !k->busy) continue;
       std::string msg;
       if (k->busy(*d, control_, msg)) {
-        g_settle_interrupted.store(false);
-        auto old = std::signal(SIGINT, on_settle_sigint);
+        StopSignalScope signals;
         const uint64_t t0 = MonotonicClock::instance().now_ns();
         bool idle = false;
         while (k->busy(*d, control_, msg)) {
-          if (g_settle_interrupted.load(std::memory_order_relaxed) ||
+          if (pending_stop_signal() ||
               (limits_.max_wait_ns && MonotonicClock::instance().now_ns() - t0 > limits_.max_wait_ns)) {
             std::string ignored;
             net->devices().set_up(*d, false, ignored);
@@ -395,7 +394,7 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
             nanosleep(&ts, nullptr);
           }
         }
-        std::signal(SIGINT, old);
+        consume_interrupt();
         run_all_pending();
       }
       if (!msg.empty() && ok) ok = fail(err, d->name(), msg);
@@ -418,7 +417,9 @@ bool ScriptRunner::ip_link_del(const IpLinkDel& c, ScriptError& err) {
   run_all_pending();
   purge_circling();
   std::string msg;
+  NetDevice* gone = table().find(c.dev);
   if (!table().del(c.dev, msg)) return fail(err, c.dev, msg);
+  files_.release(gone);
   return true;
 }
 
@@ -473,7 +474,9 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
 }
 
 // Sleep while running the Cpus' pending work (timers such as tbf's watchdog).
-bool ScriptRunner::sleep(const SleepCmd& c) {
+bool ScriptRunner::sleep(const SleepCmd& c, ScriptError& err) {
+  if (!vclock_ && c.ns > 3600'000'000'000ull)
+    return fail(err, "sleep", "sleep: at most 3600 s on the real clock (up to a year on clock virtual)");
   const uint64_t ns = limits_.max_wait_ns ? std::min(c.ns, limits_.max_wait_ns) : c.ns;
   if (vclock_) {  // no wall time: the timers due within it fire in order
     advance_virtual(vclock_->now_ns() + ns);
@@ -483,7 +486,7 @@ bool ScriptRunner::sleep(const SleepCmd& c) {
   for (;;) {
     run_all_pending();
     const uint64_t now = MonotonicClock::instance().now_ns();
-    if (now >= end) break;
+    if (now >= end || pending_stop_signal()) break;
     const uint64_t step = std::min<uint64_t>(end - now, 200'000);
     timespec ts{0, static_cast<long>(step)};
     nanosleep(&ts, nullptr);

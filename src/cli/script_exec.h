@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/run_files.h"
 #include "cli/script.h"
 #include "core/cpu.h"
 #include "core/dev_table.h"
@@ -66,6 +67,8 @@ class ScriptRunner {
   // `capture` lines (script_capture.cc): the running taps, and the end of the script,
   // which stops them and prints their counts.
   std::shared_ptr<CaptureState>& capture_slot() { return capture_; }
+  // What the run reads and writes: one writer per file, none on a file read.
+  RunFiles& files() { return files_; }
   bool finish(ScriptError& err);
   // `clock virtual` (script_clock.cc): this runner's Nets and Cpus read a VirtualClock
   // from here on, advanced by events; false with err once a device exists.
@@ -84,7 +87,7 @@ class ScriptRunner {
   bool apply_link_options(const LinkKind& k, NetDevice& d, const LinkOptions& opts, ScriptError& err);
   bool settle_devices(ScriptError& err);
   bool ip_link_show(const IpLinkShow& c, ScriptError& err);
-  bool sleep(const SleepCmd& c);
+  bool sleep(const SleepCmd& c, ScriptError& err);
   bool send(const SendCmd& c, ScriptError& err);
   bool pktgen(const PktgenLine& c, ScriptError& err);  // script_pktgen.cc
   bool command_line(const CommandLine& c, ScriptError& err);  // script_pktgen.cc
@@ -103,6 +106,7 @@ class ScriptRunner {
   bool json_;
   std::FILE* out_;
   ScriptLimits limits_;
+  RunFiles files_;
   PacketPool pool_;
   std::unique_ptr<VirtualClock> vclock_;  // before the Cpus that read it
   PacketTrace* trace_ = nullptr;

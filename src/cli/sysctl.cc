@@ -19,8 +19,9 @@ struct SysctlLine final : ExtLine {
   bool all = false, quiet = false, value_only = false;
   std::vector<std::pair<const Sysctl*, std::optional<std::string>>> items;  // value: a write
 
-  void print(ScriptRunner& r, const Sysctl& s) const {
-    const std::string v = s.get(r.net());
+  // A write echoes the value as written (procps: `= 0x40`), a read the value held.
+  void print(ScriptRunner& r, const Sysctl& s, const std::string* written = nullptr) const {
+    const std::string v = written ? *written : s.get(r.net());
     if (r.json())
       std::fprintf(r.out(), "%s\n", json_text(nlohmann::json{{"key", s.name}, {"value", v}}).c_str());
     else if (value_only)
@@ -40,7 +41,7 @@ struct SysctlLine final : ExtLine {
         if (auto e = s->set(r.net(), *value)) return fail(err, *value, "sysctl: " + *e);
         if (quiet) continue;
       }
-      print(r, *s);
+      print(r, *s, value ? &*value : nullptr);
     }
     return true;
   }
@@ -84,7 +85,12 @@ std::optional<bool> parse_sysctl_ext(const std::vector<std::string>& w, ExtComma
       if (c == '/') c = '.';
     while (!key.empty() && key.back() == ' ') key.pop_back();
     const Sysctl* s = sysctl_find(key);
-    if (!s) return fail(err, word, "sysctl: cannot stat /proc/sys/" + key + ": No such file or directory");
+    if (!s) {  // procps names the file: net.core.nope is /proc/sys/net/core/nope
+      std::string file = key;
+      for (char& c : file)
+        if (c == '.') c = '/';
+      return fail(err, word, "sysctl: cannot stat /proc/sys/" + file + ": No such file or directory");
+    }
     std::optional<std::string> value;
     if (write) {
       value = word.substr(eq + 1);

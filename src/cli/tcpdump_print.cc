@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/pcap_time.h"
 #include "bpf/packet_view.h"
 #include "bpf/parse.h"
 #include "bpf/program.h"
@@ -104,7 +105,7 @@ struct PacketPrinter::Cursor {
 
 std::string PacketPrinter::format(const pcap_pkthdr& h, const uint8_t* data) {
   std::string o;
-  const time_t sec = h.ts.tv_sec;
+  const time_t sec = static_cast<time_t>(pcap_record_sec(h.ts.tv_sec));
   tm t;
   gmtime_r(&sec, &t);
   o += fmt::format("{:02}:{:02}:{:02}.{:06} ", t.tm_hour, t.tm_min, t.tm_sec,

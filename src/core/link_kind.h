@@ -25,6 +25,7 @@ struct LinkKind {
     kNumber,
     kText,
     kOutputPath,  // text naming a file the device writes (refused where scripts may not write)
+    kInputPath,   // text naming a file the device reads
     kFlag,        // a word alone (`zerocopy`): set_option gets 1
   };
   struct Option {

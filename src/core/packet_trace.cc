@@ -82,6 +82,7 @@ TraceWriter::ClassStats& TraceWriter::stats_for(const NetDevice* dev, uint16_t t
   ClassStats& c = classes_.emplace_back();  // once per device and class
   c.dev = dev;
   c.classid = tc_class;
+  c.bin_ns = bin_ns_;
   c.dev_name = dev ? dev->name() : "-";
   const Qdisc* q = dev ? dev->qdisc() : nullptr;
   if (q && q->handle() != 0)
@@ -89,6 +90,20 @@ TraceWriter::ClassStats& TraceWriter::stats_for(const NetDevice* dev, uint16_t t
   else if (q)
     c.cls = q->kind();
   return c;
+}
+
+// Records far apart in time (a virtual clock, a replay with long gaps) would need more
+// bins than a summary should hold: double the class's bin width, merging neighbours,
+// until `bin` fits. Returns `bin` in the new width.
+uint64_t TraceWriter::widen_bins(ClassStats& c, uint64_t bin) {
+  while (bin >= kMaxBins) {
+    const size_t n = c.bin_bytes.size();
+    for (size_t i = 0; i < n; i += 2) c.bin_bytes[i / 2] = c.bin_bytes[i] + (i + 1 < n ? c.bin_bytes[i + 1] : 0);
+    c.bin_bytes.resize((n + 1) / 2);
+    c.bin_ns *= 2;
+    bin /= 2;
+  }
+  return bin;
 }
 
 // {"t_ns":T,"dev":"D","len":L,"verdict":"V"
@@ -131,8 +146,11 @@ void TraceWriter::sent(Cpu& cpu, const TraceTx& tx) {
   ++c.hist[bucket_of(sojourn)];
   c.max_sojourn = std::max(c.max_sojourn, sojourn);
   record_head(now, tx.dev, tx.len, "sent");
-  const uint64_t bin = (now - std::min(now, t0_)) / bin_ns_;
-  if (bin >= c.bin_bytes.size()) c.bin_bytes.resize(bin + 1);  // amortised: grows with time, not packets
+  uint64_t bin = (now - std::min(now, t0_)) / c.bin_ns;
+  if (bin >= c.bin_bytes.size()) {  // amortised: grows with time, not packets
+    if (PP_UNLIKELY(bin >= kMaxBins)) bin = widen_bins(c, bin);
+    c.bin_bytes.resize(bin + 1);
+  }
   c.bin_bytes[bin] += tx.len;
   put(",\"sojourn_ns\":");
   put_u64(sojourn);
@@ -206,11 +224,11 @@ bool TraceWriter::finish(uint64_t now_ns, uint64_t queued) {
     put("},\"t0_ns\":");
     put_u64(t0);
     put(",\"bin_ns\":");
-    put_u64(bin_ns_);
+    put_u64(c.bin_ns);
     put(",\"throughput_bps\":[");
     for (size_t i = 0; i < c.bin_bytes.size(); ++i) {
       if (i) put(",");
-      put_u64(c.bin_bytes[i] * 8 * 1'000'000'000ull / bin_ns_);
+      put_u64(static_cast<uint64_t>(static_cast<unsigned __int128>(c.bin_bytes[i]) * 8'000'000'000u / c.bin_ns));
     }
     put("]}}\n");
   }

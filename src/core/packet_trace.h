@@ -75,8 +75,11 @@ class TraceWriter final : public PacketTrace {
     uint32_t classid = 0;
     uint64_t sent = 0, dropped = 0, bytes = 0, ce = 0, max_sojourn = 0;
     std::array<uint64_t, kBuckets> hist{};
+    uint64_t bin_ns = 0;              // the bins' width: bin_ns_, doubled while too many
     std::vector<uint64_t> bin_bytes;  // bytes sent per bin from t0_
   };
+  static constexpr uint64_t kMaxBins = 1 << 16;
+  static uint64_t widen_bins(ClassStats& c, uint64_t bin);
   ClassStats& stats_for(const NetDevice* dev, uint16_t tc_class);
   void record_head(uint64_t t, const NetDevice* dev, uint32_t len, const char* verdict);
   void record_class(const ClassStats& c, uint64_t qlen);

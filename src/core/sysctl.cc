@@ -1,6 +1,7 @@
 #include "core/sysctl.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -49,19 +50,19 @@ std::optional<std::string> sysctl_parse_on_off(const char* name, const std::stri
   return std::nullopt;
 }
 
-// proc_dointvec_minmax's range check, on an unsigned decimal.
+// proc_dointvec_minmax's range check, on an unsigned number in base 0 as the kernel reads
+// it (kstrtoul: 16, 0x10 and 020 are all sixteen).
 std::optional<std::string> sysctl_parse_uint(const char* name, const std::string& value, uint32_t lo, uint32_t hi,
                                              uint32_t* out) {
   const auto bad = [&] {
     return std::string(name) + ": expected a number " + std::to_string(lo) + ".." + std::to_string(hi) +
            ", not '" + value + "'";
   };
-  if (value.empty() || value.size() > 10 || !std::all_of(value.begin(), value.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      }))
-    return bad();
-  const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
-  if (v < lo || v > hi) return bad();
+  if (value.empty() || value.size() > 20 || !std::isdigit(static_cast<unsigned char>(value[0]))) return bad();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(value.c_str(), &end, 0);
+  if (*end != '\0' || errno == ERANGE || v < lo || v > hi) return bad();
   *out = static_cast<uint32_t>(v);
   return std::nullopt;
 }

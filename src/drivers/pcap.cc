@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/pcap_time.h"
 #include "core/dev_rx.h"
 #include "core/link_kind.h"
 
@@ -139,6 +140,12 @@ bool parse_pace(PcapPriv& s, std::string_view v, std::string& err) {
     err = takes_arg ? "pace " + std::string(word) + " needs a number above 0" : "pace " + std::string(word) + " takes no value";
     return false;
   }
+  // Rates far outside what a replay can mean; a record still scheduled past kMaxDueNs is
+  // refused when it is reached (due_ns).
+  if (takes_arg && (rate < 1e-6 || rate > 1e12)) {
+    err = "pace " + std::string(word) + " " + std::string(arg) + ": out of range (1e-6 to 1e12)";
+    return false;
+  }
   s.pace = p;
   s.rate = rate;
   return true;
@@ -209,7 +216,15 @@ bool read_next(PcapPriv& s) {
   }
 }
 
-// When the held record is due on the Cpu clock.
+// A scaled offset on the Cpu clock, or kNever past kMaxDueNs (146 years): a time the
+// replay refuses rather than wrap.
+constexpr uint64_t kMaxDueNs = 1ull << 62, kNever = UINT64_MAX;
+uint64_t offset_due(const PcapPriv& s, double off_ns) {
+  return off_ns < double(kMaxDueNs) ? s.start_ns + static_cast<uint64_t>(off_ns) : kNever;
+}
+
+// When the held record is due on the Cpu clock; kNever when pacing would put it past
+// kMaxDueNs.
 uint64_t due_ns(PcapPriv& s) {
   const pcap_pkthdr& h = *s.held_hdr;
   switch (s.pace) {
@@ -217,15 +232,15 @@ uint64_t due_ns(PcapPriv& s) {
       return 0;
     case Pace::kFile:
     case Pace::kMultiplier: {
-      const uint64_t ts = uint64_t(h.ts.tv_sec) * 1000000000ull + uint64_t(h.ts.tv_usec);  // ns precision
+      const uint64_t ts = pcap_record_sec(h.ts.tv_sec) * 1000000000ull + uint64_t(h.ts.tv_usec);  // ns precision
       if (s.first_ts == UINT64_MAX) s.first_ts = ts;
       const uint64_t off = ts > s.first_ts ? ts - s.first_ts : 0;  // a record earlier than the first is not held back
-      return s.start_ns + static_cast<uint64_t>(static_cast<double>(off) / s.rate);
+      return offset_due(s, static_cast<double>(off) / s.rate);
     }
     case Pace::kPps:
-      return s.start_ns + static_cast<uint64_t>(static_cast<double>(s.sent) * 1e9 / s.rate);
+      return offset_due(s, static_cast<double>(s.sent) * 1e9 / s.rate);
     case Pace::kMbps:
-      return s.start_ns + static_cast<uint64_t>(s.bits * 1e3 / s.rate);
+      return offset_due(s, s.bits * 1e3 / s.rate);
   }
   return 0;
 }
@@ -261,6 +276,12 @@ int pcap_poll(Napi& n, Cpu& cpu, int budget) {
   while (done < budget && s.rx_running) {
     if (!s.held_hdr && !read_next(s)) break;
     const uint64_t due = due_ns(s);
+    if (PP_UNLIKELY(due == kNever)) {
+      s.fail("rx " + s.rx_path + ": record " + std::to_string(s.record) +
+             ": paced, it would be due more than 146 years after the first; use a larger rate or multiplier");
+      s.rx_running = false;
+      break;
+    }
     if (due > now) {
       napi_complete_done(n, done);
       cpu.arm_timer(&s.timer, due);
@@ -468,7 +489,7 @@ const NetDeviceOps pcap_ops = {
 };
 
 const LinkKind::Option pcap_options[] = {
-    {"rx", 0, LinkKind::kText},
+    {"rx", 0, LinkKind::kInputPath},
     {"tx", 0, LinkKind::kOutputPath},
     {"pace", 0, LinkKind::kText},
     {"loop", UINT32_MAX},

@@ -58,7 +58,7 @@ class Parser {
     while (!at_end() && peek()[0] == '-' && peek().size() > 1) {
       const Tok& o = next();
       if (o.text == "-j" || o.text == "--json") c.json = true;
-      else if (o.text == "-a" || o.text == "--handle") {}  // handles are always listed
+      else if (o.text == "-a" || o.text == "--handle") c.handles = true;
       else fail(o, "unsupported option");
     }
     const Tok& verb = need("a command (add, insert, replace, delete, flush, list)");

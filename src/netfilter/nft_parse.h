@@ -58,6 +58,7 @@ struct NftCommand {
   NftRuleSpec rule;
   uint64_t handle = 0;  // DELETE_RULE, REPLACE_RULE
   bool json = false;    // -j / --json
+  bool handles = false; // -a / --handle: `# handle N` after each object listed
 };
 
 struct NftParseError {

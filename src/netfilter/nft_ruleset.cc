@@ -319,24 +319,25 @@ void NftRuleset::netdev_event(void* self, NetdevEvent ev, NetDevice& dev) {
   if (ev == NetdevEvent::UNREGISTER) static_cast<NftRuleset*>(self)->netdev_unregister(&dev.nf_hooks());
 }
 
-std::string NftRuleset::list() const {
+std::string NftRuleset::list(bool handles) const {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
+  auto handle = [handles](uint64_t h) { return handles ? " # handle " + std::to_string(h) : std::string(); };
   std::string o;
   for (const auto& t : tables_) {
-    o += "table netdev " + t->name + " { # handle " + std::to_string(t->handle) + "\n";
+    o += "table netdev " + t->name + " {" + handle(t->handle) + "\n";
     bool first = true;
     for (const auto& c : t->chains) {
       if (!first) o += "\n";
       first = false;
-      o += "\tchain " + c->name + " { # handle " + std::to_string(c->handle) + "\n";
+      o += "\tchain " + c->name + " {" + handle(c->handle) + "\n";
       if (c->spec.base) {
         o += "\t\ttype filter hook " + std::string(nf_hook_name(c->spec.hook)) + " device \"" +
              c->spec.device + "\" priority " + priority_str(c->spec.priority) + "; policy " +
              nf_verdict_name(static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed))) + ";\n";
       }
       for (const auto& r : c->rules)
-        o += "\t\t" + rule_str(*r) + " # handle " + std::to_string(r->handle) + "\n";
+        o += "\t\t" + rule_str(*r) + handle(r->handle) + "\n";
       o += "\t}\n";
     }
     o += "}\n";
@@ -394,7 +395,7 @@ NftStatus NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, st
     case NftOp::DELETE_RULE: return delete_rule(c.table, c.chain, c.handle);
     case NftOp::FLUSH_RULESET: flush(); return {};
     case NftOp::LIST_RULESET:
-      if (out) *out += c.json ? json_text(list_json()) + "\n" : list();
+      if (out) *out += c.json ? json_text(list_json()) + "\n" : list(c.handles);
       return {};
   }
   return NftStatus::fail("unknown command");

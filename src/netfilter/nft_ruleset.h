@@ -103,7 +103,7 @@ class NftRuleset {
   void watch_devices(NetdevNotifierChain& chain);
 
   // `nft -a list ruleset` text (nft's layout, counters and handles).
-  std::string list() const;
+  std::string list(bool handles = false) const;  // handles: nft -a's `# handle N` comments
   // `nft -j list ruleset` document.
   nlohmann::json list_json() const;
 

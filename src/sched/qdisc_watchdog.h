@@ -30,9 +30,15 @@ class QdiscWatchdog {
   uint64_t expires_ns() const { return timer_.expires_ns(); }
 
  private:
-  // mirrors qdisc_watchdog: reschedule the qdisc on the Cpu the timer fired on. Takes no
-  // lock: reset and destroy cancel it synchronously, possibly under the root lock.
-  static void fired(CpuTimer& t, Cpu& cpu) { static_cast<Qdisc*>(t.owner())->schedule(cpu); }
+  // mirrors qdisc_watchdog: reschedule the qdisc's root (qdisc_root) on the Cpu the timer
+  // fired on; a leaf (netem under an htb class) is dequeued through its parents, never on
+  // its own. Takes no lock: reset and destroy cancel it synchronously, possibly under the
+  // root lock.
+  static void fired(CpuTimer& t, Cpu& cpu) {
+    Qdisc* q = static_cast<Qdisc*>(t.owner());
+    while (Qdisc* up = q->parent_qdisc()) q = up;
+    q->schedule(cpu);
+  }
 
   CpuTimer timer_;
 };

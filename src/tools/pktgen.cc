@@ -57,9 +57,15 @@ uint64_t PktgenResult::errors() const {
   return s;
 }
 uint64_t PktgenResult::elapsed_ns() const {
-  uint64_t m = 0;
-  for (const auto& t : threads) m = std::max(m, t.elapsed_ns);
-  return m;
+  uint64_t longest = 0, first = UINT64_MAX, last = 0;
+  bool stamped = !threads.empty();
+  for (const auto& t : threads) {
+    longest = std::max(longest, t.elapsed_ns);
+    stamped = stamped && t.end_ns != 0 && t.end_ns >= t.start_ns;
+    first = std::min(first, t.start_ns);
+    last = std::max(last, t.end_ns);
+  }
+  return stamped ? std::max(last - first, longest) : longest;
 }
 double PktgenResult::pps() const {
   const uint64_t ns = elapsed_ns();
@@ -437,6 +443,7 @@ bool Pktgen::Worker::xmit_start(XmitState& x) {
 
 void Pktgen::Worker::run() {
   start = clock.now_ns();
+  r.start_ns = start;
   if (cfg.duration_s > 0) deadline = start + static_cast<uint64_t>(cfg.duration_s * 1e9);
   // Headers that never change: advance them once, then copy a prebuilt frame per packet.
   pktgen_mod_cur_headers(cfg, st, index, dev.real_num_tx_queues());
@@ -450,7 +457,8 @@ void Pktgen::Worker::run() {
   } else {
     xmit_loop<false>(p);
   }
-  r.elapsed_ns = clock.now_ns() - start;
+  r.end_ns = clock.now_ns();
+  r.elapsed_ns = r.end_ns - start;
   if (rps) {
     // The partner drains what is queued; its frees beyond defer_max come straight back.
     rps->stop();

@@ -29,6 +29,9 @@ struct PktgenThreadResult {
   PktgenEnd end = PktgenEnd::kCount;
   uint64_t tx_bytes = 0;
   uint64_t elapsed_ns = 0;
+  // When the send loop began and ended, on the threads' clock (the Net's: monotonic
+  // unless a virtual one is set); 0 when not recorded. elapsed_ns = end_ns - start_ns.
+  uint64_t start_ns = 0, end_ns = 0;
   uint32_t pkt_size = 0;   // the last packet's size (cur_pkt_size)
   uint64_t alloc_fail = 0;
   // With rps: what the receive side did (document 002's counters).
@@ -46,7 +49,10 @@ struct PktgenResult {
   std::string error;
   uint64_t packets() const;
   uint64_t errors() const;
-  uint64_t elapsed_ns() const;  // the longest thread's: the run's wall time
+  // The run's wall time: the first thread's start to the last thread's end (threads
+  // start one after another and need not overlap); the longest thread's own time when
+  // the threads carry no start and end.
+  uint64_t elapsed_ns() const;
   double pps() const;   // all threads' packets over the run's elapsed time
   double mbps() const;  // all threads' bits over the run's elapsed time, / 1e6
 };
@@ -74,6 +80,7 @@ class Pktgen {
   PktgenResult run();
   // Ask a running generator to stop (from another thread or a signal handler).
   void stop() { stop_.store(true, std::memory_order_relaxed); }
+  std::atomic<bool>* stop_flag() { return &stop_; }
   // Packets accepted so far by all threads, updated every 256 rounds (progress display).
   uint64_t live_packets() const { return live_.load(std::memory_order_relaxed); }
 

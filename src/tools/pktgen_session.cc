@@ -12,17 +12,13 @@
 
 #include "core/dev_xmit.h"
 #include "core/net.h"
+#include "core/stop_signal.h"
 #include "core/sysctl.h"
 #include "base/json_text.h"
 
 namespace pktpath {
 
 namespace {
-
-std::atomic<Pktgen*> g_running{nullptr};
-extern "C" void on_sigint(int) {
-  if (Pktgen* g = g_running.load()) g->stop();
-}
 
 nlohmann::json result_json(const PktgenResult& r) {
   nlohmann::json threads = nlohmann::json::array();
@@ -41,7 +37,9 @@ nlohmann::json result_json(const PktgenResult& r) {
                        {"defer_flushes", t.defer_flushes}});
   return {{"mode", pktgen_mode_name(r.mode)},
           {"threads", threads},
-          {"total", {{"packets", r.packets()}, {"pps", r.pps()}, {"mbps", r.mbps()}, {"errors", r.errors()}}}};
+          {"total",
+           {{"packets", r.packets()}, {"pps", r.pps()}, {"mbps", r.mbps()}, {"errors", r.errors()},
+            {"usec", r.elapsed_ns() / 1000}}}};
 }
 
 void print_result_text(std::FILE* out, const PktgenResult& r, const std::string& dev, const std::string& label) {
@@ -66,8 +64,9 @@ PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool
                       .defer_free = dev.net().core().defer_free.load(), .rps = cmd.rps,
                       .caller_cpu = cmd.caller_cpu};
   Pktgen g(dev, pool, cmd.cfg, ro);
-  g_running.store(&g);
-  auto old = std::signal(SIGINT, on_sigint);
+  // Ctrl-C (or SIGTERM, SIGHUP: the run then ends after this line) stops the generators.
+  StopSignalScope signals;
+  StopTarget stop_on_signal(g.stop_flag());
   std::atomic<bool> done{false};
   std::thread progress;
   if (isatty(STDERR_FILENO) && !cmd.json) {
@@ -91,8 +90,7 @@ PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool
   PktgenResult r = g.run();
   done.store(true);
   if (progress.joinable()) progress.join();
-  std::signal(SIGINT, old);
-  g_running.store(nullptr);
+  consume_interrupt();
   return r;
 }
 
@@ -148,7 +146,8 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
     return 0;
   }
 
-  // --ab: alternate A and B (ABAB...), `repeat` runs each; A's value stays applied after.
+  // --ab: a warm-up run of A, then `repeat` rounds in the order AB BA AB ... so that
+  // each side runs first equally often; A's value stays applied after.
   Net& net = dev.net();
   const Sysctl* s = sysctl_find(cmd.ab->setting);
   if (!s) {
@@ -165,37 +164,73 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
       return 1;
     }
   }
+  const AbSchedule sched = ab_schedule(cmd.repeat);
+  if (!cmd.json)
+    std::fprintf(out, "A/B order (%s): warm-up A, then %s\n", ab_order_name(sched.order),
+                 ab_schedule_text(sched).c_str());
+  std::vector<AbRecord> records;
   std::vector<double> pa, pb;
-  for (unsigned i = 0; i < cmd.repeat; ++i) {
-    for (int side = 0; side < 2; ++side) {
-      const std::string& val = side == 0 ? cmd.ab->a : cmd.ab->b;
-      s->set(net, val);
-      PktgenResult r = run_once(cmd, dev, pool);
-      if (!r.error.empty()) {
-        if (err) *err = r.error;
-        return 1;
-      }
-      (side == 0 ? pa : pb).push_back(r.pps());
-      std::string label = side == 0 ? "A" : "B";
-      if (!cmd.json)
-        std::fprintf(out, "run %u %s (%s=%s): %.0fpps %.0fMb/sec errors: %llu\n", i + 1, label.c_str(),
-                     cmd.ab->setting.c_str(), val.c_str(), r.pps(), r.mbps(), static_cast<unsigned long long>(r.errors()));
-      res.run_labels.push_back(label);
-      res.runs.push_back(std::move(r));
+  nlohmann::json warmup, schedule = nlohmann::json::array();
+  for (const AbRun& run : sched.runs) {
+    const bool is_a = run.side == AbSide::kA;
+    const std::string& val = is_a ? cmd.ab->a : cmd.ab->b;
+    const char* label = ab_side_name(run.side);
+    s->set(net, val);
+    PktgenResult r = run_once(cmd, dev, pool);
+    if (!r.error.empty()) {
+      if (err) *err = r.error;
+      return 1;
     }
+    records.push_back({run.side, run.first, r.pps(), run.warmup});
+    if (!cmd.json) {
+      if (run.warmup)
+        std::fprintf(out, "warm-up %s (%s=%s): %.0fpps %.0fMb/sec errors: %llu (not counted)\n", label,
+                     cmd.ab->setting.c_str(), val.c_str(), r.pps(), r.mbps(), static_cast<unsigned long long>(r.errors()));
+      else
+        std::fprintf(out, "run %u %s %s (%s=%s): %.0fpps %.0fMb/sec errors: %llu\n", run.round, label,
+                     run.first ? "first" : "second", cmd.ab->setting.c_str(), val.c_str(), r.pps(), r.mbps(),
+                     static_cast<unsigned long long>(r.errors()));
+    }
+    if (run.warmup) {
+      warmup = {{"side", label}, {"pps", r.pps()}};
+      continue;
+    }
+    schedule.push_back({{"round", run.round}, {"side", label}, {"slot", run.first ? "first" : "second"}, {"pps", r.pps()}});
+    (is_a ? pa : pb).push_back(r.pps());
+    res.run_labels.push_back(label);
+    res.runs.push_back(std::move(r));
   }
   s->set(net, cmd.ab->a);  // A's value stays applied, as before
-  double ma = median(pa), mb = median(pb);
-  double ratio = mb > 0 ? ma / mb : 0;
+  res.ab = ab_analyze(records);
+  const AbAnalysis& an = res.ab;
   if (cmd.json) {
+    auto side = [](const std::string& value, const AbSideStats& st, const std::vector<double>& runs) {
+      return nlohmann::json{{"value", value},   {"median_pps", st.median}, {"min_pps", st.min},
+                            {"max_pps", st.max}, {"spread", st.spread},    {"level_pps", st.level},
+                            {"runs", runs}};
+    };
     nlohmann::json j = {{"setting", cmd.ab->setting},
-                        {"a", {{"value", cmd.ab->a}, {"median_pps", ma}, {"runs", pa}}},
-                        {"b", {{"value", cmd.ab->b}, {"median_pps", mb}, {"runs", pb}}},
-                        {"ratio_a_over_b", ratio}};
+                        {"a", side(cmd.ab->a, an.a, pa)},
+                        {"b", side(cmd.ab->b, an.b, pb)},
+                        {"ratio_a_over_b", an.effect},
+                        {"effect", an.effect},
+                        {"effect_ci_low", an.effect_ci.low},
+                        {"effect_ci_high", an.effect_ci.high},
+                        {"position_bias", an.position_bias},
+                        {"position_ci_low", an.position_ci.low},
+                        {"position_ci_high", an.position_ci.high},
+                        {"few_runs", an.few_runs},
+                        {"bootstrap", {{"resamples", an.resamples}, {"seed", an.seed}}},
+                        {"order", ab_order_name(sched.order)},
+                        {"sequence", ab_schedule_text(sched)},
+                        {"warmup", warmup},
+                        {"schedule", schedule}};
+    if (sched.order == AbOrder::kRandom) j["seed"] = sched.seed;
     std::fprintf(out, "%s\n", json_text(j).c_str());
   } else {
-    std::fprintf(out, "A/B %s: A=%s median %.0fpps, B=%s median %.0fpps, ratio A/B %.3f\n", cmd.ab->setting.c_str(),
-                 cmd.ab->a.c_str(), ma, cmd.ab->b.c_str(), mb, ratio);
+    std::fprintf(out, "A/B %s: A=%s median %.0fpps, B=%s median %.0fpps, ratio A/B %.3f (slot-balanced)\n",
+                 cmd.ab->setting.c_str(), cmd.ab->a.c_str(), an.a.median, cmd.ab->b.c_str(), an.b.median, an.effect);
+    std::fprintf(out, "%s\n", ab_summary(an).c_str());
   }
   return 0;
 }

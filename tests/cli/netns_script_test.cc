@@ -62,6 +62,7 @@ TEST(NetnsScript, BadLines) {
       {"ip netns exec nosuch ip link show", "Cannot open network namespace \"nosuch\": No such file or directory (at \"nosuch\")"},
       {"ip -n nosuch link show", "Cannot open network namespace \"nosuch\""},
       {"ip netns add a/b", "Invalid netns name \"a/b\" (at \"a/b\")"},
+      {"ip netns add ..", "Invalid netns name \"..\""},
       {"ip netns exec blue send dev foo count 1", "ip netns exec runs ip, tc, nft, pktgen, capture, tcpdump or sysctl lines"},
       {"ip netns frob", "Command \"frob\" is unknown"},
       {"ip netns add blue", "File exists"},
@@ -69,12 +70,17 @@ TEST(NetnsScript, BadLines) {
       {"ip link set dev foo netns nosuch", "Cannot open network namespace \"nosuch\""},
       {"ip netns exec blue ip link frob", "(at \"frob\")"},
   };
+  const std::string too_long = "ip netns add " + std::string(256, 'n');  // NAME_MAX is 255
   for (const Case& c : cases) {
     auto r = run_pp(std::string("ip netns add blue\nip link add dev foo type dummy\n") + c.line + "\n");
     EXPECT_EQ(r.rc, 1) << c.line;
     EXPECT_NE(r.err.find(":3: "), std::string::npos) << c.line << ": " << r.err;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.line << ": " << r.err;
   }
+  auto r = run_pp(too_long + "\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("Invalid netns name"), std::string::npos) << r.err;
+  EXPECT_EQ(run_pp("ip netns add " + std::string(255, 'n') + "\n").rc, 0);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST(SysctlScript, BadKeysAndValuesNameTheWord) {
     const char* line;
     const char* expect;
   } cases[] = {
-      {"sysctl -w net.core.nosuch=1", "cannot stat /proc/sys/net.core.nosuch: No such file or directory (at \"net.core.nosuch=1\")"},
+      {"sysctl -w net.core.nosuch=1", "cannot stat /proc/sys/net/core/nosuch: No such file or directory (at \"net.core.nosuch=1\")"},
       {"sysctl -w net.core.dev_weight=0", "expected a number 1..2147483647, not '0' (at \"net.core.dev_weight=0\")"},
       {"sysctl -w net.core.bpf_jit_enable=2", "(at \"net.core.bpf_jit_enable=2\")"},
       {"sysctl -w net.core.default_qdisc=nosuch", "unknown or unusable qdisc kind 'nosuch'"},
@@ -38,6 +38,9 @@ TEST(SysctlScript, BadKeysAndValuesNameTheWord) {
       {"sysctl net.core.dev_weight=3", "setting a key needs -w (at \"net.core.dev_weight=3\")"},
       {"sysctl -w net.core.dev_weight", "-w needs KEY=VALUE"},
       {"sysctl -x", "unknown option"},
+      {"sysctl -w net.core.dev_weight=0x", "not '0x'"},
+      {"sysctl -w net.core.dev_weight=-1", "not '-1'"},
+      {"sysctl -w net.core.dev_weight=99999999999999999999", "not '99999999999999999999'"},
       {"sysctl", "expected a key, or -a"},
   };
   for (const Case& c : cases) {
@@ -47,6 +50,14 @@ TEST(SysctlScript, BadKeysAndValuesNameTheWord) {
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.line << ": " << r.err;
     EXPECT_EQ(r.out, "") << c.line;
   }
+}
+
+// Numbers in base 0, as proc_dointvec reads them: hex and octal too.
+TEST(SysctlScript, NumbersInHexAndOctal) {
+  auto r = run_pp("sysctl -w net.core.dev_weight=0x10\nsysctl -n net.core.dev_weight\n"
+                  "sysctl -w net.core.dev_weight=010\nsysctl -n net.core.dev_weight\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "net.core.dev_weight = 0x10\n16\nnet.core.dev_weight = 010\n8\n") << r.out;
 }
 
 // net.core.default_qdisc decides what a queueing device gets on its first up.

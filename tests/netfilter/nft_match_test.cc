@@ -165,7 +165,7 @@ TEST_F(NftMatchTest, FirstVerdictWinsCountersAndPolicy) {
   // Neither: the policy (drop).
   EXPECT_EQ(nf_hook_egress(foo, test::make_packet(cpu, Pkt{.saddr = 0x0b000001}), cpu), NfVerdict::DROP);
   EXPECT_EQ(nf_drops(), 3u);
-  const std::string l = rs.list();
+  const std::string l = rs.list(true);
   EXPECT_NE(l.find("meta mark 0x00000001 counter packets 3 bytes " + std::to_string(3 * len) + " accept"),
             std::string::npos) << l;
   EXPECT_NE(l.find("\t\tcounter packets 3 bytes " + std::to_string(3 * len) + " # handle"), std::string::npos) << l;
@@ -201,7 +201,7 @@ TEST_F(NftMatchTest, InsertPrependsAndDeleteByHandle) {
   // Replace the accept rule (handle h) by a drop rule in place; it gets a new handle.
   ASSERT_EQ(run({"replace", "rule", "netdev", "t", "c", "handle", std::to_string(h), "udp", "dport", "2000", "drop"}), 0);
   EXPECT_EQ(nf_hook_egress(foo, test::make_packet(cpu, Pkt{}), cpu), NfVerdict::DROP);
-  EXPECT_NE(rs.list().find("udp dport 2000 drop # handle " + std::to_string(h + 2)), std::string::npos) << rs.list();
+  EXPECT_NE(rs.list(true).find("udp dport 2000 drop # handle " + std::to_string(h + 2)), std::string::npos) << rs.list(true);
   EXPECT_EQ(test::nft(rs, devs, {"replace", "rule", "netdev", "t", "c", "handle", std::to_string(h), "drop"}).err,
             "nft: rule handle " + std::to_string(h) + " does not exist in chain 'c'\n");
 }

@@ -35,7 +35,7 @@ class NftRulesetTest : public ::testing::Test {
 
 TEST_F(NftRulesetTest, ListRulesetText) {
   build();
-  auto r = run({"nft", "list", "ruleset"});
+  auto r = run({"nft", "-a", "list", "ruleset"});
   ASSERT_EQ(r.rc, 0);
   EXPECT_EQ(r.out,
             "table netdev filt { # handle 1\n"
@@ -51,7 +51,11 @@ TEST_F(NftRulesetTest, ListRulesetText) {
             "\t}\n"
             "}\n");
   ok({"nft", "add", "table", "netdev", "second"});
-  EXPECT_NE(run({"nft", "list", "ruleset"}).out.find("}\ntable netdev second { # handle 2\n}\n"), std::string::npos);
+  EXPECT_NE(run({"nft", "-a", "list", "ruleset"}).out.find("}\ntable netdev second { # handle 2\n}\n"), std::string::npos);
+  // Without -a, nft prints no handles.
+  const std::string plain = run({"nft", "list", "ruleset"}).out;
+  EXPECT_EQ(plain.find("# handle"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("table netdev filt {\n\tchain out {\n"), std::string::npos) << plain;
 }
 
 TEST_F(NftRulesetTest, ListRulesetJson) {
@@ -173,7 +177,7 @@ TEST_F(NftRulesetTest, RegularChainIsListedWithoutHook) {
   ok({"nft", "add", "table", "netdev", "t"});
   ok({"nft", "add", "chain", "netdev", "t", "plain"});
   ok({"nft", "add", "rule", "netdev", "t", "plain", "counter", "drop"});
-  EXPECT_EQ(run({"nft", "list", "ruleset"}).out,
+  EXPECT_EQ(run({"nft", "-a", "list", "ruleset"}).out,
             "table netdev t { # handle 1\n\tchain plain { # handle 1\n"
             "\t\tcounter packets 0 bytes 0 drop # handle 2\n\t}\n}\n");
   EXPECT_EQ(foo.egress.load(), nullptr);

@@ -153,6 +153,18 @@ TEST_F(ClsRunnerTest, MatchallPoliceShowWithStats) {
   EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 10u);
 }
 
+// The bare control action of tc-police(8) and LARTC (`police ... drop`) is the exceed
+// action, as `conform-exceed drop` is.
+TEST_F(ClsRunnerTest, PoliceBareControlActionIsTheExceedAction) {
+  setup();
+  run("tc filter add dev foo egress matchall action police rate 800bit burst 600 drop");
+  run("send dev foo count 20");
+  run("tc -s filter show dev foo egress");
+  const std::string out = output();
+  EXPECT_NE(out.find("rate 800bit burst 600b mtu 2Kb action drop overhead 0b"), std::string::npos) << out;
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 10u);
+}
+
 TEST_F(ClsRunnerTest, FlowerShowAsIproute2) {
   setup();
   run("tc filter add dev foo egress protocol ip pref 2 flower ip_proto tcp dst_ip 10.0.0.0/8 dst_port 80-90 "

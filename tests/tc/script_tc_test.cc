@@ -68,9 +68,21 @@ TEST(TcScript, MalformedLinesNameTheWord) {
       {"tc qdisc add dev t0 root netem limit lots", "lots", "bad limit"},
       {"tc qdisc add dev t0 root netem loss 1% 2% loss 3%", "loss", "duplicate loss"},
       {"tc qdisc add dev t0 root netem loss fuzzy 3%", "fuzzy", "unknown loss model"},
+      // Percentages and correlations outside 0..100% as tc refuses them.
+      {"tc qdisc add dev t0 root netem loss 200%", "200%", "Illegal \"loss percent\""},
+      {"tc qdisc add dev t0 root netem loss 50% 120%", "120%", "Illegal \"loss correlation\""},
+      {"tc qdisc add dev t0 root netem loss random -1%", "-1%", "Illegal \"loss percent\""},
+      {"tc qdisc add dev t0 root netem loss nan", "nan", "unknown loss model"},
+      {"tc qdisc add dev t0 root netem delay 10ms 5ms 150%", "150%", "Illegal \"delay correlation\""},
+      {"tc qdisc add dev t0 root netem duplicate 101%", "101%", "Illegal \"duplicate\""},
+      {"tc qdisc add dev t0 root netem corrupt 101%", "101%", "Illegal \"corrupt\""},
+      {"tc qdisc add dev t0 root netem reorder 50% 200%", "200%", "Illegal \"reorder correlation\""},
+      {"tc qdisc add dev t0 root netem loss state 150%", "150%", "Illegal \"loss p13\""},
+      {"tc qdisc add dev t0 root netem loss gemodel 150%", "150%", "Illegal \"loss gemodel p\""},
+      {"tc qdisc add dev t0 root netem delay 10000000000s", "10000000000s", "0 to 9223372036s"},
       {"tc qdisc add dev t0 root netem loss state", "state", "needs p13"},
-      {"tc qdisc add dev t0 root netem loss random many", "many", "bad loss"},
-      {"tc qdisc add dev t0 root netem duplicate x", "x", "bad duplicate"},
+      {"tc qdisc add dev t0 root netem loss random many", "many", "Illegal \"loss percent\""},
+      {"tc qdisc add dev t0 root netem duplicate x", "x", "Illegal \"duplicate\""},
       {"tc qdisc add dev t0 root netem reorder 10%", "reorder", "without specifying some delay"},
       {"tc qdisc add dev t0 root netem delay 10ms gap 5", "gap", "gap specified without reorder"},
       {"tc qdisc add dev t0 root netem distribution normal", "normal", "no latency and jitter"},
@@ -119,6 +131,8 @@ TEST(TcScript, GoodLinesParse) {
       "priority 1:2 mark 7 pipe action mirred egress mirror dev bar action gact drop",
       "tc filter del dev foo egress pref 3",
       "tc filter del dev foo ingress",
+      "tc qdisc add dev foo root netem delay 4295s",  // 64-bit latency, as tc takes it
+      "tc qdisc add dev foo root netem delay 100 loss 100% 0% duplicate 0 corrupt 100%",
       "tc -s filter show dev foo egress",
       "tc -s -j filter show dev foo ingress",
       "nft add table netdev t",
@@ -269,7 +283,7 @@ TEST_F(RunnerTest, NftChainOfDeletedDeviceIsReleased) {
   EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 5u);
   run("nft list ruleset");
   const std::string out = output();
-  EXPECT_TRUE(out.ends_with("\ntable netdev t { # handle 1\n}\n")) << out;
+  EXPECT_TRUE(out.ends_with("\ntable netdev t {\n}\n")) << out;
   EXPECT_EQ(out.find("chain c"), std::string::npos) << out;
   // The chain can be added again and filters the new device.
   run("nft add chain netdev t c '{ type filter hook egress device foo priority 0; policy drop; }'");

@@ -85,13 +85,27 @@ TEST_F(PktgenSessionTest, AbAlternatesAndReportsRatio) {
   std::string out(buf, len);
   free(buf);
   ASSERT_EQ(rc, 0) << err;
-  EXPECT_EQ(res.run_labels, (std::vector<std::string>{"A", "B", "A", "B"}));
+  // A warm-up run of A (not counted), then AB BA: each side first once.
+  EXPECT_EQ(res.run_labels, (std::vector<std::string>{"A", "B", "B", "A"}));
   auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["setting"], "defer_free");
   EXPECT_EQ(j["a"]["value"], "on");
   EXPECT_EQ(j["b"]["value"], "off");
   EXPECT_EQ(j["a"]["runs"].size(), 2u);
   EXPECT_GT(j["ratio_a_over_b"].get<double>(), 0);
+  EXPECT_EQ(j["order"], "abba");
+  EXPECT_EQ(j["sequence"], "AB BA");
+  EXPECT_EQ(j["warmup"]["side"], "A");
+  EXPECT_EQ(j["schedule"].size(), 4u);
+  EXPECT_EQ(j["schedule"][2]["side"], "B");
+  EXPECT_EQ(j["schedule"][2]["slot"], "first");
+  for (const char* k : {"effect", "effect_ci_low", "effect_ci_high", "position_bias", "position_ci_low",
+                        "position_ci_high", "few_runs"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"median_pps", "min_pps", "max_pps", "spread", "level_pps"})
+    EXPECT_TRUE(j["a"].contains(k)) << k;
+  EXPECT_LE(j["effect_ci_low"].get<double>(), j["ratio_a_over_b"].get<double>());
+  EXPECT_GE(j["effect_ci_high"].get<double>(), j["ratio_a_over_b"].get<double>());
 }
 
 TEST_F(PktgenSessionTest, AbBypassLeavesAApplied) {

@@ -135,7 +135,7 @@ Status parse_hashkey(Lexer& lx, ktc::U32Spec& s) {
     char* end = nullptr;
     const long off = std::strtol(v->c_str(), &end, 0);
     if (v->empty() || *end != '\0' || off % 4 != 0 || off < -0x8000 || off > 0x7fff)
-      return unexpected("u32: Illegal \"hashkey\" offset \"" + *v + "\" (a multiple of 4)", *v);
+      return unexpected("u32: Illegal \"hashkey\" offset \"" + *v + "\" (a multiple of 4 from -32768 to 32764)", *v);
     s.hoff = static_cast<int32_t>(off);
     any = true;
   }

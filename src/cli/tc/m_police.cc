@@ -1,5 +1,5 @@
 // police (iproute2's tc/m_police.c): `action police rate R burst B [mtu M] [peakrate P]
-// [conform-exceed EXCEED[/CONFORM]]`, EXCEED and CONFORM gact's verdict words.
+// [conform-exceed EXCEED[/CONFORM] | EXCEED]`, EXCEED and CONFORM gact's verdict words.
 #include "cli/tc/tc_util.h"
 #include "sched/act_police.h"
 
@@ -44,6 +44,9 @@ Result<ActionOptions> police_parse(Lexer& lx) {
                             *v);
         o.conform = verdict;
       }
+    } else if (int verdict; action_a2n(k, verdict) && verdict != ktc::TC_ACT_STOLEN && verdict != ktc::TC_ACT_TRAP) {
+      lx.next();  // the bare control action (tc-police(8), LARTC): what exceeding packets get
+      o.exceed = verdict;
     } else if (k == "avrate" || k == "overhead" || k == "linklayer" || k == "pkts_rate" || k == "pkts_burst" ||
                k == "estimator") {
       return unexpected("police: \"" + k + "\" is not supported", k);

@@ -17,11 +17,16 @@ namespace {
 
 constexpr double kMaxPercent = 4294967295.0;  // UINT32_MAX
 
-// parse_percent: "30%" or "30" is 0.3; anything after the number but "%" is an error.
+// parse_percent: "30%" or "30" is 0.3; anything after the number but "%" is an error,
+// and so is a value outside 0..100%.
 bool parse_percent(const std::string& s, double& v) {
   char* end = nullptr;
   v = std::strtod(s.c_str(), &end) / 100.;
-  return end != s.c_str() && (*end == '\0' || std::string_view(end) == "%");
+  return end != s.c_str() && (*end == '\0' || std::string_view(end) == "%") && v >= 0. && v <= 1.;
+}
+// tc's explain1 text for a bad percentage: `Illegal "loss percent"`, with the range.
+Unexpected illegal_percent(const std::string& what, const std::string& w) {
+  return unexpected("Illegal \"" + (what == "loss" ? std::string("loss percent") : what) + "\" \"" + w + "\" (0% to 100%)", w);
 }
 uint32_t scale_percent(double v) {  // set_percent
   const double r = std::rint(v * kMaxPercent);
@@ -37,7 +42,7 @@ bool next_is_number(const Lexer& lx, bool sign = false) {
 Status percent_word(Lexer& lx, const std::string& what, uint32_t& out) {
   const std::string& w = lx.next();
   double v;
-  if (!parse_percent(w, v)) return unexpected("bad " + what + " \"" + w + "\"", w);
+  if (!parse_percent(w, v)) return illegal_percent(what, w);
   out = scale_percent(v);
   return {};
 }
@@ -48,11 +53,14 @@ Status percent_corr(Lexer& lx, const std::string& k, uint32_t& p, uint32_t* corr
   if (corr && next_is_number(lx)) return percent_word(lx, k + " correlation", *corr);
   return {};
 }
+// netem's times are 64-bit nanoseconds (TCA_NETEM_LATENCY64): tc's units, a bare number
+// in microseconds, up to 2^63 ns.
 Status time_word(Lexer& lx, const std::string& what, int64_t& out) {
   const std::string& w = lx.next();
-  auto t = get_time(w);
-  if (!t) return unexpected("bad " + what + " \"" + w + "\"", w);
-  out = static_cast<int64_t>(*t);
+  const bool bare = !w.empty() && w.find_first_not_of("0123456789.") == std::string::npos;
+  auto t = get_time64(bare ? w + "us" : w);
+  if (!t || *t < 0) return unexpected("bad " + what + " \"" + w + "\" (a time from 0 to 9223372036s)", w);
+  out = *t;
   return {};
 }
 Status s32_word(Lexer& lx, const std::string& what, int32_t& out) {
@@ -77,7 +85,7 @@ Status parse_loss(Lexer& lx, NetemOptions& o) {
     if (lx.done()) return unexpected("\"loss state\" needs p13", model);
     const std::string& w = lx.next();
     double p13;
-    if (!parse_percent(w, p13)) return unexpected("bad loss p13 \"" + w + "\"", w);
+    if (!parse_percent(w, p13)) return illegal_percent("loss p13", w);
     o.loss_model = NetemLossModel::State;
     o.p13 = scale_percent(p13);  // defaults: p31 = 1 - p13, p32 = 0, p23 = 1, p14 = 0
     o.p31 = scale_percent(1. - p13);
