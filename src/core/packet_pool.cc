@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -44,6 +46,16 @@ PacketPool::~PacketPool() {
   ::munmap(slab_, slab_bytes_);
 }
 
+PacketPool& PacketPool::large() {
+  std::call_once(large_once_, [this] {
+    large_ = std::make_unique<PacketPool>(Options{.capacity = kLargeCapacity,
+                                                  .buf_size = static_cast<uint32_t>(round_up(opts_.headroom + kLargeFrame, kCacheLine)),
+                                                  .headroom = opts_.headroom});
+    large_->set_alloc_fail_every(alloc_fail_every());
+  });
+  return *large_;
+}
+
 unsigned PacketPool::get_bulk(Packet** out, unsigned n) {
   LockGuard g(lock_);
   unsigned k = n < top_ ? n : top_;
@@ -58,7 +70,18 @@ void PacketPool::put_bulk(Packet* const* in, unsigned n) {
     std::fprintf(stderr, "pktpath: packet pool overflow (double free?)\n");
     std::abort();
   }
-  for (unsigned i = 0; i < n; ++i) stack_[top_++] = in[i];
+  // The mirror of get_bulk (out[0] is the top): in[0] goes back on top, so putting back
+  // what get_bulk gave leaves the stack as it was. Pushed in order, every round trip (a
+  // Cpu's refill, then its drain when it goes) reversed a batch, and the packet a new
+  // Cpu reuses alternated between the batch's two ends, run after run.
+  Packet** top = stack_.get() + top_;
+  for (unsigned i = 0; i < n; ++i) top[n - 1 - i] = in[i];
+  top_ += n;
+}
+
+void PacketPool::sort_free() {
+  LockGuard g(lock_);
+  std::sort(stack_.get(), stack_.get() + top_, std::greater<Packet*>());  // slot 0 on top
 }
 
 uint32_t PacketPool::available() const {

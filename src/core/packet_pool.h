@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "core/packet.h"
 #include "core/spinlock.h"
@@ -37,8 +38,12 @@ class PacketPool {
   // Take up to n free packets (kmem_cache_alloc_bulk); returns how many were taken.
   // The packets are not reset: Cpu::alloc does that.
   unsigned get_bulk(Packet** out, unsigned n);
-  // Return n packets (kmem_cache_free_bulk). Each must belong to this pool.
+  // Return n packets (kmem_cache_free_bulk). Each must belong to this pool. in[0] ends
+  // on top: put_bulk of what get_bulk gave restores the pool's order.
   void put_bulk(Packet* const* in, unsigned n);
+  // The free packets back in the constructor's order (slot 0 handed out first): the same
+  // start for every measured run. Any thread; O(n log n) in the free packets.
+  void sort_free();
 
   uint32_t capacity() const { return opts_.capacity; }
   uint32_t buf_size() const { return opts_.buf_size; }
@@ -61,6 +66,14 @@ class PacketPool {
   uint32_t index_of(const Packet* p) const {
     return static_cast<uint32_t>((reinterpret_cast<const uint8_t*>(p) - slab_) / slot_size_);
   }
+  // Buffers for frames larger than this pool's (up to 64 KiB: a capture's GRO and TSO
+  // segments, a device with MTU 65535), as the kernel takes a larger kmalloc for a large
+  // head. A companion pool of kLargeCapacity slots made on the first call (a device's
+  // open: the control path), then the same for this pool's life; its packets return to
+  // it through Packet::pool. Any thread.
+  static constexpr uint32_t kLargeFrame = 65535 + 18;  // the largest MTU plus a VLAN-tagged header
+  static constexpr uint32_t kLargeCapacity = 256;
+  PacketPool& large();
   // Fault injection: the interval a Cpu created on this pool starts with (see
   // Cpu::set_alloc_fail_every); 0 = off.
   uint32_t alloc_fail_every() const { return alloc_fail_every_.load(std::memory_order_relaxed); }
@@ -75,6 +88,8 @@ class PacketPool {
   mutable SpinLock lock_;
   uint32_t top_ = 0;  // guarded by lock_
   std::atomic<uint32_t> alloc_fail_every_{0};
+  std::once_flag large_once_;
+  std::unique_ptr<PacketPool> large_;
 };
 
 }  // namespace pktpath

@@ -48,6 +48,7 @@ struct PcapPriv final : DriverState {
   const pcap_pkthdr* held_hdr = nullptr;  // read but not yet due (valid until the next read)
   const u_char* held_data = nullptr;
   uint64_t record = 0;       // index in the file of the next record read
+  PacketPool* large = nullptr;  // buffers for frames above the Cpu pool's (MTU > ~1900)
   uint64_t loops_done = 0;
   uint64_t start_ns = 0;     // the Cpu clock when this pass's pacing began
   uint64_t first_ts = 0;     // this pass's first record's capture time (ns)
@@ -245,6 +246,17 @@ uint64_t due_ns(PcapPriv& s) {
   return 0;
 }
 
+// A packet for an n-byte frame: from the Cpu's pool, or from its large companion when
+// the device's MTU is above the pool's buffers (set up at open).
+Packet* alloc_frame(PcapPriv& s, Cpu& cpu, uint32_t n) {
+  PacketPool& pool = cpu.pool();
+  if (PP_LIKELY(n + pool.headroom() <= pool.buf_size() || !s.large)) return cpu.alloc();
+  Packet* p;
+  if (s.large->get_bulk(&p, 1) != 1) return nullptr;
+  p->reset_for_alloc(s.large->headroom(), cpu.id());
+  return p;
+}
+
 // One record into a packet of `cpu` and up the stack; oversized, runt or unallocatable
 // frames count as rx_dropped.
 void deliver(PcapPriv& s, Cpu& cpu) {
@@ -254,7 +266,7 @@ void deliver(PcapPriv& s, Cpu& cpu) {
   Packet* p = nullptr;
   if (PP_UNLIKELY(n < 14)) why = DropReason::PKT_TOO_SMALL;
   else if (PP_UNLIKELY(n > dev.mtu() + 14)) why = DropReason::PKT_TOO_BIG;
-  else if (PP_UNLIKELY(!(p = cpu.alloc()))) why = DropReason::NOMEM;
+  else if (PP_UNLIKELY(!(p = alloc_frame(s, cpu, n)))) why = DropReason::NOMEM;
   if (PP_LIKELY(p)) {
     if (uint8_t* d = p->put(n); PP_LIKELY(d != nullptr)) {
       std::memcpy(d, s.held_data, n);
@@ -262,11 +274,19 @@ void deliver(PcapPriv& s, Cpu& cpu) {
       netif_receive_skb(cpu, p);
       return;
     }
-    why = DropReason::PKT_TOO_BIG;  // larger than the pool's buffers
+    why = DropReason::PKT_TOO_BIG;  // larger than any buffer
   }
   dev.stats(cpu).rx_dropped.add();
-  if (p) cpu.free_reason(p, why);
-  else cpu.stats().drops[static_cast<unsigned>(why)].add();
+  // kfree_skb_reason has the skb: a packet carries the drop, so its trace record names
+  // the device and the frame's length.
+  if (!p && why != DropReason::NOMEM) p = cpu.alloc();
+  if (p) {
+    p->dev = &dev;
+    p->len = n;
+    cpu.free_reason(p, why);
+  } else {
+    cpu.stats().drops[static_cast<unsigned>(why)].add();
+  }
 }
 
 int pcap_poll(Napi& n, Cpu& cpu, int budget) {
@@ -436,6 +456,9 @@ int pcap_open(NetDevice& dev) {
   }
   s.loops_done = 0;
   s.last_due = 0;
+  // Frames up to the MTU replay: above the pool's buffers they take large ones.
+  PacketPool& pool = cpu->pool();
+  s.large = dev.mtu() + 18 + pool.headroom() > pool.buf_size() ? &pool.large() : nullptr;
   begin_pass(s, s.pace == Pace::kTopspeed ? 0 : cpu->clock().now_ns());
   s.rx_running = true;
   s.napi.cpu = cpu;

@@ -52,6 +52,7 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
     if (f == "-k") { c.flags |= F_UDPCSUM; continue; }
     if (f == "-v" || f == "-x") continue;  // verbose/debug: accepted, nothing to change
     if (f == "--pin") { cmd.pin = true; continue; }
+    if (f == "--no-pin") { cmd.no_pin = true; continue; }
     if (f == "--rps") { cmd.rps = true; continue; }
     if (f == "--icmp") { c.flags |= F_ICMP_ECHO; continue; }
     if (f == "--json") { cmd.json = true; continue; }

@@ -5,7 +5,7 @@
 //   pktgen -i DEV [-n COUNT] [-t THREADS] [-f FIRST_THREAD] [-s SIZE] [-m DST_MAC]
 //          [-d DST_IP[/PREFIX]] [-p PORT[-PORT]] [-k] [-b BURST] [-c CLONE] [-w DELAY_NS]
 //          [-v] [-x] [--mode start_xmit|queue_xmit|netif_receive] [--duration S]
-//          [--repeat R] [--ab 'SETTING=A|B'] [--pin] [--rps] [--json]
+//          [--repeat R] [--ab 'SETTING=A|B'] [--pin|--no-pin] [--rps] [--json]
 //
 // As the sample script: xmit_mode queue_xmit, flags QUEUE_MAP_CPU and NO_TIMESTAMP,
 // COUNT 10000000, SIZE 60, DST_IP 198.18.0.42, DST_MAC 90:e2:ba:ff:ff:ff, and a burst
@@ -33,6 +33,7 @@ struct PktgenCommand {
   unsigned threads = 1;
   int first_core = 0;
   bool pin = false;
+  bool no_pin = false;  // --no-pin: repeated and A/B runs float as single runs do
   bool rps = false;  // --rps: netif_receive on a partner thread's Cpu (see PktgenRunOptions)
   unsigned repeat = 1;
   std::optional<PktgenAb> ab;

@@ -58,9 +58,20 @@ void print_result_text(std::FILE* out, const PktgenResult& r, const std::string&
                static_cast<unsigned long long>(r.errors()));
 }
 
+// Runs that are compared (--repeat, --ab) are pinned unless told otherwise: left to the
+// scheduler, a new generator thread lands on alternate cores run after run on a 2-core
+// machine, and consecutive runs alternate between two speeds (docs/benchmarks.md).
+bool pin_runs(const PktgenCommand& cmd) {
+  if (cmd.pin) return true;
+  if (cmd.no_pin || (cmd.repeat <= 1 && !cmd.ab)) return false;
+  const unsigned cores = cmd.threads * (cmd.rps ? 2 : 1) + static_cast<unsigned>(cmd.first_core);
+  return cores <= std::thread::hardware_concurrency();
+}
+
 // One run with progress on a terminal and Ctrl-C support.
 PktgenResult run_once(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool) {
-  PktgenRunOptions ro{.threads = cmd.threads, .pin = cmd.pin, .first_core = cmd.first_core,
+  pool.sort_free();  // every run, and both sides of an A/B, start from one pool order
+  PktgenRunOptions ro{.threads = cmd.threads, .pin = pin_runs(cmd), .first_core = cmd.first_core,
                       .defer_free = dev.net().core().defer_free.load(), .rps = cmd.rps,
                       .caller_cpu = cmd.caller_cpu};
   Pktgen g(dev, pool, cmd.cfg, ro);

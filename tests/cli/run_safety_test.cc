@@ -325,3 +325,79 @@ TEST(LeafWatchdog, NetemUnderHtbLeavesThroughItsParent) {
 
 }  // namespace
 }  // namespace pktpath::cli
+
+namespace pktpath::cli {
+namespace {
+
+// A microsecond pcap of IPv4 frames of the given lengths, one per second.
+void write_sized_pcap(const std::string& path, const std::vector<uint32_t>& lens) {
+  std::string f;
+  put32(f, 0xA1B2C3D4);
+  put32(f, 2 | 4u << 16);
+  put32(f, 0);
+  put32(f, 0);
+  put32(f, 262144);
+  put32(f, 1);
+  uint32_t t = 1;
+  for (uint32_t n : lens) {
+    put32(f, t++);
+    put32(f, 0);
+    put32(f, n);
+    put32(f, n);
+    std::string b(n, '\x5a');
+    const unsigned char hdr[] = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00};
+    std::memcpy(b.data(), hdr, sizeof hdr);
+    f += b;
+  }
+  std::ofstream(path, std::ios::binary) << f;
+}
+
+// A capture's GRO/TSO segments (up to 64 KiB) replay whole when the device's MTU allows
+// them; above the MTU they are dropped, and the trace names the device and length.
+TEST(LargeFrames, ReplayUpToTheMtu) {
+  const std::string in = temp("big.pcap"), out = temp("big_out.pcap"), trace = temp("big.jsonl");
+  const std::vector<uint32_t> lens = {1000, 9000, 65549, 1514};
+  write_sized_pcap(in, lens);
+  const std::string script = temp("big.pp");
+  std::ofstream(script) << "clock virtual\nip link add dev out type pcap tx " << out
+                        << "\nip link set dev out mtu 65535\nip link set dev out up\n"
+                           "ip link add dev in type pcap rx " << in << " pace file\n"
+                           "ip link set dev in mtu 65535\n"
+                           "tc qdisc add dev in clsact\n"
+                           "tc filter add dev in ingress matchall action mirred egress redirect dev out\n"
+                           "ip link set dev in up\nip link set dev in down\nip link set dev in mtu 1500\n"
+                           "ip link set dev in up\n";
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = run_main({"run", "--trace", trace, script});
+  ::testing::internal::GetCapturedStdout();
+  const std::string e = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rc, 0) << e;
+  // First pass (MTU 65535): all four; second (MTU 1500): 1000 and 1514 only.
+  const std::string s = slurp(out);
+  std::vector<uint32_t> got;
+  for (size_t off = 24; off + 16 <= s.size();) {
+    uint32_t h[4];
+    std::memcpy(h, s.data() + off, 16);
+    got.push_back(h[2]);
+    off += 16 + h[2];
+  }
+  EXPECT_EQ(got, (std::vector<uint32_t>{1000, 9000, 65549, 1514, 1000, 1514}));
+  std::ifstream tin(trace);
+  std::vector<nlohmann::json> drops;
+  for (std::string line; std::getline(tin, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.value("verdict", "") == "dropped") drops.push_back(j);
+  }
+  ASSERT_EQ(drops.size(), 2u);
+  for (const auto& d : drops) {
+    EXPECT_EQ(d["dev"], "in");
+    EXPECT_EQ(d["reason"], "PKT_TOO_BIG");
+  }
+  EXPECT_EQ(drops[0]["len"], 9000);
+  EXPECT_EQ(drops[1]["len"], 65549);
+  for (const auto& f : {in, out, trace, script}) std::remove(f.c_str());
+}
+
+}  // namespace
+}  // namespace pktpath::cli

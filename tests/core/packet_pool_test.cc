@@ -155,5 +155,47 @@ TEST(PacketPoolTest, PacketFromAnotherPoolGoesHome) {
   EXPECT_EQ(b.available(), 8u);
 }
 
+// get_bulk then put_bulk leaves the pool as it was: the next taker gets the same packets
+// in the same order.
+TEST(PacketPoolTest, PutBulkUndoesGetBulk) {
+  PacketPool pool(PacketPool::Options{.capacity = 64});
+  Packet* a[16];
+  Packet* b[16];
+  ASSERT_EQ(pool.get_bulk(a, 16), 16u);
+  pool.put_bulk(a, 16);
+  ASSERT_EQ(pool.get_bulk(b, 16), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(a[i], b[i]) << i;
+  pool.put_bulk(b, 16);
+}
+
+// Each pktgen run makes a Cpu on the same pool: every one must reuse the same hot packet
+// (pushed in order, the drain reversed the refill's batch and the hot packet alternated).
+TEST(PacketPoolTest, CpuLifetimesKeepThePoolOrder) {
+  PacketPool pool(PacketPool::Options{.capacity = 256});
+  Packet* first[3];
+  for (Packet*& f : first) {
+    Cpu cpu(pool);
+    f = cpu.alloc();
+    ASSERT_NE(f, nullptr);
+    cpu.free(f);
+  }
+  EXPECT_EQ(first[0], first[1]);
+  EXPECT_EQ(first[1], first[2]);
+}
+
+// sort_free puts the free packets back in the constructor's order, whatever came before.
+TEST(PacketPoolTest, SortFreeRestoresTheFirstOrder) {
+  PacketPool pool(PacketPool::Options{.capacity = 64});
+  Packet* a[64];
+  ASSERT_EQ(pool.get_bulk(a, 64), 64u);
+  for (int i = 0; i < 64; i += 2) pool.put_bulk(&a[i], 1);
+  for (int i = 1; i < 64; i += 2) pool.put_bulk(&a[i], 1);
+  pool.sort_free();
+  Packet* b[64];
+  ASSERT_EQ(pool.get_bulk(b, 64), 64u);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(b[i], pool.slot_at(uint64_t(i) * pool.slot_size())) << i;
+  pool.put_bulk(b, 64);
+}
+
 }  // namespace
 }  // namespace pktpath
