@@ -38,6 +38,9 @@ set_target_properties(pktpath_bpf_shared PROPERTIES
   VERSION ${PKTPATH_BPF_VERSION_MAJOR}.${PKTPATH_BPF_VERSION_MINOR}.0
   SOVERSION ${PKTPATH_BPF_VERSION_MAJOR} EXPORT_NAME bpf LINK_DEPENDS ${bpf_map})
 set_target_properties(pktpath_bpf_static PROPERTIES EXPORT_NAME bpf_static)
+# The archive's objects are C++: a C program (project(app C)) links with the C driver,
+# which adds neither the C++ runtime nor libm, so they are part of its link interface.
+target_link_libraries(pktpath_bpf_static INTERFACE stdc++ m)
 target_link_options(pktpath_bpf_shared PRIVATE -Wl,--version-script=${bpf_map})
 if(NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize")  # sanitizer runtimes resolve at program load
   target_link_options(pktpath_bpf_shared PRIVATE -Wl,--no-undefined)

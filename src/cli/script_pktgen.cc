@@ -1,5 +1,8 @@
 // The `pktgen` script line: runs the generator on a device of this script's instance.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "cli/command.h"
@@ -83,14 +86,42 @@ bool ScriptRunner::command_line(const CommandLine& c, ScriptError& err) {
   const bool takes_json = (args[0] == "bpf" && args[1] == "bench") || args[0] == "bench";
   if (json_ && takes_json && std::find(args.begin(), args.end(), "--json") == args.end()) args.push_back("--json");
   std::fflush(out_);
+  // The command's own messages are kept aside: on failure they become the line's one
+  // `FILE:LINE: message (at "WORD")`; on success (notes) they pass through.
+  std::fflush(stderr);
+  std::FILE* held = std::tmpfile();
+  const int saved = held ? ::dup(STDERR_FILENO) : -1;
+  if (saved >= 0) ::dup2(::fileno(held), STDERR_FILENO);
   int rc = run_main(args);
   std::fflush(stdout);
-  if (rc != 0) {
-    err.word = args[0] + " " + args[1];
-    err.msg = "command failed (exit " + std::to_string(rc) + ")";
-    return false;
+  std::string msgs;
+  if (saved >= 0) {
+    std::fflush(stderr);
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    std::rewind(held);
+    char buf[4096];
+    for (size_t n; msgs.size() < (1u << 16) && (n = std::fread(buf, 1, sizeof buf, held)) > 0;) msgs.append(buf, n);
   }
-  return true;
+  if (held) std::fclose(held);
+  if (rc == 0) {
+    std::fwrite(msgs.data(), 1, msgs.size(), stderr);
+    return true;
+  }
+  // "pktpath bpf check: rejected: why\n..." -> "bpf check: rejected: why; ..."
+  std::string folded;
+  for (size_t at = 0; at < msgs.size();) {
+    size_t nl = msgs.find('\n', at);
+    if (nl == std::string::npos) nl = msgs.size();
+    std::string line = msgs.substr(at, nl - at);
+    at = nl + 1;
+    if (line.rfind("pktpath: ", 0) == 0) line.erase(0, 9);
+    else if (line.rfind("pktpath ", 0) == 0) line.erase(0, 8);
+    if (!line.empty()) folded += (folded.empty() ? "" : "; ") + line;
+  }
+  err.word = args[0] + " " + args[1];
+  err.msg = folded.empty() ? "command failed (exit " + std::to_string(rc) + ")" : folded;
+  return false;
 }
 
 }  // namespace pktpath::cli

@@ -1,5 +1,7 @@
 #include "core/cpu.h"
 
+#include <cstddef>
+
 #include "core/dev_rx.h"
 
 #include <pthread.h>
@@ -31,11 +33,19 @@ Registry& registry() {
 
 Cpu::Cpu(PacketPool& pool, Options opts)
     : pool_(pool),
-      opts_(opts),
       headroom_(pool.headroom()),
       fail_every_(pool.alloc_fail_every()),
+      opts_(opts),
       clock_(opts.clock ? opts.clock : &MonotonicClock::instance()),
       trace_(opts.trace) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"  // Cpu is not standard-layout; the offsets are fixed
+  static_assert(offsetof(Cpu, fail_count_) + sizeof(uint32_t) <= kCacheLine &&
+                    offsetof(Cpu, opts_) + offsetof(Options, cache_size) + sizeof(uint32_t) <= kCacheLine,
+                "the fields alloc() and free() touch stay in the Cpu's first cache line");
+  static_assert(offsetof(Cpu, headroom_) / 8 != offsetof(Cpu, cache_count_) / 8,
+                "headroom_ shares no 8-byte word with cache_count_ (a wide load over both stalls)");
+#pragma GCC diagnostic pop
   if (opts_.cache_size == 0 || opts_.cache_batch == 0 || opts_.cache_batch > opts_.cache_size)
     throw std::invalid_argument("cpu: need 0 < cache_batch <= cache_size");
   cache_ = std::make_unique<Packet*[]>(opts_.cache_size);

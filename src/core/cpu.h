@@ -331,14 +331,19 @@ class alignas(kCacheLine) Cpu {
   static int process_backlog(Napi& n, Cpu& cpu, int quota);
   void splice_remote_polls();
 
+  // What alloc() and free() touch per packet lies in the Cpu's first cache line, and
+  // headroom_ shares no 8-byte word with cache_count_ (both asserted in Cpu::Cpu): alloc
+  // stores the count, then reads the headroom, and GCC reads it as the upper half of an
+  // 8-byte load over both, which the store just before cannot forward to (a
+  // store-forwarding stall: single alloc+free took 3x as long).
   PacketPool& pool_;
-  Options opts_;
+  std::unique_ptr<Packet*[]> cache_;
+  uint32_t cache_count_ = 0;
   uint16_t id_ = kNoCpu;
   uint32_t headroom_;
-  uint32_t cache_count_ = 0;
   uint32_t fail_every_ = 0;  // set_alloc_fail_every
   uint32_t fail_count_ = 0;
-  std::unique_ptr<Packet*[]> cache_;
+  Options opts_;
   CpuWork* work_head_ = nullptr;
   CpuWork* work_tail_ = nullptr;
   // Armed timers sorted by expiry, under timer_lock_ (read unlocked only as a hint).

@@ -171,6 +171,14 @@ struct Packet {
 
 static_assert(offsetof(Packet, head) == Packet::kClearedBytes,
               "the cleared block must end where the geometry starts");
+// Cpu::alloc clears one constant line, then stores data_off, tail_off, alloc_cpu and users
+// in the second; Cpu::free reads users, alloc_cpu and pool from that same line.
+static_assert(Packet::kClearedBytes == kCacheLine, "the cleared block is one cache line");
+static_assert(offsetof(Packet, next) == 0 && offsetof(Packet, tstamp_ns) + sizeof(uint64_t) == Packet::kClearedBytes,
+              "the cleared block is next..tstamp_ns, no padding");
+static_assert(offsetof(Packet, data_off) / kCacheLine == 1 && offsetof(Packet, users) / kCacheLine == 1 &&
+                  (offsetof(Packet, pool) + sizeof(PacketPool*) - 1) / kCacheLine == 1,
+              "alloc's other stores and free's loads share the second line");
 
 // Singly-linked batch of packets, the sk_buff_head/list form used for bulk work.
 struct PacketList {

@@ -201,6 +201,18 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
   return {};
 }
 
+namespace {
+// Whether a filter of the qdisc's own block names `classid` (tcf_bind_filter's count).
+bool class_bound(Qdisc& q, uint32_t classid) {
+  tc::FilterBlock* b = q.filter_block();
+  const tc::Miniq* mq = b ? b->head.load(std::memory_order_acquire) : nullptr;
+  if (!mq) return false;
+  for (const tc::TcFilter* f : mq->filters)
+    if (f->spec_base().classid_set && f->spec_base().classid == classid) return true;
+  return false;
+}
+}  // namespace
+
 // mirrors tc_ctl_tclass
 Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& req, std::string* warn) {
   const uint32_t maj = req.classid & 0xffff0000u;
@@ -217,6 +229,9 @@ Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& r
   const bool exists = q->class_find(req.classid);
   if (req.op == ClassOp::Del) {
     if (!exists) return unexpected("Cannot find specified class " + tc_handle_str(req.classid));
+    if (class_bound(*q, req.classid))  // qdisc_class_in_use: a filter's classid names it
+      return unexpected(std::string(q->kind() == std::string_view("htb") ? "HTB class" : "Class") + " in use (a filter's classid is " +
+                        tc_handle_str(req.classid) + ")");
     if (!q->class_delete(dev, table.control_cpu(), req.classid, err)) return unexpected(err);
     return {};
   }

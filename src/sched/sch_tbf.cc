@@ -96,16 +96,22 @@ class TbfQdisc final : public Qdisc {
               o->burst;
       if (limit > UINT32_MAX) limit = UINT32_MAX;
     }
-    FifoOptions fo;
-    fo.limit = static_cast<uint32_t>(limit);
-    fo.limit_set = true;
-    auto created = qdisc_create(dev, "bfifo", fo);
-    if (!created) {
-      err = created.error().msg;
-      return false;
+    // The inner qdisc: a bfifo of `limit` bytes, unless one was grafted (then it stays,
+    // as tbf_change keeps any child but its own default fifo).
+    const bool keep = child_ && !own_fifo_;
+    std::unique_ptr<Qdisc> child;
+    if (!keep) {
+      FifoOptions fo;
+      fo.limit = static_cast<uint32_t>(limit);
+      fo.limit_set = true;
+      auto created = qdisc_create(dev, "bfifo", fo);
+      if (!created) {
+        err = created.error().msg;
+        return false;
+      }
+      child = std::move(*created);
     }
-    std::unique_ptr<Qdisc> child = std::move(*created);
-    if (child_ && child_->qlen() != 0) {
+    if (!keep && child_ && child_->qlen() != 0) {
       err = "tbf: change while packets are queued is not supported";
       return false;
     }
@@ -113,9 +119,12 @@ class TbfQdisc final : public Qdisc {
     opts_.limit = static_cast<uint32_t>(limit);
     opts_.limit_set = true;
     opts_.latency_set = false;
-    child_ = std::move(child);
-    child_->set_parent(handle() | 1u);
-    child_->set_parent_qdisc(this);
+    if (!keep) {
+      child_ = std::move(child);
+      own_fifo_ = true;
+      child_->set_parent(handle() | 1u);
+      child_->set_parent_qdisc(this);
+    }
     rate_ = o->rate_bytes_ps;
     max_size_ = o->burst;
     buffer_ns_ = len_to_ns(o->burst);
@@ -126,10 +135,27 @@ class TbfQdisc final : public Qdisc {
 
   Qdisc* child(uint32_t minor) const override { return minor == 1 ? child_.get() : nullptr; }
   unsigned num_children() const override { return 1; }
-  std::unique_ptr<Qdisc> graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>,
+  // mirrors tbf_graft: class 1 takes any qdisc; the old one leaves with its packets.
+  std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
                                std::string& err) override {
-    err = "tbf: grafting a child is not supported";
-    return nullptr;
+    if (minor != 1) {
+      err = "tbf has no class :" + std::to_string(minor);
+      return nullptr;
+    }
+    q->set_dev_queue(&dev, &dev.txq(0));
+    q->set_parent(handle() | 1u);
+    q->set_parent_qdisc(this);
+    std::unique_ptr<Qdisc> old = std::move(child_);
+    if (old) {
+      const QdiscStats os = old->stats();
+      QdiscStatsBlock& s = base_stats();
+      s.qlen.add(-os.qlen);
+      s.backlog.add(-os.backlog);
+      old->set_parent_qdisc(nullptr);
+    }
+    child_ = std::move(q);
+    own_fifo_ = false;
+    return old;
   }
 
   // mirrors tbf_dump
@@ -141,6 +167,7 @@ class TbfQdisc final : public Qdisc {
   }
   TbfOptions opts_;
   std::unique_ptr<Qdisc> child_;
+  bool own_fifo_ = false;  // child_ is the bfifo init made (a change remakes it)
   uint64_t rate_ = 1;
   uint32_t max_size_ = 0;
   int64_t buffer_ns_ = 0;

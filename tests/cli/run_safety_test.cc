@@ -401,3 +401,75 @@ TEST(LargeFrames, ReplayUpToTheMtu) {
 
 }  // namespace
 }  // namespace pktpath::cli
+
+namespace pktpath::cli {
+namespace {
+
+// A failing `bpf` line is one `FILE:LINE: message (at "WORD")`, the command's reason in it.
+TEST(CommandLines, FailureIsOneLineWithTheReason) {
+  auto r = run_pp("ip link add dev d0 type dummy\nbpf check --bytecode '1,6 0 0'\n");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.find("command failed"), std::string::npos) << r.err;
+  const size_t at = r.err.find(":2: bpf ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // one line
+  EXPECT_NE(r.err.find("(at \"bpf check\")"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pktpath::cli
+
+namespace pktpath::cli {
+namespace {
+
+// An htb class a filter's classid (flowid) names cannot be deleted (htb_delete: "HTB
+// class in use"); once the filter is gone it can.
+TEST(ClassInUse, HtbClassNamedByAFilterStays) {
+  for (const std::string filter : {"u32 match ip dst 10.0.0.1/32 flowid 1:10", "matchall classid 1:10"}) {
+    SCOPED_TRACE(filter);
+    const std::string setup =
+        "ip link add dev d0 type dummy\n"
+        "tc qdisc add dev d0 root handle 1: htb default 20\n"
+        "tc class add dev d0 parent 1: classid 1:10 htb rate 1mbit\n"
+        "tc class add dev d0 parent 1: classid 1:20 htb rate 1mbit\n"
+        "tc filter add dev d0 parent 1: protocol ip pref 1 " + filter + "\n";
+    auto r = run_pp(setup + "tc class del dev d0 classid 1:10\n");
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find(":6: HTB class in use"), std::string::npos) << r.err;
+    r = run_pp(setup + "tc class del dev d0 classid 1:20\ntc filter del dev d0 parent 1: pref 1\n"
+                       "tc class del dev d0 classid 1:10\ntc class show dev d0\n");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out.find("1:10"), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace pktpath::cli
+
+namespace pktpath::cli {
+namespace {
+
+// tbf's class 1 takes any qdisc (tbf_graft): packets pass the grafted child, shaped by
+// tbf, and a change of tbf's rate keeps the child.
+TEST(TbfChild, GraftedQdiscCarriesTheTraffic) {
+  auto r = run_pp(
+      "clock virtual\nip link add dev d0 type dummy\nip link set dev d0 up\n"
+      "tc qdisc add dev d0 root handle 10: tbf rate 1mbit burst 10k latency 50ms\n"
+      "tc qdisc add dev d0 parent 10:1 handle 20: pfifo limit 7\n"
+      "tc qdisc change dev d0 root handle 10: tbf rate 2mbit burst 10k latency 50ms\n"
+      "send dev d0 count 30 size 1000\nsleep 1\n"
+      "tc -s qdisc show dev d0\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t child = r.out.find("qdisc pfifo 20: parent 10:1 limit 7p");
+  ASSERT_NE(child, std::string::npos) << r.out;
+  // The burst (10 frames) passes at once, the pfifo holds 7 more, the rest are dropped
+  // by the child; all 17 have left within the second at 2 Mbit/s.
+  EXPECT_NE(r.out.find("Sent 17000 bytes 17 pkt (dropped 13", child), std::string::npos) << r.out;
+  const size_t root = r.out.find("qdisc tbf 10: root");
+  ASSERT_NE(root, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rate 2Mbit", root), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Sent 17000 bytes 17 pkt (dropped 13", root), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace pktpath::cli

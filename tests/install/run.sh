@@ -5,7 +5,8 @@
 #   2. examples/bpf_filter_pcap.c built with pkg-config alone (shared, then the static
 #      archive with `pkg-config --static`'s flags);
 #   3. tests/install/consumer built with find_package(pktpath): the example against
-#      pktpath::bpf and pktpath::bpf_static, a C++ program against pktpath::pktpath;
+#      pktpath::bpf and pktpath::bpf_static, a C++ program against pktpath::pktpath; and
+#      tests/install/c_consumer, a C-only project, against pktpath::bpf_static;
 #   4. every program run on captures of tests/data/conformance/libpcap-apply, each
 #      output compared with the installed `pktpath bpf run --expr E --pcap F`'s.
 # Exits 77 (skipped) for a sanitized build.
@@ -62,6 +63,11 @@ cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" "${gen[@]}" -DCMAKE_BU
       -DCMAKE_PREFIX_PATH="$prefix" -DPKTPATH_EXAMPLE="$src/examples/bpf_filter_pcap.c" >"$tmp/consumer.log" 2>&1 ||
   { cat "$tmp/consumer.log"; fail "consumer configure failed"; }
 cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "consumer build failed"; }
+# a C-only project: project(app C) links pktpath::bpf_static with the C driver
+cmake -S "$src/tests/install/c_consumer" -B "$tmp/c_consumer" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" -DPKTPATH_EXAMPLE="$src/examples/bpf_filter_pcap.c" >"$tmp/c_consumer.log" 2>&1 ||
+  { cat "$tmp/c_consumer.log"; fail "C-only consumer configure failed"; }
+cmake --build "$tmp/c_consumer" >>"$tmp/c_consumer.log" 2>&1 || { cat "$tmp/c_consumer.log"; fail "C-only consumer build failed"; }
 
 # 4. the same numbers as `pktpath bpf run`
 caps=$src/tests/data/conformance/libpcap-apply/captures
@@ -83,7 +89,7 @@ for c in "${cases[@]}"; do
   grep -qvx 0 "$tmp/want" || fail "'$expr' accepts nothing in $cap"
   grep -qx 0 "$tmp/want" || fail "'$expr' rejects nothing in $cap"
   for prog in "$tmp/pc_shared" "$tmp/pc_static" "$tmp/consumer/bpf_filter_pcap" "$tmp/consumer/bpf_filter_pcap_static" \
-              "$tmp/consumer/cxx_consumer"; do
+              "$tmp/c_consumer/bpf_filter_pcap_c_static" "$tmp/consumer/cxx_consumer"; do
     "$prog" "$expr" "$cap" >"$tmp/got" || fail "$(basename "$prog") '$expr' $cap failed"
     cmp -s "$tmp/want" "$tmp/got" || { diff "$tmp/want" "$tmp/got" | head; fail "$(basename "$prog") '$expr' $cap differs"; }
     checked=$((checked + 1))
