@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -40,28 +42,37 @@ std::string slurp(const std::string& path) {
 
 void put32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
 
-// A microsecond pcap of 60-byte IPv4/UDP frames at the given seconds.
-void write_pcap(const std::string& path, const std::vector<uint32_t>& secs) {
+// A microsecond pcap of Ethernet/IPv4 frames, each {seconds, length}.
+void write_frames(const std::string& path, const std::vector<std::pair<uint32_t, uint32_t>>& frames) {
   std::string f;
   put32(f, 0xA1B2C3D4);
   put32(f, 2 | 4u << 16);
   put32(f, 0);
   put32(f, 0);
-  put32(f, 65535);
+  put32(f, 262144);
   put32(f, 1);
-  for (uint32_t s : secs) {
-    put32(f, s);
+  for (const auto& [sec, n] : frames) {
+    put32(f, sec);
     put32(f, 0);
-    put32(f, 60);
-    put32(f, 60);
-    std::string b(60, '\0');
+    put32(f, n);
+    put32(f, n);
+    std::string b(n, '\0');
     const unsigned char hdr[] = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0, 0, 46};
-    std::memcpy(b.data(), hdr, sizeof hdr);
-    b[22] = 64;
-    b[23] = 17;
+    std::memcpy(b.data(), hdr, std::min<size_t>(sizeof hdr, n));
+    if (n > 23) {
+      b[22] = 64;
+      b[23] = 17;
+    }
     f += b;
   }
   std::ofstream(path, std::ios::binary) << f;
+}
+
+// 60-byte UDP frames at the given seconds.
+void write_pcap(const std::string& path, const std::vector<uint32_t>& secs) {
+  std::vector<std::pair<uint32_t, uint32_t>> frames;
+  for (uint32_t s : secs) frames.emplace_back(s, 60);
+  write_frames(path, frames);
 }
 
 // Records in a classic pcap (24-byte header, 16 + 60 bytes each).
@@ -265,11 +276,6 @@ TEST(StopSignals, SigtermFlushesWriters) {
   }
 }
 
-}  // namespace
-}  // namespace pktpath::cli
-
-namespace pktpath::cli {
-namespace {
 
 // Record times (ns) of a classic pcap, microsecond or nanosecond.
 std::vector<uint64_t> pcap_times(const std::string& path) {
@@ -323,33 +329,13 @@ TEST(LeafWatchdog, NetemUnderHtbLeavesThroughItsParent) {
   }
 }
 
-}  // namespace
-}  // namespace pktpath::cli
 
-namespace pktpath::cli {
-namespace {
-
-// A microsecond pcap of IPv4 frames of the given lengths, one per second.
+// Frames of the given lengths, one per second.
 void write_sized_pcap(const std::string& path, const std::vector<uint32_t>& lens) {
-  std::string f;
-  put32(f, 0xA1B2C3D4);
-  put32(f, 2 | 4u << 16);
-  put32(f, 0);
-  put32(f, 0);
-  put32(f, 262144);
-  put32(f, 1);
+  std::vector<std::pair<uint32_t, uint32_t>> frames;
   uint32_t t = 1;
-  for (uint32_t n : lens) {
-    put32(f, t++);
-    put32(f, 0);
-    put32(f, n);
-    put32(f, n);
-    std::string b(n, '\x5a');
-    const unsigned char hdr[] = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00};
-    std::memcpy(b.data(), hdr, sizeof hdr);
-    f += b;
-  }
-  std::ofstream(path, std::ios::binary) << f;
+  for (uint32_t n : lens) frames.emplace_back(t++, n);
+  write_frames(path, frames);
 }
 
 // A capture's GRO/TSO segments (up to 64 KiB) replay whole when the device's MTU allows
@@ -399,11 +385,6 @@ TEST(LargeFrames, ReplayUpToTheMtu) {
   for (const auto& f : {in, out, trace, script}) std::remove(f.c_str());
 }
 
-}  // namespace
-}  // namespace pktpath::cli
-
-namespace pktpath::cli {
-namespace {
 
 // A failing `bpf` line is one `FILE:LINE: message (at "WORD")`, the command's reason in it.
 TEST(CommandLines, FailureIsOneLineWithTheReason) {
@@ -416,11 +397,6 @@ TEST(CommandLines, FailureIsOneLineWithTheReason) {
   EXPECT_NE(r.err.find("(at \"bpf check\")"), std::string::npos) << r.err;
 }
 
-}  // namespace
-}  // namespace pktpath::cli
-
-namespace pktpath::cli {
-namespace {
 
 // An htb class a filter's classid (flowid) names cannot be deleted (htb_delete: "HTB
 // class in use"); once the filter is gone it can.
@@ -443,11 +419,6 @@ TEST(ClassInUse, HtbClassNamedByAFilterStays) {
   }
 }
 
-}  // namespace
-}  // namespace pktpath::cli
-
-namespace pktpath::cli {
-namespace {
 
 // tbf's class 1 takes any qdisc (tbf_graft): packets pass the grafted child, shaped by
 // tbf, and a change of tbf's rate keeps the child.
