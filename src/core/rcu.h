@@ -22,6 +22,7 @@
 //    caller holds no published pointer.
 #pragma once
 
+#include <cstdint>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -107,10 +108,16 @@ class RcuPtr {
 // call_rcu in batches: retired objects are freed after one grace period that covers a
 // whole batch, so a writer changing things in a loop does not wait for the readers once
 // per change. Not thread-safe: the writer's mutex guards it.
+//
+// A staging list (RcuRetireList::staging()) never waits by itself: a writer collects in
+// it what becomes unreachable only once its next publication is made, then splices it
+// into the real list after publishing.
 class RcuRetireList {
  public:
   static constexpr size_t kBatch = 64;
   RcuRetireList() = default;
+  static RcuRetireList staging() { return RcuRetireList(SIZE_MAX); }
+  RcuRetireList(RcuRetireList&& o) noexcept : pending_(std::move(o.pending_)), batch_(o.batch_) { o.pending_.clear(); }
   ~RcuRetireList() { barrier(); }
   RcuRetireList(const RcuRetireList&) = delete;
   RcuRetireList& operator=(const RcuRetireList&) = delete;
@@ -119,7 +126,13 @@ class RcuRetireList {
   void retire(std::unique_ptr<T, D> obj) {
     if (!obj) return;
     pending_.push_back([p = std::shared_ptr<T>(std::move(obj))]() mutable { p.reset(); });
-    if (pending_.size() >= kBatch) barrier();
+    if (pending_.size() >= batch_) barrier();
+  }
+  // Takes over what `staged` holds (now unreachable: its publication was made).
+  void splice(RcuRetireList& staged) {
+    for (auto& fn : staged.pending_) pending_.push_back(std::move(fn));
+    staged.pending_.clear();
+    if (pending_.size() >= batch_) barrier();
   }
   // rcu_barrier: wait for a grace period and free everything retired so far.
   void barrier() {
@@ -130,7 +143,9 @@ class RcuRetireList {
   }
 
  private:
+  explicit RcuRetireList(size_t batch) : batch_(batch) {}
   std::vector<std::function<void()>> pending_;
+  size_t batch_ = kBatch;
 };
 
 }  // namespace pktpath

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "core/packet.h"
+#include "core/rcu.h"
+#include "core/result.h"
 #include "sched/act_api.h"
 #include "sched/qdisc_options.h"
 
@@ -106,6 +108,7 @@ class FilterOf : public TcFilter {
   explicit FilterOf(const Spec& s) : TcFilter(s, false), spec_(s) {}
   const char* kind() const override { return Spec::kKind; }
   const FilterSpec& spec_base() const override { return spec_; }
+  const Spec& spec() const { return spec_; }
 
  protected:
   Spec spec_;
@@ -122,12 +125,12 @@ const Spec* filter_spec_as(const FilterSpec& s, std::string* err) {
 // A kind whose nodes of one pref make one structure (u32's hash tables and the knodes
 // in their buckets; the kernel's tcf_proto with its private data): the pref's list
 // holds every node (shown and deleted by handle), and the datapath runs one object bound
-// from them at each publication.
+// from them, rebuilt when the pref changes or updated in place (bind_add, bind_del).
 struct PrefOps {
   enum class Add { Refused, Nothing, Node };
   // Checks a new node against the pref's others (`pref`: in run order) and completes its
   // handle; Nothing when the line asks only for what exists (an empty u32 line on a
-  // pref that has nodes; never for an empty pref).
+  // pref that has nodes; never for an empty pref). nullptr: every node is added.
   Add (*check_add)(FilterSpec& spec, const std::vector<const TcFilter*>& pref, std::string* err);
   // The handles deleting `handle` removes (a table takes its nodes); false with *err when
   // the kind refuses (a table still linked to).
@@ -136,6 +139,11 @@ struct PrefOps {
   // What tcf_classify runs for the pref; it may keep pointers to the nodes, which outlive
   // every list published with them.
   std::unique_ptr<TcFilter> (*bind)(const std::vector<const TcFilter*>& pref);
+  // Optional, for a kind that updates its bound object in place while readers run it
+  // (flower's per-mask hash tables): add one new node (an error leaves `bound` as it
+  // was), remove one. What readers may still see goes to `retired`.
+  Status (*bind_add)(TcFilter& bound, const TcFilter& node, RcuRetireList& retired) = nullptr;
+  void (*bind_del)(TcFilter& bound, const TcFilter& node, RcuRetireList& retired) = nullptr;
 };
 
 // What a filter is made with: its Net (engine settings) and the spec with pref and

@@ -1,7 +1,12 @@
 // flower (net/sched/cls_flower.c), a subset.
 #include "sched/cls_flower.h"
 
+#include <atomic>
 #include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/rcu_hash.h"
 
 namespace pktpath::tc {
 
@@ -52,34 +57,210 @@ void flower_dissect(const Packet* p, FlowerKey& k) {
 
 namespace {
 
+constexpr size_t kWords = sizeof(FlowerKey) / 8;
+struct KeyWords {
+  uint64_t w[kWords];
+  bool operator==(const KeyWords&) const = default;
+};
+KeyWords words_of(const FlowerKey& k) {
+  KeyWords x;
+  std::memcpy(x.w, &k, sizeof k);
+  return x;
+}
+KeyWords masked(const KeyWords& k, const KeyWords& m) {
+  KeyWords x;
+  for (size_t i = 0; i < kWords; ++i) x.w[i] = k.w[i] & m.w[i];
+  return x;
+}
+uint64_t hash_of(const KeyWords& k) { return rcu_hash_words(k.w, kWords); }
+
+// One flower node (struct cls_fl_filter): its masked key, mask and port ranges.
 class FlowerFilter final : public FilterOf<FlowerSpec> {
  public:
-  using FilterOf::FilterOf;
-  // mirrors fl_classify for one filter: dissect, mask, compare (fl_set_masked_key and
-  // the mask's lookup), then the port ranges (fl_lookup_range), then the actions.
-  int classify(const TcContext& ctx, Packet* p, TcResult& res) const override {
-    TcStats::Slot& s = count(ctx, p);
-    FlowerKey k;
-    flower_dissect(p, k);
-    uint64_t w[sizeof(FlowerKey) / 8], m[sizeof(FlowerKey) / 8], f[sizeof(FlowerKey) / 8];
-    std::memcpy(w, &k, sizeof k);
-    std::memcpy(m, &spec_.mask, sizeof k);
-    std::memcpy(f, &spec_.key, sizeof k);
-    uint64_t diff = 0;
-    for (size_t i = 0; i < sizeof(FlowerKey) / 8; ++i) diff |= (w[i] & m[i]) ^ f[i];
-    if (diff) return TC_ACT_UNSPEC;
+  explicit FlowerFilter(const FlowerSpec& s) : FilterOf(s) {}
+  KeyWords key() const { return words_of(spec_.key); }
+  KeyWords mask() const { return words_of(spec_.mask); }
+  bool ranged() const { return spec_.src_range || spec_.dst_range; }
+  bool same_ranges(const FlowerFilter& o) const {
+    const FlowerSpec& a = spec_;
+    const FlowerSpec& b = o.spec_;
+    return a.src_range == b.src_range && a.dst_range == b.dst_range && a.src_min == b.src_min &&
+           a.src_max == b.src_max && a.dst_min == b.dst_min && a.dst_max == b.dst_max;
+  }
+  // mirrors fl_range_port_src_cmp / fl_range_port_dst_cmp.
+  bool in_range(const FlowerKey& k) const {
     if (spec_.src_range) {
       const uint16_t v = ntohs(k.src_port);
-      if (v < spec_.src_min || v > spec_.src_max) return TC_ACT_UNSPEC;
+      if (v < spec_.src_min || v > spec_.src_max) return false;
     }
     if (spec_.dst_range) {
       const uint16_t v = ntohs(k.dst_port);
-      if (v < spec_.dst_min || v > spec_.dst_max) return TC_ACT_UNSPEC;
+      if (v < spec_.dst_min || v > spec_.dst_max) return false;
     }
-    s.matched.add();
+    return true;
+  }
+  // A packet matched this node: count it, run the actions (tcf_exts_exec).
+  int run(const TcContext& ctx, Packet* p, TcResult& res) const {
+    count(ctx, p).matched.add();
     return exts_exec(ctx, p, spec_, res);
   }
+  // The node alone (a pref always runs through its FlowerHead; this is the same match).
+  int classify(const TcContext& ctx, Packet* p, TcResult& res) const override {
+    FlowerKey k;
+    flower_dissect(p, k);
+    if (masked(words_of(k), mask()) != key() || !in_range(k)) return TC_ACT_UNSPEC;
+    return run(ctx, p, res);
+  }
 };
+
+// A mask (struct fl_flow_mask): the bits and range flags its nodes share, a hash table
+// over their masked keys, and for a range mask its nodes in the order they came
+// (fl_lookup_range walks mask->filters).
+struct FlowerMask {
+  KeyWords bits;
+  bool src_range, dst_range;
+  RcuHashTable<const FlowerFilter*> ht;
+  using Ranged = std::vector<const FlowerFilter*>;
+  std::atomic<const Ranged*> ranged{nullptr};  // range masks only; immutable once published
+  size_t refs = 0;
+  ~FlowerMask() { delete ranged.load(std::memory_order_relaxed); }
+  bool ranges() const { return src_range || dst_range; }
+};
+
+// A pref's flower nodes (struct cls_fl_head): its masks in the order they were made,
+// each looked up in turn (fl_classify). Readers load `masks_`; the writer changes a
+// mask's table in place and republishes the mask list when a mask comes or goes.
+class FlowerHead final : public TcFilter {
+ public:
+  explicit FlowerHead(const TcFilter& first) : TcFilter(first.spec_base(), false), spec_(spec_of(first)) {}
+  ~FlowerHead() override { delete masks_.load(std::memory_order_relaxed); }
+
+  // mirrors fl_classify: dissect once, then per mask the masked key's lookup
+  // (fl_mask_lookup); the first node found decides.
+  int classify(const TcContext& ctx, Packet* p, TcResult& res) const override {
+    const MaskList* ml = masks_.load(std::memory_order_acquire);
+    FlowerKey k;
+    flower_dissect(p, k);
+    const KeyWords kw = words_of(k);
+    for (const FlowerMask* m : ml->v) {
+      const KeyWords mk = masked(kw, m->bits);
+      const FlowerFilter* f = nullptr;
+      if (PP_UNLIKELY(m->ranges())) {
+        for (const FlowerFilter* c : *m->ranged.load(std::memory_order_acquire))
+          if (c->key() == mk && c->in_range(k)) {
+            f = c;
+            break;
+          }
+      } else {
+        f = m->ht.find(hash_of(mk), [&](const FlowerFilter* c) { return c->key() == mk; });
+      }
+      if (f) return f->run(ctx, p, res);
+    }
+    return TC_ACT_UNSPEC;
+  }
+  const char* kind() const override { return FlowerSpec::kKind; }
+  const FilterSpec& spec_base() const override { return spec_; }
+
+  // mirrors fl_change for a new node: its mask found or made (fl_check_assign_mask),
+  // then the key inserted unless the mask holds it already (fl_ht_insert_unique).
+  Status insert(const FlowerFilter& f, RcuRetireList& retired) {
+    FlowerMask* m = find_mask(f);
+    const bool fresh = !m;
+    if (fresh) {
+      owned_.push_back(std::make_unique<FlowerMask>());
+      m = owned_.back().get();
+      m->bits = f.mask();
+      m->src_range = f.spec().src_range;
+      m->dst_range = f.spec().dst_range;
+      if (m->ranges()) m->ranged.store(new FlowerMask::Ranged, std::memory_order_relaxed);
+    }
+    if (m->ranges()) {
+      const FlowerMask::Ranged& cur = *m->ranged.load(std::memory_order_relaxed);
+      for (const FlowerFilter* c : cur)
+        if (c->key() == f.key() && c->same_ranges(f)) return exists();
+      auto next = std::make_unique<FlowerMask::Ranged>(cur);
+      next->push_back(&f);
+      retired.retire(std::unique_ptr<const FlowerMask::Ranged>(m->ranged.exchange(next.release(), std::memory_order_acq_rel)));
+    } else {
+      const uint64_t h = hash_of(f.key());
+      if (m->ht.find(h, [&](const FlowerFilter* c) { return c->key() == f.key(); })) return exists();
+      m->ht.insert(h, &f, retired);
+    }
+    ++m->refs;
+    if (fresh) publish_masks(retired);
+    return {};
+  }
+
+  // mirrors __fl_delete: the node leaves its mask's table; an empty mask goes
+  // (fl_mask_put).
+  void erase(const FlowerFilter& f, RcuRetireList& retired) {
+    FlowerMask* m = find_mask(f);
+    if (!m) return;
+    bool found = false;
+    if (m->ranges()) {
+      const FlowerMask::Ranged& cur = *m->ranged.load(std::memory_order_relaxed);
+      auto next = std::make_unique<FlowerMask::Ranged>();
+      for (const FlowerFilter* c : cur)
+        if (c != &f) next->push_back(c);
+      found = next->size() != cur.size();
+      retired.retire(std::unique_ptr<const FlowerMask::Ranged>(m->ranged.exchange(next.release(), std::memory_order_acq_rel)));
+    } else {
+      found = m->ht.erase(hash_of(f.key()), &f, retired);
+    }
+    if (!found || --m->refs) return;
+    for (auto it = owned_.begin(); it != owned_.end(); ++it)
+      if (it->get() == m) {
+        std::unique_ptr<FlowerMask> gone = std::move(*it);
+        owned_.erase(it);
+        publish_masks(retired);
+        retired.retire(std::move(gone));
+        break;
+      }
+  }
+
+ private:
+  struct MaskList {
+    std::vector<const FlowerMask*> v;
+  };
+  static FlowerSpec spec_of(const TcFilter& f) { return static_cast<const FlowerFilter&>(f).spec(); }
+  static Status exists() {
+    return unexpected("File exists (a flower filter with this key and mask is in the pref)", "flower");
+  }
+  FlowerMask* find_mask(const FlowerFilter& f) const {
+    for (const auto& m : owned_)
+      if (m->bits == f.mask() && m->src_range == f.spec().src_range && m->dst_range == f.spec().dst_range)
+        return m.get();
+    return nullptr;
+  }
+  void publish_masks(RcuRetireList& retired) {
+    auto next = std::make_unique<MaskList>();
+    for (const auto& m : owned_) next->v.push_back(m.get());
+    retired.retire(std::unique_ptr<const MaskList>(masks_.exchange(next.release(), std::memory_order_acq_rel)));
+  }
+
+  FlowerSpec spec_;
+  std::vector<std::unique_ptr<FlowerMask>> owned_;  // in the order they were made
+  std::atomic<const MaskList*> masks_{new MaskList};
+};
+
+const FlowerFilter& node_of(const TcFilter& f) { return static_cast<const FlowerFilter&>(f); }
+
+// The pref's head rebuilt from its nodes in handle order (a node whose key its mask
+// already holds is left out, as the kernel would have refused it).
+std::unique_ptr<TcFilter> fl_bind(const std::vector<const TcFilter*>& pref) {
+  auto head = std::make_unique<FlowerHead>(*pref.front());
+  RcuRetireList unseen = RcuRetireList::staging();  // nothing was published yet
+  for (const TcFilter* f : pref) (void)head->insert(node_of(*f), unseen);
+  return head;
+}
+
+Status fl_bind_add(TcFilter& bound, const TcFilter& node, RcuRetireList& retired) {
+  return static_cast<FlowerHead&>(bound).insert(node_of(node), retired);
+}
+
+void fl_bind_del(TcFilter& bound, const TcFilter& node, RcuRetireList& retired) {
+  static_cast<FlowerHead&>(bound).erase(node_of(node), retired);
+}
 
 // mirrors fl_change: the key is stored masked (fl_set_masked_key).
 std::unique_ptr<TcFilter> fl_create(const FilterSpec& spec, Net&, std::string* err) {
@@ -96,7 +277,10 @@ std::unique_ptr<TcFilter> fl_create(const FilterSpec& spec, Net&, std::string* e
   return std::make_unique<FlowerFilter>(c);
 }
 
-const FilterRegistrar kFlower{{FlowerSpec::kKind, fl_create}};  // cls_fl_ops
+const PrefOps kFlowerPrefOps{nullptr, [](uint32_t, const std::vector<const TcFilter*>&, std::vector<uint32_t>*,
+                                         std::string*) { return true; },
+                             fl_bind, fl_bind_add, fl_bind_del};
+const FilterRegistrar kFlower{{FlowerSpec::kKind, fl_create, nullptr, &kFlowerPrefOps}};  // cls_fl_ops
 
 }  // namespace
 }  // namespace pktpath::tc

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <unordered_set>
 
 namespace pktpath::tc {
 namespace {
@@ -181,7 +182,9 @@ PrefOps::Add u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>&
     if (err) *err = "u32: " + m;
     return PrefOps::Add::Refused;
   };
-  auto used = [&](uint32_t h) { return h == kU32RootHt || entry(pref, h) != nullptr; };
+  std::unordered_set<uint32_t> handles;  // gen_new_htid/gen_new_kid's idr: one lookup per id tried
+  for (const TcFilter* f : pref) handles.insert(f->handle());
+  auto used = [&](uint32_t h) { return h == kU32RootHt || handles.count(h) != 0; };
   if (s.keys.empty() && !s.terminal && !s.divisor && !s.htid && !s.link && !s.hmask) {
     // No options: the tcf_proto and its root table only.
     if (s.handle) return fail("a node needs a selector (\"match ...\")");

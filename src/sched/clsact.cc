@@ -17,6 +17,7 @@
 #include "core/net.h"
 #include "core/sysctl.h"
 #include "sched/qdisc.h"
+#include "sched/tcf_chain.h"
 
 namespace pktpath::tc {
 
@@ -57,7 +58,7 @@ struct TcDevState final : DevHooksState {
   bool clsact = false;
   bool ingress_only = false;  // the `ingress` kind: no egress list
   bool nf_egress = false;
-  std::vector<std::unique_ptr<TcFilter>> filters[2];
+  TcfChain filters[2];
   TcStats qstats[2];
 
   std::atomic<const Miniq*>& head(Dir d) {
@@ -106,48 +107,12 @@ void update_egress_hook(TcDevState& s) {
 
 // Publish the current filter list of a direction; the old list is freed after a grace
 // period (retire).
-using FilterList = std::vector<std::unique_ptr<TcFilter>>;
-
-// The run list of `list` (nullptr when empty), counting into `qstats`.
-std::unique_ptr<const Miniq> make_miniq(const FilterList& list, TcStats* qstats) {
-  if (list.empty()) return nullptr;
-  auto m = std::make_unique<Miniq>();
-  m->qstats = qstats;
-  m->all_bpf = true;
-  for (size_t i = 0; i < list.size();) {
-    const TcFilter* f = list[i].get();
-    const FilterOps* ops = tcf_proto_lookup_ops(f->kind());
-    if (ops && ops->pref_ops) {
-      // The pref's nodes, bound into the one object that runs them.
-      std::vector<const TcFilter*> pref;
-      for (; i < list.size() && list[i]->pref() == f->pref(); ++i) pref.push_back(list[i].get());
-      std::unique_ptr<TcFilter> b = ops->pref_ops->bind(pref);
-      m->filters.push_back(b.get());
-      m->bound.push_back(std::move(b));
-      m->all_bpf = false;
-      continue;
-    }
-    m->filters.push_back(f);
-    m->all_bpf = m->all_bpf && f->is_bpf();
-    ++i;
-  }
-  if (list.size() == 1 && list[0]->protocol() == kEthPAll && list[0]->is_bpf()) {
-    const auto* b = static_cast<const BpfFilter*>(list[0].get());
-    if (b->spec().da) m->only_da = b;
-  }
-  return m;
-}
-
 void publish(TcDevState& s, Dir d) {
   std::unique_ptr<const Miniq> fresh;
-  if (s.clsact) fresh = make_miniq(s.filters[static_cast<int>(d)], &s.qstats[static_cast<int>(d)]);
+  if (s.clsact) fresh = s.filters[static_cast<int>(d)].make_miniq(&s.qstats[static_cast<int>(d)]);
   std::unique_ptr<const Miniq> old = rcu_publish(s.head(d), std::move(fresh));
   if (d == Dir::Egress) update_egress_hook(s);
   retire(s.net, std::move(old));
-}
-
-bool run_order(const std::unique_ptr<TcFilter>& a, const std::unique_ptr<TcFilter>& b) {
-  return a->pref() != b->pref() ? a->pref() < b->pref() : a->handle() < b->handle();
 }
 
 // Reload every filter attached in `net` (the Net's engine switch).
@@ -155,15 +120,16 @@ bool reload_filters(Net& net, const BpfLoadConfig& cfg, std::string* err) {
   RcuWriterScope writer;
   TcNet& tn = tc_net(net);
   std::lock_guard g(tn.mu);
+  bool ok = true;
   for (TcDevState* s : tn.registry)
-    for (auto& list : s->filters)
-      for (auto& f : list) {
-        if (!f->is_bpf()) continue;  // only cls_bpf loads programs
-        auto o = static_cast<BpfFilter*>(f.get())->reload(cfg.engine, cfg.jit, err);
-        if (!o) return false;
+    for (auto& chain : s->filters)
+      chain.for_each_mut([&](TcFilter& f) {
+        if (!ok || !f.is_bpf()) return;  // only cls_bpf loads programs
+        auto o = static_cast<BpfFilter&>(f).reload(cfg.engine, cfg.jit, err);
+        if (!o) ok = false;
         retire(tn, std::move(o));
-      }
-  return true;
+      });
+  return ok;
 }
 const BpfEngineUser tc_engine_user{reload_filters};
 
@@ -272,9 +238,7 @@ bool clsact_del(NetDevice& dev, std::string* err) {
   // Unpublish both lists (publish() waits for readers), then free the filters.
   publish(*s, Dir::Egress);
   publish(*s, Dir::Ingress);
-  for (auto& l : s->filters)
-    for (auto& f : l) retire(s->net, std::move(f));
-  for (auto& l : s->filters) l.clear();
+  for (auto& chain : s->filters) chain.clear(s->net.retired);  // unpublished above
   return true;
 }
 
@@ -297,9 +261,7 @@ void tc_dev_unregister(NetDevice& dev) {
     s->clsact = false;
     publish(*s, Dir::Egress);
     publish(*s, Dir::Ingress);
-    for (auto& l : s->filters)
-      for (auto& f : l) retire(tn, std::move(f));
-    for (auto& l : s->filters) l.clear();
+    for (auto& chain : s->filters) chain.clear(tn.retired);
     tn.retired.barrier();
   }
   dev.set_hooks_state(nullptr);  // ~TcDevState takes the lock itself
@@ -310,108 +272,6 @@ bool clsact_present(NetDevice& dev) {
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   return s && s->clsact;
 }
-
-namespace {
-
-// The list part of tcf_new_tproto / tc_new_tfilter: automatic pref and handle, one kind
-// and protocol per pref, a new filter made and put in run order (or swapped for the one
-// at its place with `replace`, returned in *old). The Net's tc mutex is held.
-bool list_add(Net& net, FilterList& list, const FilterSpec& spec_in, bool replace, std::string* err,
-              std::unique_ptr<TcFilter>* old, uint32_t* pref_out, uint32_t* handle_out) {
-  const FilterOps* ops = tcf_proto_lookup_ops(spec_in.kind());
-  if (!ops) {
-    if (err) *err = std::string("unknown filter kind \"") + spec_in.kind() + "\"";
-    return false;
-  }
-  std::unique_ptr<FilterSpec> owned = spec_in.clone();
-  FilterSpec& spec = *owned;
-  // tcf_auto_prio: 0xC000 for the first filter, then one less than the current first.
-  if (spec.pref == 0) spec.pref = list.empty() ? 49152 : (list.front()->pref() > 1 ? list.front()->pref() - 1 : 1);
-  if (ops->pref_ops) {
-    std::vector<const TcFilter*> pref;
-    for (const auto& f : list)
-      if (f->pref() == spec.pref && std::string_view(f->kind()) == spec.kind()) pref.push_back(f.get());
-    switch (ops->pref_ops->check_add(spec, pref, err)) {
-      case PrefOps::Add::Refused:
-        return false;
-      case PrefOps::Add::Nothing:
-        if (pref_out) *pref_out = spec.pref;
-        if (handle_out) *handle_out = pref.front()->handle();
-        return true;
-      case PrefOps::Add::Node:
-        break;
-    }
-  }
-  if (spec.handle == 0 && replace) {
-    // `replace` without a handle means the pref's (first) filter, if it has one.
-    for (const auto& f : list)
-      if (f->pref() == spec.pref) {
-        spec.handle = f->handle();
-        break;
-      }
-  }
-  // One kind and protocol per pref (a tcf_proto): tc refuses to mix them.
-  for (const auto& f : list)
-    if (f->pref() == spec.pref && (std::string_view(f->kind()) != spec.kind() || f->protocol() != spec.protocol) &&
-        !(replace && f->handle() == spec.handle)) {
-      if (err) *err = "Filter kind and protocol do not match those at pref " + std::to_string(spec.pref) + " (" +
-                      f->kind() + ")";
-      return false;
-    }
-  if (spec.handle == 0) {
-    uint32_t h = 0;
-    for (const auto& f : list)
-      if (f->pref() == spec.pref) h = std::max(h, f->handle());
-    spec.handle = ops->new_handle ? ops->new_handle(h) : h + 1;
-  }
-  auto it = std::find_if(list.begin(), list.end(),
-                         [&](const auto& f) { return f->pref() == spec.pref && f->handle() == spec.handle; });
-  if (it != list.end() && !replace) {
-    if (err) *err = "Exclusivity flag on, cannot modify (filter pref " + std::to_string(spec.pref) + " handle 0x" +
-                    std::to_string(spec.handle) + " exists)";
-    return false;
-  }
-  const uint32_t pref = spec.pref, handle = spec.handle;
-  std::unique_ptr<TcFilter> f = ops->create(spec, net, err);
-  if (!f) return false;
-  if (it != list.end()) {
-    *old = std::move(*it);
-    *it = std::move(f);
-  } else {
-    list.push_back(std::move(f));
-    std::stable_sort(list.begin(), list.end(), run_order);
-  }
-  if (pref_out) *pref_out = pref;
-  if (handle_out) *handle_out = handle;
-  return true;
-}
-
-// tc_del_tfilter's list part: pref 0 = all, handle 0 = every handle of the pref. What was
-// removed goes to `removed`; false with *err when nothing matched.
-bool list_del(FilterList& list, uint32_t pref, uint32_t handle, FilterList& removed, std::string* err) {
-  // A kind with PrefOps says which nodes go with the one named.
-  std::vector<uint32_t> gone{handle};
-  if (pref && handle) {
-    std::vector<const TcFilter*> nodes;
-    for (const auto& f : list)
-      if (f->pref() == pref) nodes.push_back(f.get());
-    const FilterOps* ops = nodes.empty() ? nullptr : tcf_proto_lookup_ops(nodes.front()->kind());
-    if (ops && ops->pref_ops && !ops->pref_ops->del_set(handle, nodes, &gone, err)) return false;
-  }
-  auto named = [&](uint32_t h) { return handle == 0 || std::find(gone.begin(), gone.end(), h) != gone.end(); };
-  for (auto it = list.begin(); it != list.end();) {
-    if ((pref == 0 || (*it)->pref() == pref) && named((*it)->handle())) {
-      removed.push_back(std::move(*it));
-      it = list.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (removed.empty() && err) *err = "Filter with specified priority/protocol not found";
-  return !removed.empty();
-}
-
-}  // namespace
 
 bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace, std::string* err,
                 uint32_t* pref_out, uint32_t* handle_out) {
@@ -426,11 +286,17 @@ bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace
     if (err) *err = "the ingress qdisc on " + dev.name() + " has no egress side (use clsact)";
     return false;
   }
-  std::unique_ptr<TcFilter> old;
-  if (!list_add(dev.net(), s->filters[static_cast<int>(dir)], spec_in, replace, err, &old, pref_out, handle_out))
+  // What the change unlinks is freed a grace period after the new list is published.
+  RcuRetireList staged = RcuRetireList::staging();
+  auto added = s->filters[static_cast<int>(dir)].add(dev.net(), spec_in, replace, staged);
+  if (!added) {
+    if (err) *err = added.error().msg;
     return false;
+  }
   publish(*s, dir);
-  retire(s->net, std::move(old));
+  s->net.retired.splice(staged);
+  if (pref_out) *pref_out = added->pref;
+  if (handle_out) *handle_out = added->handle;
   return true;
 }
 
@@ -442,10 +308,13 @@ bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::st
     if (err) *err = "no clsact qdisc on " + dev.name();
     return false;
   }
-  FilterList removed;
-  if (!list_del(s->filters[static_cast<int>(dir)], pref, handle, removed, err)) return false;
+  RcuRetireList staged = RcuRetireList::staging();
+  if (Status st = s->filters[static_cast<int>(dir)].del(pref, handle, staged); !st) {
+    if (err) *err = st.error().msg;
+    return false;
+  }
   publish(*s, dir);
-  for (auto& f : removed) retire(s->net, std::move(f));
+  s->net.retired.splice(staged);
   return true;
 }
 
@@ -454,8 +323,9 @@ bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::st
 FilterBlock::~FilterBlock() { delete head.exchange(nullptr, std::memory_order_acq_rel); }
 
 namespace {
-void block_publish(TcNet& tn, FilterBlock& b) {
-  retire(tn, rcu_publish(b.head, make_miniq(b.filters, &b.qstats)));
+void block_publish(TcNet& tn, FilterBlock& b, RcuRetireList& staged) {
+  retire(tn, rcu_publish(b.head, b.filters.make_miniq(&b.qstats)));
+  tn.retired.splice(staged);
 }
 }  // namespace
 
@@ -463,10 +333,13 @@ bool block_filter_add(NetDevice& dev, FilterBlock& b, const FilterSpec& spec, bo
   RcuWriterScope writer;
   TcNet& tn = tc_net(dev.net());
   std::lock_guard g(tn.mu);
-  std::unique_ptr<TcFilter> old;
-  if (!list_add(dev.net(), b.filters, spec, replace, err, &old, nullptr, nullptr)) return false;
-  block_publish(tn, b);
-  retire(tn, std::move(old));
+  RcuRetireList staged = RcuRetireList::staging();
+  auto added = b.filters.add(dev.net(), spec, replace, staged);
+  if (!added) {
+    if (err) *err = added.error().msg;
+    return false;
+  }
+  block_publish(tn, b, staged);
   return true;
 }
 
@@ -474,23 +347,25 @@ bool block_filter_del(NetDevice& dev, FilterBlock& b, uint32_t pref, uint32_t ha
   RcuWriterScope writer;
   TcNet& tn = tc_net(dev.net());
   std::lock_guard g(tn.mu);
-  FilterList removed;
-  if (!list_del(b.filters, pref, handle, removed, err)) return false;
-  block_publish(tn, b);
-  for (auto& f : removed) retire(tn, std::move(f));
+  RcuRetireList staged = RcuRetireList::staging();
+  if (Status st = b.filters.del(pref, handle, staged); !st) {
+    if (err) *err = st.error().msg;
+    return false;
+  }
+  block_publish(tn, b, staged);
   return true;
 }
 
 void block_filter_walk(NetDevice& dev, const FilterBlock& b, const std::function<void(const TcFilter&)>& fn) {
   std::lock_guard g(tc_net(dev.net()).mu);
-  for (const auto& f : b.filters) fn(*f);
+  b.filters.for_each(fn);
 }
 
 void filter_walk_all(NetDevice& dev, Dir dir, const std::function<void(const TcFilter&)>& fn) {
   std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact) return;
-  for (const auto& f : s->filters[static_cast<int>(dir)]) fn(*f);
+  s->filters[static_cast<int>(dir)].for_each(fn);
 }
 
 void filter_walk(NetDevice& dev, Dir dir, const std::function<void(const BpfFilter&)>& fn) {

@@ -25,6 +25,7 @@
 #include "core/netdevice.h"
 #include "sched/cls_api.h"
 #include "sched/cls_bpf.h"
+#include "sched/tcf_chain.h"
 
 namespace pktpath::tc {
 
@@ -35,9 +36,9 @@ const char* dir_name(Dir d);
 // per-direction counters.
 struct Miniq {
   TcStats* qstats = nullptr;  // owned by the clsact; outlives every Miniq of it
+  // In run order; a kind with PrefOps has one bound object per pref here (owned by the
+  // chain, which retires it only after a list without it is published).
   std::vector<const TcFilter*> filters;
-  // What a kind with PrefOps bound for its prefs (in `filters` in their place).
-  std::vector<std::unique_ptr<const TcFilter>> bound;
   // Set when the list is one direct-action cls_bpf filter for every protocol (document
   // 000's setup): the hook runs it without the list walk and without an indirect call,
   // and without marking packets for a redirect no direct-action classic BPF program can
@@ -52,7 +53,7 @@ struct Miniq {
 // (acquire) and runs tcf_classify on it. Writers hold the Net's tc mutex.
 struct FilterBlock {
   std::atomic<const Miniq*> head{nullptr};
-  std::vector<std::unique_ptr<TcFilter>> filters;  // run order
+  TcfChain filters;
   TcStats qstats;
   FilterBlock() = default;
   FilterBlock(const FilterBlock&) = delete;

@@ -203,13 +203,14 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
 
 namespace {
 // Whether a filter of the qdisc's own block names `classid` (tcf_bind_filter's count).
-bool class_bound(Qdisc& q, uint32_t classid) {
+bool class_bound(NetDevice& dev, Qdisc& q, uint32_t classid) {
   tc::FilterBlock* b = q.filter_block();
-  const tc::Miniq* mq = b ? b->head.load(std::memory_order_acquire) : nullptr;
-  if (!mq) return false;
-  for (const tc::TcFilter* f : mq->filters)
-    if (f->spec_base().classid_set && f->spec_base().classid == classid) return true;
-  return false;
+  bool bound = false;
+  if (b)
+    tc::block_filter_walk(dev, *b, [&](const tc::TcFilter& f) {
+      bound = bound || (f.spec_base().classid_set && f.spec_base().classid == classid);
+    });
+  return bound;
 }
 }  // namespace
 
@@ -229,7 +230,7 @@ Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& r
   const bool exists = q->class_find(req.classid);
   if (req.op == ClassOp::Del) {
     if (!exists) return unexpected("Cannot find specified class " + tc_handle_str(req.classid));
-    if (class_bound(*q, req.classid))  // qdisc_class_in_use: a filter's classid names it
+    if (class_bound(dev, *q, req.classid))  // qdisc_class_in_use: a filter's classid names it
       return unexpected(std::string(q->kind() == std::string_view("htb") ? "HTB class" : "Class") + " in use (a filter's classid is " +
                         tc_handle_str(req.classid) + ")");
     if (!q->class_delete(dev, table.control_cpu(), req.classid, err)) return unexpected(err);

@@ -192,5 +192,42 @@ TEST_F(TcStress, ReplaceEachKindWhileTwoThreadsSend) {
   EXPECT_EQ(outstanding(), 0u);
 }
 
+// flower's per-mask hash tables changed in place under traffic: one pref gains and loses
+// nodes of three masks (tables grow, masks come and go) while two threads send; the node
+// that drops the senders' frames comes and goes with them.
+TEST_F(TcStress, FlowerTablesChangeWhileTwoThreadsSend) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  auto drop = std::make_shared<tc::GactAction>(tc::TC_ACT_SHOT);
+  auto node = [&](uint32_t handle, uint32_t dst, int prefix, bool dropping) {
+    tc::FlowerSpec f;
+    f.pref = 1;
+    f.handle = handle;
+    f.protocol = 0x0800;
+    f.key.n_proto = htons(0x0800), f.mask.n_proto = 0xffff;
+    const uint32_t m = prefix ? ~0u << (32 - prefix) : 0;
+    const uint32_t k = htonl(dst), mk = htonl(m);
+    std::memcpy(f.key.dst_ip, &k, 4);
+    std::memcpy(f.mask.dst_ip, &mk, 4);
+    if (dropping) f.actions = {drop};
+    return f;
+  };
+  std::string err;
+  Senders senders(pool, d);
+  const int rounds = kReplacements / 10;
+  for (int i = 0; i < rounds; ++i) {
+    // 24 nodes of three masks that miss 10.0.0.1, then the dropping /32 node.
+    for (uint32_t j = 0; j < 24; ++j)
+      ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, node(j + 1, 0x0b000000 + (j << 8), 24 + 4 * (j % 3), false),
+                                 false, &err))
+          << err;
+    ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, node(100, 0x0a000001, 32, true), false, &err)) << err;
+    for (uint32_t j = 0; j < 24; j += 2) ASSERT_TRUE(tc::filter_del(*d, tc::Dir::Egress, 1, j + 1, &err)) << err;
+    ASSERT_TRUE(tc::filter_del(*d, tc::Dir::Egress, 1, 0, &err)) << err;
+  }
+  expect_accounted(senders.stop(), d);
+  EXPECT_EQ(outstanding(), 0u);
+}
+
 }  // namespace
 }  // namespace pktpath::testing
