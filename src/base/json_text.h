@@ -12,5 +12,9 @@ namespace pktpath {
 inline std::string json_text(const nlohmann::json& j, int indent = -1) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+// The same for an object whose keys keep their insertion order (iproute2's key order).
+inline std::string json_text(const nlohmann::ordered_json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 }  // namespace pktpath

@@ -53,6 +53,9 @@ struct IpLinkSet {
   std::optional<uint32_t> mtu;
   std::optional<uint64_t> rps_cpus;  // rx-0's RPS mask (hex, as sysfs takes it)
   std::optional<bool> threaded;      // /sys/class/net/D/threaded: NAPI polled by a thread of its own
+  std::optional<std::array<uint8_t, 6>> address;
+  std::optional<uint32_t> txqlen;
+  std::optional<bool> promisc;
   std::string kind;  // with `type KIND opts...`
   LinkOptions opts;
 };
@@ -61,6 +64,7 @@ struct IpLinkDel {
 };
 struct IpLinkShow {
   bool stats = false;
+  bool details = false;  // ip -d
   bool json = false;    // ip -j
   bool pretty = false;  // ip -p
   std::string dev;  // empty: all

@@ -284,6 +284,9 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   run_all_pending();
   if (!c.opts.empty() && !apply_link_options(*link_kind_lookup(c.kind), *d, c.opts, err)) return false;
   if (c.mtu) d->set_mtu(*c.mtu);
+  if (c.address) d->set_mac(*c.address);
+  if (c.txqlen) d->set_tx_queue_len(*c.txqlen);  // qdiscs made from now on take it
+  if (c.promisc) d->set_promisc(*c.promisc);
   if (c.rps_cpus) {
     // store_rps_map: the set bits name datapath Cpus, started here if new.
     if (!limits_.datapath_cpus && *c.rps_cpus != 0)
@@ -361,7 +364,7 @@ bool ScriptRunner::apply_link_options(const LinkKind& k, NetDevice& d, const Lin
 bool ScriptRunner::settle_devices(ScriptError& err) {
   bool ok = true;
   for (auto& net : nets_) {
-    for (NetDevice* d : net->devices().list()) {
+    for (NetDevice* d : net->devices().with_work()) {
       const LinkKind* k = link_kind_lookup(net->devices().kind_of(*d));
       if (!k || !k->busy) continue;
       std::string msg;
@@ -402,7 +405,7 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
   }
   // Once more: what the replays left buffered in other devices (a tx file) is written.
   for (auto& net : nets_)
-    for (NetDevice* d : net->devices().list())
+    for (NetDevice* d : net->devices().with_work())
       if (const LinkKind* k = link_kind_lookup(net->devices().kind_of(*d)); k && k->busy) {
         std::string msg;
         k->busy(*d, control_, msg);
@@ -447,6 +450,7 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
     if (peer) r.link = &peer->net() == &d->net() ? peer->name() : "if" + std::to_string(peer->ifindex());
     if (loopback) r.flags = {"LOOPBACK"};
     else r.flags = {"BROADCAST", noarp ? "NOARP" : "MULTICAST"};
+    if (d->promisc()) r.flags.push_back("PROMISC");
     if (d->is_up() && !carrier) r.flags.insert(r.flags.begin(), "NO-CARRIER");
     if (d->is_up()) r.flags.push_back("UP");
     if (d->is_up() && carrier) r.flags.push_back("LOWER_UP");
@@ -455,6 +459,7 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
     r.operstate = !d->is_up() ? "DOWN" : !carrier ? "LOWERLAYERDOWN" : (noarp || loopback) ? "UNKNOWN" : "UP";
     r.txqlen = d->tx_queue_len();
     r.num_tx_queues = d->num_tx_queues();
+    r.promiscuity = d->promisc() ? 1 : 0;
     r.link_kind = loopback ? "" : kind;
     if (loopback) {
       r.link_type = "loopback";
@@ -469,7 +474,7 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
     r.tx_dropped = s.tx_dropped;
     rows.push_back(std::move(r));
   }
-  print_links(out_, rows, {json_ || c.json, c.pretty, c.stats});
+  print_links(out_, rows, {json_ || c.json, c.pretty, c.stats, c.details});
   return true;
 }
 

@@ -204,6 +204,18 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, const IpLinkShow
         if (!parse_u32(w[++i], v) || v < 68 || v > 65535)
           return fail(err, w[i], "mtu must be 68..65535");
         s.mtu = v;
+      } else if (k == "address" || k == "txqueuelen" || k == "txqlen") {
+        NetDevice::Config cfg;
+        if (!*parse_link_config_word(w, i, cfg, err)) return false;
+        if (k == "address")
+          s.address = cfg.mac;
+        else
+          s.txqlen = cfg.tx_queue_len;
+      } else if (k == "promisc") {
+        if (!need_value(w, i, err)) return false;
+        const std::string& v = w[++i];
+        if (v != "on" && v != "off") return fail(err, v, "Error: argument of \"promisc\" must be \"on\" or \"off\", not \"" + v + "\"");
+        s.promisc = v == "on";
       } else if (k == "rps_cpus") {
         uint64_t m = 0;
         if (!need_value(w, i, err)) return false;
@@ -222,9 +234,10 @@ bool parse_ip_link(const std::vector<std::string>& w, size_t i, const IpLinkShow
       }
     }
     if (s.dev.empty()) return fail(err, at(w, i), "ip link set needs a device");
-    if (!s.up && !s.mtu && !s.rps_cpus && !s.threaded && s.opts.empty())
+    if (!s.up && !s.mtu && !s.rps_cpus && !s.threaded && !s.address && !s.txqlen && !s.promisc && s.opts.empty())
       return fail(err, at(w, i),
-                  "ip link set: nothing to change (up, down, mtu N, rps_cpus MASK, threaded 1|0, type KIND OPTIONS)");
+                  "ip link set: nothing to change (up, down, mtu N, address MAC, txqueuelen N, promisc on|off, "
+                  "rps_cpus MASK, threaded 1|0, type KIND OPTIONS)");
     out = s;
     return true;
   }
@@ -260,7 +273,9 @@ bool parse_ip(const std::vector<std::string>& w, ScriptCommand& out, ScriptError
       opts.json = true;
     else if (w[i] == "-p" || w[i] == "-pretty")
       opts.pretty = true;
-    else if (w[i] != "-d" && w[i] != "-details")
+    else if (w[i] == "-d" || w[i] == "-details")
+      opts.details = true;
+    else
       return fail(err, w[i], "unknown ip option \"" + w[i] + "\"");
     ++i;
   }

@@ -1,6 +1,7 @@
 #include "core/dev_table.h"
 
 #include "core/link_kind.h"
+#include "core/net.h"
 #include "core/rcu.h"
 #include "sched/sch_generic.h"
 
@@ -49,15 +50,21 @@ NetDevice* DeviceTable::add(const NetDevice::Config& cfg, std::string_view kind,
   dev->set_ifindex(idx);
   dev->set_net(&net_);
   if (!cfg.mac_set) {
-    // Deterministic locally administered address (the kernel picks a random one).
-    dev->set_mac(
-        {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(idx >> 8), static_cast<uint8_t>(idx)});
+    // A deterministic locally administered address, distinct per namespace and ifindex
+    // (the kernel picks a random one, eth_hw_addr_random): 02:NN:NN:NN:II:II, NN from
+    // the namespace's name (0 for the initial one), II the ifindex.
+    uint32_t salt = 2166136261u;
+    for (unsigned char c : net_.name()) salt = (salt ^ c) * 16777619u;  // FNV-1a
+    salt = net_.name().empty() ? 0 : (salt ^ (salt >> 24)) | 1;
+    dev->set_mac({0x02, static_cast<uint8_t>(salt >> 16), static_cast<uint8_t>(salt >> 8), static_cast<uint8_t>(salt),
+                  static_cast<uint8_t>(idx >> 8), static_cast<uint8_t>(idx)});
   }
   for (uint16_t i = 0; i < dev->num_tx_queues(); ++i) dev->txq(i).qdisc = &noop_qdisc();
   if (lk->setup) lk->setup(*dev);
   NetDevice* raw = dev.get();
   by_index_[idx] = Entry{std::move(dev), lk->kind, 0x8001};
   by_name_[cfg.name] = idx;
+  if (lk->busy) with_work_.insert(idx);
   return raw;
 }
 
@@ -81,6 +88,7 @@ bool DeviceTable::del(std::string_view name, std::string& err) {
   rcu_synchronize();
   by_name_.erase(it);
   by_index_.erase(idx);
+  with_work_.erase(idx);
   reap();
   return true;
 }
@@ -91,6 +99,7 @@ std::unique_ptr<NetDevice> DeviceTable::unlink(NetDevice& dev, std::string* kind
   std::unique_ptr<NetDevice> owned = std::move(it->second.dev);
   if (kind) *kind = std::move(it->second.kind);
   by_name_.erase(owned->name());
+  with_work_.erase(it->first);
   by_index_.erase(it);
   reap();
   return owned;
@@ -111,6 +120,7 @@ NetDevice* DeviceTable::adopt(std::unique_ptr<NetDevice> dev, std::string kind, 
   dev->set_ifindex(idx);
   dev->set_net(&net_);
   NetDevice* raw = dev.get();
+  if (const LinkKind* lk = link_kind_lookup(kind); lk && lk->busy) with_work_.insert(idx);
   by_index_[idx] = Entry{std::move(dev), std::move(kind), 0x8001};
   by_name_[raw->name()] = idx;
   return raw;
@@ -129,6 +139,12 @@ NetDevice* DeviceTable::find(int ifindex) const {
 std::vector<NetDevice*> DeviceTable::list() const {
   std::vector<NetDevice*> v;
   for (auto& [i, e] : by_index_) v.push_back(e.dev.get());
+  return v;
+}
+
+std::vector<NetDevice*> DeviceTable::with_work() const {
+  std::vector<NetDevice*> v;
+  for (int idx : with_work_) v.push_back(by_index_.at(idx).dev.get());
   return v;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ class DeviceTable {
   NetDevice* find(std::string_view name) const;
   NetDevice* find(int ifindex) const;
   std::vector<NetDevice*> list() const;  // by ifindex
+  // The devices whose kind does work of its own between lines (LinkKind::busy: a pcap
+  // replay, a tx file), in ifindex order: what a script settles after each line without
+  // walking every device.
+  std::vector<NetDevice*> with_work() const;
   std::string_view kind_of(const NetDevice& dev) const;
 
   // dev_open / dev_close: up attaches the default qdisc if none is set and activates the
@@ -79,6 +84,7 @@ class DeviceTable {
   int next_ifindex_ = 1;
   std::map<int, Entry> by_index_;
   std::map<std::string, int, std::less<>> by_name_;
+  std::set<int> with_work_;  // ifindexes
   std::vector<std::unique_ptr<Qdisc>> graveyard_;
 };
 

@@ -21,7 +21,6 @@ NetDevice::NetDevice(const Config& cfg, const NetDeviceOps* ops, uint32_t flags)
     txqs_[i].dev = this;
     txqs_[i].index = i;
   }
-  pcpu_ = std::make_unique<DevCpuStats[]>(kMaxCpus);
 }
 
 NetDevice::~NetDevice() {
@@ -63,14 +62,14 @@ void NetDevice::attach_queues() {
 
 DevStatsSum NetDevice::stats_sum() const {
   DevStatsSum s;
-  for (unsigned i = 0; i < kMaxCpus; ++i) {
-    s.tx_packets += pcpu_[i].tx_packets.get();
-    s.tx_bytes += pcpu_[i].tx_bytes.get();
-    s.tx_dropped += pcpu_[i].tx_dropped.get();
-    s.rx_packets += pcpu_[i].rx_packets.get();
-    s.rx_bytes += pcpu_[i].rx_bytes.get();
-    s.rx_dropped += pcpu_[i].rx_dropped.get();
-  }
+  pcpu_.for_each([&](const DevCpuStats& c) {
+    s.tx_packets += c.tx_packets.get();
+    s.tx_bytes += c.tx_bytes.get();
+    s.tx_dropped += c.tx_dropped.get();
+    s.rx_packets += c.rx_packets.get();
+    s.rx_bytes += c.rx_bytes.get();
+    s.rx_dropped += c.rx_dropped.get();
+  });
   return s;
 }
 

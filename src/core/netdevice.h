@@ -21,6 +21,7 @@
 #include "base/compiler.h"
 #include "core/counter.h"
 #include "core/cpu.h"
+#include "core/percpu.h"
 #include "core/packet.h"
 #include "core/spinlock.h"
 #include "netfilter/nf_hooks.h"
@@ -86,7 +87,8 @@ struct DriverState {
   virtual ~DriverState() = default;
 };
 
-// Per-Cpu device counters (pcpu_sw_netstats + tx_dropped), one cache line per Cpu.
+// Per-Cpu device counters (pcpu_sw_netstats + tx_dropped), one cache line per Cpu
+// (core/percpu.h: only Cpus that count cost memory).
 struct alignas(kCacheLine) DevCpuStats {
   Counter tx_packets;
   Counter tx_bytes;
@@ -142,6 +144,10 @@ class NetDevice {
   void set_mtu(uint32_t m) { mtu_ = m; }
   uint32_t tx_queue_len() const { return tx_queue_len_; }
   void set_tx_queue_len(uint32_t n) { tx_queue_len_ = n; }
+  // IFF_PROMISC as `ip link set promisc on|off` sets it (shown; pktpath's receive path
+  // does not filter by destination address).
+  bool promisc() const { return promisc_; }
+  void set_promisc(bool on) { promisc_ = on; }
   // Relaxed: a NAPI thread may receive on the device while the control thread sets it
   // up (frames arrive once the driver's open returns, before IFF_UP is set after it).
   uint32_t flags() const { return flags_.load(std::memory_order_relaxed); }
@@ -225,7 +231,7 @@ class NetDevice {
   Cpu* napi_cpu(Cpu* current) const { return threaded_ ? napi_thread_ : current; }
 
   // --- statistics.
-  DevCpuStats& stats(const Cpu& cpu) { return pcpu_[cpu.id()]; }
+  DevCpuStats& stats(const Cpu& cpu) { return pcpu_.at(cpu.id()); }
   DevStatsSum stats_sum() const;
 
   // --- driver state.
@@ -244,13 +250,14 @@ class NetDevice {
   std::atomic<const TapList*> taps_{nullptr};  // beside flags_: read with it on both paths
   uint32_t mtu_;
   uint32_t tx_queue_len_;
+  bool promisc_ = false;
   int ifindex_ = 0;
   Net* net_ = nullptr;
   std::array<uint8_t, 6> mac_{};
   bool root_is_default_ = true;
   std::string name_;
   std::unique_ptr<TxQueue[]> txq_storage_;
-  std::unique_ptr<DevCpuStats[]> pcpu_;
+  PerCpu<DevCpuStats, kMaxCpus> pcpu_;  // made per block of Cpus on first count
   std::unique_ptr<Qdisc> qdisc_;
   std::unique_ptr<DriverState> priv_;
   std::unique_ptr<RpsMap> rps_map_;

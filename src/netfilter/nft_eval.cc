@@ -48,6 +48,8 @@ PP_NOINLINE void parse_l3(NftPktInfo& k) {
   k.saddr = rd32(ip + 12);
   k.daddr = rd32(ip + 16);
   k.l4proto = ip[9];
+  k.tos = ip[1];
+  k.tot_len = static_cast<uint16_t>(tot_len);
   const bool later_fragment = (rd16(ip + 6) & 0x1fff) != 0;
   if (later_fragment || (k.l4proto != kIpProtoTcp && k.l4proto != kIpProtoUdp)) return;
   const uint32_t thoff = nhoff + ihl * 4;
@@ -68,6 +70,13 @@ PP_ALWAYS_INLINE bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
     case NftKey::META_PROTOCOL:
       v = nft_packet_protocol(k.p);
       return true;
+    case NftKey::ETHER_TYPE: {
+      uint8_t b[2];
+      const uint8_t* t = header_pointer(k.p, 12, 2, b);
+      if (!t) return false;
+      v = rd16(t);
+      return true;
+    }
     default:
       break;
   }
@@ -79,6 +88,10 @@ PP_ALWAYS_INLINE bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
     case NftKey::TCP_DPORT: v = k.dport; return k.l4 && k.l4proto == kIpProtoTcp;
     case NftKey::UDP_SPORT: v = k.sport; return k.l4 && k.l4proto == kIpProtoUdp;
     case NftKey::UDP_DPORT: v = k.dport; return k.l4 && k.l4proto == kIpProtoUdp;
+    case NftKey::META_L4PROTO:
+    case NftKey::IP_PROTOCOL: v = k.l4proto; return k.ipv4;
+    case NftKey::IP_LENGTH: v = k.tot_len; return k.ipv4;
+    case NftKey::IP_DSCP: v = k.tos >> 2; return k.ipv4;
     default: return false;
   }
 }

@@ -1,6 +1,7 @@
 // nft command-line parser (see nft_parse.h). Grammar follows nft(8) for the subset pktpath
 // implements; error texts name the word and what was expected.
 #include "netfilter/nft_parse.h"
+#include "netfilter/nft_names.h"
 
 #include <cctype>
 #include <charconv>
@@ -297,18 +298,78 @@ class Parser {
         p = static_cast<uint32_t>(number(v, 0, 0xffff, "protocol"));
       else fail(v, "unknown protocol (expected ip, ip6, arp, vlan, 8021ad or a number)");
       m.lo = m.hi = p;
+    } else if (k.text == "l4proto") {
+      m.key = NftKey::META_L4PROTO;
+      m.neg = op_neg();
+      m.lo = m.hi = named(need("l4proto"), kIpProtocols, 255, "l4proto");
     } else {
-      fail(k, "unsupported meta key (only mark and protocol)");
+      fail(k, "unsupported meta key (only mark, protocol and l4proto)");
     }
     return m;
   }
 
-  NftMatch ip_match() {
-    const Tok& k = need("ip field (saddr or daddr)");
+  // A value by its nft name or as a number up to max.
+  template <size_t N>
+  uint32_t named(const Tok& v, const NftName (&names)[N], uint32_t max, const std::string& what) {
+    if (auto x = nft_value_of(names, v.text)) return *x;
+    if (v.text.empty() || !std::isdigit(static_cast<unsigned char>(v.text[0])))
+      fail(v, "unknown " + what + " \"" + v.text + "\"");
+    return static_cast<uint32_t>(number(v, 0, max, what));
+  }
+
+  // N or N-M (nft's range) up to max, into m.lo/m.hi.
+  void range(NftMatch& m, const Tok& v, uint32_t max, const std::string& what) {
+    const std::string& s = v.text;
+    const auto dash = s.find('-', 1);
+    if (dash == std::string::npos) {
+      m.lo = m.hi = static_cast<uint32_t>(number(v, 0, max, what));
+      return;
+    }
+    // Errors in either bound name the whole "a-b" word.
+    auto bound = [&](std::string part) {
+      try {
+        return static_cast<uint32_t>(number(Tok{std::move(part), v.index}, 0, max, what));
+      } catch (ParseFail& f) {
+        f.err.word = v.text;
+        throw;
+      }
+    };
+    m.lo = bound(s.substr(0, dash));
+    m.hi = bound(s.substr(dash + 1));
+    if (m.lo > m.hi) fail(v, "invalid " + what + " range (first > last)");
+  }
+
+  NftMatch ether_match() {
+    const Tok& k = need("ether field (type)");
     NftMatch m;
+    if (k.text != "type") fail(k, "unsupported ether field (only type)");
+    m.key = NftKey::ETHER_TYPE;
+    m.neg = op_neg();
+    m.lo = m.hi = named(need("ether type"), kEtherTypes, 0xffff, "ether type");
+    return m;
+  }
+
+  NftMatch ip_match() {
+    const Tok& k = need("ip field (saddr, daddr, protocol, length or dscp)");
+    NftMatch m;
+    if (k.text == "protocol" || k.text == "length" || k.text == "dscp") {
+      m.neg = op_neg();
+      const Tok& v = need("ip " + k.text);
+      if (k.text == "protocol") {
+        m.key = NftKey::IP_PROTOCOL;
+        m.lo = m.hi = named(v, kIpProtocols, 255, "protocol");
+      } else if (k.text == "length") {
+        m.key = NftKey::IP_LENGTH;
+        range(m, v, 65535, "length");
+      } else {
+        m.key = NftKey::IP_DSCP;
+        m.lo = m.hi = named(v, kDscpClasses, 63, "dscp");
+      }
+      return m;
+    }
     if (k.text == "saddr") m.key = NftKey::IP_SADDR;
     else if (k.text == "daddr") m.key = NftKey::IP_DADDR;
-    else fail(k, "unsupported ip field (only saddr and daddr)");
+    else fail(k, "unsupported ip field (only saddr, daddr, protocol, length and dscp)");
     m.neg = op_neg();
     const Tok& v = need("IPv4 address");
     std::string_view s = v.text;
@@ -336,25 +397,8 @@ class Parser {
     else fail(k, std::string("unsupported ") + (tcp ? "tcp" : "udp") + " field (only sport and dport)");
     m.neg = op_neg();
     const Tok& v = need("port");
-    const std::string& s = v.text;
-    if (s.find(',') != std::string::npos || s == "{") fail(v, "unsupported: port sets");
-    const auto dash = s.find('-', 1);
-    if (dash == std::string::npos) {
-      m.lo = m.hi = static_cast<uint32_t>(number(v, 0, 65535, "port"));
-    } else {
-      // Errors in either bound name the whole "a-b" word.
-      auto bound = [&](std::string part) {
-        try {
-          return static_cast<uint32_t>(number(Tok{std::move(part), v.index}, 0, 65535, "port"));
-        } catch (ParseFail& f) {
-          f.err.word = v.text;
-          throw;
-        }
-      };
-      m.lo = bound(s.substr(0, dash));
-      m.hi = bound(s.substr(dash + 1));
-      if (m.lo > m.hi) fail(v, "invalid port range (first > last)");
-    }
+    if (v.text.find(',') != std::string::npos || v.text == "{") fail(v, "unsupported: port sets");
+    range(m, v, 65535, "port");
     return m;
   }
 
@@ -389,7 +433,9 @@ class Parser {
         verdict = true;
       } else if (w.text == "continue") {
         verdict = true;
-      } else if (w.text == "ip6" || w.text == "ether" || w.text == "vlan" || w.text == "arp" ||
+      } else if (w.text == "ether") {
+        r.matches.push_back(ether_match());
+      } else if (w.text == "ip6" || w.text == "vlan" || w.text == "arp" ||
                  w.text == "sctp" || w.text == "icmp" || w.text == "th" || w.text == "ct" ||
                  w.text == "iif" || w.text == "oif" || w.text == "iifname" || w.text == "oifname") {
         fail(w, "unsupported match");

@@ -30,6 +30,11 @@ enum class NftKey : uint8_t {
   TCP_DPORT,
   UDP_SPORT,
   UDP_DPORT,
+  META_L4PROTO,  // the transport protocol (IPv4 here)
+  IP_PROTOCOL,
+  IP_LENGTH,     // total length
+  IP_DSCP,       // the TOS byte's upper six bits
+  ETHER_TYPE,    // the frame's type field (offset 12)
 };
 
 // value matches when (x & mask) is in [lo, hi]; `neg` inverts (nft's "!="). A packet that
@@ -94,6 +99,8 @@ struct NftPktInfo {
   bool ipv4 = false;   // a valid IPv4 header at offset 14
   bool l4 = false;     // ports readable (TCP or UDP, first fragment, header present)
   uint8_t l4proto = 0;
+  uint8_t tos = 0;
+  uint16_t tot_len = 0;
   uint32_t saddr = 0, daddr = 0;  // host order
   uint16_t sport = 0, dport = 0;  // host order
 };

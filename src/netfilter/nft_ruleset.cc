@@ -1,5 +1,6 @@
 // nftables objects (write side), the base-chain hook (read side) and the listings.
 #include "netfilter/nft_ruleset.h"
+#include "netfilter/nft_names.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -18,16 +19,7 @@ std::string ipv4_str(uint32_t a) {
   return b;
 }
 
-const char* proto_name(uint32_t p) {
-  switch (p) {
-    case 0x0800: return "ip";
-    case 0x86dd: return "ip6";
-    case 0x0806: return "arp";
-    case 0x8100: return "vlan";
-    case 0x88a8: return "8021ad";
-    default: return nullptr;
-  }
-}
+const char* proto_name(uint32_t p) { return nft_name_of(kEtherTypes, p); }
 
 std::string priority_str(int prio) {
   if (prio == 0) return "filter";
@@ -46,8 +38,49 @@ const char* field_name(NftKey k) {
     case NftKey::IP_DADDR: return "daddr";
     case NftKey::TCP_SPORT: case NftKey::UDP_SPORT: return "sport";
     case NftKey::TCP_DPORT: case NftKey::UDP_DPORT: return "dport";
+    case NftKey::META_L4PROTO: return "l4proto";
+    case NftKey::IP_PROTOCOL: return "protocol";
+    case NftKey::IP_LENGTH: return "length";
+    case NftKey::IP_DSCP: return "dscp";
+    case NftKey::ETHER_TYPE: return "type";
   }
   return "?";
+}
+
+// The right-hand side of a match as nft prints it: the value's name where it has one,
+// else the number (hexadecimal for an ethertype or a DSCP value, as nft), and a range
+// as N-M.
+std::string value_str(const NftMatch& m) {
+  const char* n = nullptr;
+  char b[32];
+  switch (m.key) {
+    case NftKey::META_L4PROTO:
+    case NftKey::IP_PROTOCOL: n = nft_name_of(kIpProtocols, m.lo); break;
+    case NftKey::IP_DSCP:
+      n = nft_name_of(kDscpClasses, m.lo);
+      std::snprintf(b, sizeof b, "0x%02x", m.lo);
+      return n ? n : b;
+    case NftKey::ETHER_TYPE:
+      n = proto_name(m.lo);
+      std::snprintf(b, sizeof b, "0x%04x", m.lo);
+      return n ? n : b;
+    default: break;
+  }
+  if (n) return n;
+  return m.hi != m.lo ? std::to_string(m.lo) + "-" + std::to_string(m.hi) : std::to_string(m.lo);
+}
+nlohmann::json value_json(const NftMatch& m) {
+  const char* n = nullptr;
+  switch (m.key) {
+    case NftKey::META_L4PROTO:
+    case NftKey::IP_PROTOCOL: n = nft_name_of(kIpProtocols, m.lo); break;
+    case NftKey::IP_DSCP: n = nft_name_of(kDscpClasses, m.lo); break;
+    case NftKey::ETHER_TYPE: n = proto_name(m.lo); break;
+    default: break;
+  }
+  if (n) return n;
+  if (m.hi != m.lo) return {{"range", {m.lo, m.hi}}};
+  return m.lo;
 }
 
 std::string match_str(const NftMatch& m) {
@@ -70,6 +103,11 @@ std::string match_str(const NftMatch& m) {
       s = std::string("ip ") + field_name(m.key) + op + ipv4_str(m.lo);
       if (m.prefix != 32) s += "/" + std::to_string(m.prefix);
       return s;
+    case NftKey::META_L4PROTO: return std::string("meta l4proto") + op + value_str(m);
+    case NftKey::IP_PROTOCOL:
+    case NftKey::IP_LENGTH:
+    case NftKey::IP_DSCP: return std::string("ip ") + field_name(m.key) + op + value_str(m);
+    case NftKey::ETHER_TYPE: return std::string("ether type") + op + value_str(m);
     default:
       s = std::string(l4_name(m.key)) + " " + field_name(m.key) + op + std::to_string(m.lo);
       if (m.hi != m.lo) s += "-" + std::to_string(m.hi);
@@ -112,6 +150,20 @@ nlohmann::json match_json(const NftMatch& m) {
       left = {{"payload", {{"protocol", "ip"}, {"field", field_name(m.key)}}}};
       if (m.prefix == 32) right = ipv4_str(m.lo);
       else right = {{"prefix", {{"addr", ipv4_str(m.lo)}, {"len", m.prefix}}}};
+      break;
+    case NftKey::META_L4PROTO:
+      left = {{"meta", {{"key", "l4proto"}}}};
+      right = value_json(m);
+      break;
+    case NftKey::IP_PROTOCOL:
+    case NftKey::IP_LENGTH:
+    case NftKey::IP_DSCP:
+      left = {{"payload", {{"protocol", "ip"}, {"field", field_name(m.key)}}}};
+      right = value_json(m);
+      break;
+    case NftKey::ETHER_TYPE:
+      left = {{"payload", {{"protocol", "ether"}, {"field", "type"}}}};
+      right = value_json(m);
       break;
     default:
       left = {{"payload", {{"protocol", l4_name(m.key)}, {"field", field_name(m.key)}}}};

@@ -22,45 +22,15 @@ const char* tc_act_name(int v) {
   }
 }
 
-TcStats::~TcStats() {
-  Blocks* b = blocks_.load(std::memory_order_acquire);
-  if (!b) return;
-  for (auto& k : b->at) delete k.load(std::memory_order_acquire);
-  delete b;
-}
-
-// The first count on any Cpu: the block table (cold path; a loser of the race frees its own).
-TcStats::Blocks* TcStats::make_blocks() {
-  auto* fresh = new Blocks;
-  Blocks* cur = nullptr;
-  if (blocks_.compare_exchange_strong(cur, fresh, std::memory_order_acq_rel)) return fresh;
-  delete fresh;
-  return cur;
-}
-
-TcStats::Block* TcStats::make_block(Blocks& b, unsigned i) {
-  auto* fresh = new Block;
-  Block* cur = nullptr;
-  if (b.at[i].compare_exchange_strong(cur, fresh, std::memory_order_acq_rel)) return fresh;
-  delete fresh;
-  return cur;
-}
-
 TcStats::Sum TcStats::sum() const {
   Sum s;
-  const Blocks* b = blocks_.load(std::memory_order_acquire);
-  if (!b) return s;
-  for (const auto& kp : b->at) {
-    const Block* k = kp.load(std::memory_order_acquire);
-    if (!k) continue;
-    for (const Slot& x : k->slot) {
-      s.packets += x.packets.get();
-      s.bytes += x.bytes.get();
-      s.drops += x.drops.get();
-      s.overlimits += x.overlimits.get();
-      s.matched += x.matched.get();
-    }
-  }
+  slots_.for_each([&](const Slot& x) {
+    s.packets += x.packets.get();
+    s.bytes += x.bytes.get();
+    s.drops += x.drops.get();
+    s.overlimits += x.overlimits.get();
+    s.matched += x.matched.get();
+  });
   return s;
 }
 

@@ -17,6 +17,7 @@
 
 #include "core/counter.h"
 #include "core/cpu.h"
+#include "core/percpu.h"
 #include "core/packet.h"
 #include "core/result.h"
 #include "sched/qdisc_options.h"
@@ -56,10 +57,8 @@ struct TcResult {
 };
 
 // Per-Cpu statistics (gnet_stats_basic + queue drops/overlimits), one slot per Cpu id,
-// each written only by its Cpu's thread. Like the kernel's percpu counters they cost
-// memory only for the Cpus that use them: the slots come in blocks of kBlock Cpus, made
-// the first time a Cpu of the block counts (an object no packet reached holds one
-// pointer); a block made twice at once is kept once.
+// each written only by its Cpu's thread; like the kernel's percpu counters they cost
+// memory only for the Cpus that count (core/percpu.h).
 class TcStats {
  public:
   struct alignas(kCacheLine) Slot {
@@ -69,18 +68,7 @@ class TcStats {
   struct Sum {
     uint64_t packets = 0, bytes = 0, drops = 0, overlimits = 0, matched = 0;
   };
-  TcStats() = default;
-  ~TcStats();
-  TcStats(const TcStats&) = delete;
-  TcStats& operator=(const TcStats&) = delete;
-  Slot& at(const Cpu& cpu) {
-    const unsigned id = cpu.id();
-    Blocks* b = blocks_.load(std::memory_order_acquire);
-    if (PP_UNLIKELY(!b)) b = make_blocks();
-    Block* k = b->at[id / kBlock].load(std::memory_order_acquire);
-    if (PP_UNLIKELY(!k)) k = make_block(*b, id / kBlock);
-    return k->slot[id % kBlock];
-  }
+  Slot& at(const Cpu& cpu) { return slots_.at(cpu.id()); }
   void count(const Cpu& cpu, const Packet* p) {
     Slot& s = at(cpu);
     s.packets.add();
@@ -89,16 +77,7 @@ class TcStats {
   Sum sum() const;
 
  private:
-  static constexpr unsigned kBlock = 8;
-  struct Block {
-    Slot slot[kBlock];
-  };
-  struct Blocks {
-    std::atomic<Block*> at[kMaxCpus / kBlock] = {};
-  };
-  Blocks* make_blocks();
-  Block* make_block(Blocks& b, unsigned i);
-  std::atomic<Blocks*> blocks_{nullptr};
+  PerCpu<Slot, kMaxCpus> slots_;
 };
 
 // Where a classifier runs: the packet is on its way out (egress) or has come in (ingress).

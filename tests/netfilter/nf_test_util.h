@@ -26,6 +26,7 @@ struct Pkt {
   uint32_t payload = 18;
   uint32_t truncate_to = 0;  // cut the linear data to this many bytes (0: no cut)
   bool vlan_tag = false;     // an in-band 802.1Q tag before the ethertype
+  uint8_t tos = 0;
 };
 
 inline std::vector<uint8_t> build_bytes(const Pkt& d) {
@@ -39,7 +40,7 @@ inline std::vector<uint8_t> build_bytes(const Pkt& d) {
   u16(d.ethertype);
   if (d.ethertype == 0x0800) {
     const uint32_t l4len = (d.l4proto == 6 ? 20 : 8) + d.payload;
-    u8(0x45); u8(0); u16(20 + l4len); u16(1); u16(d.frag_off); u8(64); u8(d.l4proto); u16(0);
+    u8(0x45); u8(d.tos); u16(20 + l4len); u16(1); u16(d.frag_off); u8(64); u8(d.l4proto); u16(0);
     u32(d.saddr); u32(d.daddr);
     u16(d.sport); u16(d.dport);
     if (d.l4proto == 6) { u32(0); u32(0); u16(0x5000); u16(0); u16(0); u16(0); }

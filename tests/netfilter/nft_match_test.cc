@@ -114,6 +114,35 @@ TEST_F(NftMatchTest, Ports) {
   EXPECT_FALSE(drops("udp dport 2000", Pkt{.l4proto = 1}));
 }
 
+// ip protocol / length / dscp, meta l4proto and ether type, by name and number (the
+// names nft prints), with ranges and negation; non-IPv4 packets match none of the IP
+// fields nor their negations.
+TEST_F(NftMatchTest, IpProtocolLengthDscpL4protoAndEtherType) {
+  EXPECT_TRUE(drops("ip protocol udp", Pkt{}));
+  EXPECT_TRUE(drops("ip protocol 17", Pkt{}));
+  EXPECT_FALSE(drops("ip protocol tcp", Pkt{}));
+  EXPECT_TRUE(drops("ip protocol icmp", Pkt{.l4proto = 1}));
+  EXPECT_TRUE(drops("ip protocol != tcp", Pkt{}));
+  EXPECT_TRUE(drops("meta l4proto tcp", Pkt{.l4proto = 6}));
+  EXPECT_FALSE(drops("meta l4proto tcp", Pkt{}));
+  // Pkt{}: 20 + 8 + 18 = 46 bytes of IPv4.
+  EXPECT_TRUE(drops("ip length 46", Pkt{}));
+  EXPECT_TRUE(drops("ip length 40-50", Pkt{}));
+  EXPECT_FALSE(drops("ip length 47-50", Pkt{}));
+  EXPECT_TRUE(drops("ip length != 60", Pkt{}));
+  EXPECT_TRUE(drops("ip dscp ef", Pkt{.tos = 46 << 2}));
+  EXPECT_TRUE(drops("ip dscp 0x2e", Pkt{.tos = 46 << 2 | 1}));  // ECN bits apart
+  EXPECT_TRUE(drops("ip dscp cs1", Pkt{.tos = 8 << 2}));
+  EXPECT_FALSE(drops("ip dscp af11", Pkt{.tos = 8 << 2}));
+  EXPECT_TRUE(drops("ether type ip", Pkt{}));
+  EXPECT_TRUE(drops("ether type arp", Pkt{.ethertype = 0x0806}));
+  EXPECT_TRUE(drops("ether type 0x88cc", Pkt{.ethertype = 0x88cc}));
+  EXPECT_TRUE(drops("ether type != ip", Pkt{.ethertype = 0x0806}));
+  EXPECT_TRUE(drops("ether type vlan", Pkt{.vlan_tag = true}));
+  for (const char* m : {"ip protocol udp", "ip protocol != tcp", "meta l4proto udp", "ip length != 1", "ip dscp != ef"})
+    EXPECT_FALSE(drops(m, Pkt{.ethertype = 0x0806})) << m;
+}
+
 TEST_F(NftMatchTest, TruncatedPacketsNeverMatchHeaders) {
   // Cut inside the IP header, inside the UDP ports, and to a bare Ethernet header.
   EXPECT_FALSE(drops("ip saddr 0.0.0.0/0", Pkt{.truncate_to = 30}));

@@ -58,6 +58,43 @@ TEST_F(NftRulesetTest, ListRulesetText) {
   EXPECT_NE(plain.find("table netdev filt {\n\tchain out {\n"), std::string::npos) << plain;
 }
 
+// The new fields list as nft 1.0.6 lists the same rules on this kernel (text and the
+// JSON expressions).
+TEST_F(NftRulesetTest, ListsProtocolLengthDscpL4protoAndEtherTypeAsNft) {
+  ok({"nft", "add", "table", "netdev", "t"});
+  ok({"nft", "add", "chain", "netdev", "t", "c", "{ type filter hook ingress device foo priority 0; }"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip", "protocol", "tcp", "ip", "length", "100-200", "ip", "dscp",
+      "cs1", "meta", "l4proto", "udp", "ether", "type", "arp", "drop"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip", "dscp", "0x2e", "accept"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip", "dscp", "10"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ether", "type", "0x88cc"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip", "protocol", "200", "ip", "length", "!=", "60"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "meta", "l4proto", "7"});
+  const std::string out = run({"nft", "list", "ruleset"}).out;
+  EXPECT_NE(out.find("\t\tip protocol tcp ip length 100-200 ip dscp cs1 meta l4proto udp ether type arp drop\n"
+                     "\t\tip dscp ef accept\n"
+                     "\t\tip dscp af11\n"
+                     "\t\tether type 0x88cc\n"
+                     "\t\tip protocol 200 ip length != 60\n"
+                     "\t\tmeta l4proto 7\n"),
+            std::string::npos)
+      << out;
+  auto j = nlohmann::json::parse(run({"nft", "-j", "list", "ruleset"}, true).out);
+  std::vector<std::string> exprs;
+  for (const auto& o : j.at("nftables"))
+    if (o.contains("rule")) exprs.push_back(o["rule"]["expr"].dump());
+  ASSERT_EQ(exprs.size(), 6u);
+  EXPECT_EQ(exprs[0],
+            R"([{"match":{"left":{"payload":{"field":"protocol","protocol":"ip"}},"op":"==","right":"tcp"}},)"
+            R"({"match":{"left":{"payload":{"field":"length","protocol":"ip"}},"op":"==","right":{"range":[100,200]}}},)"
+            R"({"match":{"left":{"payload":{"field":"dscp","protocol":"ip"}},"op":"==","right":"cs1"}},)"
+            R"({"match":{"left":{"meta":{"key":"l4proto"}},"op":"==","right":"udp"}},)"
+            R"({"match":{"left":{"payload":{"field":"type","protocol":"ether"}},"op":"==","right":"arp"}},)"
+            R"({"drop":null}])");
+  EXPECT_EQ(exprs[3], R"([{"match":{"left":{"payload":{"field":"type","protocol":"ether"}},"op":"==","right":35020}}])");
+  EXPECT_EQ(exprs[5], R"([{"match":{"left":{"meta":{"key":"l4proto"}},"op":"==","right":7}}])");
+}
+
 TEST_F(NftRulesetTest, ListRulesetJson) {
   build();
   auto r = run({"nft", "-j", "list", "ruleset"});

@@ -19,7 +19,9 @@ struct LinkRow {
   std::string operstate;           // UP, DOWN, UNKNOWN
   uint32_t txqlen = 0;
   uint32_t num_tx_queues = 0;
-  std::string link_kind;           // dummy, testdrv, ...
+  uint32_t promiscuity = 0;
+  uint32_t min_mtu = 68, max_mtu = 65535;
+  std::string link_kind;           // dummy, testdrv, ... (shown with -d)
   std::string link;                // the peer, printed NAME@LINK (veth)
   std::string link_type = "ether"; // ether, loopback
   std::string address;
@@ -32,6 +34,7 @@ struct LinkShowFormat {
   bool json = false;
   bool pretty = false;  // -p: indented JSON
   bool stats = false;   // -s: the RX/TX counters
+  bool details = false; // -d: promiscuity, MTU bounds, the kind and its queues
 };
 
 void print_links(std::FILE* out, const std::vector<LinkRow>& rows, const LinkShowFormat& f);
