@@ -2,7 +2,7 @@
 // `pktpath run` parses it, then executed line by line on a fresh ScriptRunner until a
 // line fails, then finished (captures report). ScriptLimits keep every input short: at
 // most 64 packets and 2 threads per send/pktgen line, sleep and pktgen --duration at
-// most 2 ms, no `bpf`/`bench` command lines, no `capture -w`. Odd-sized inputs run in
+// most 2 ms, no `bpf`/`bench` command lines, no `capture -w`, no `-batch FILE`. Odd-sized inputs run in
 // JSON mode. Output goes to /dev/null; the packet pool is small (2048) so each input
 // starts quickly.
 #include <cstdio>
@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_wait_ns = 2'000'000;
   lim.commands = false;
   lim.write_files = false;
+  lim.batch_files = false;
   lim.host_devices = false;  // no kernel interfaces (tap) from fuzzed scripts
   lim.datapath_cpus = false;  // a redirect loop between them would never go idle
   runner.set_limits(lim);

@@ -368,7 +368,8 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
       const LinkKind* k = link_kind_lookup(net->devices().kind_of(*d));
       if (!k || !k->busy) continue;
       std::string msg;
-      if (k->busy(*d, control_, msg)) {
+      // An endless replay runs on behind the script: polled by later lines, not awaited.
+      if (k->busy(*d, control_, msg) && !(k->background && k->background(*d))) {
         StopSignalScope signals;
         const uint64_t t0 = MonotonicClock::instance().now_ns();
         bool idle = false;

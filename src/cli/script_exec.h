@@ -28,6 +28,7 @@ struct ScriptLimits {
   uint64_t max_wait_ns = 0;  // sleep, pktgen --duration, and 256 pktgen inter-packet delays
   bool commands = true;      // `bpf ...` and `bench ...` lines
   bool write_files = true;   // `capture -w FILE`
+  bool batch_files = true;   // `ip|tc -batch FILE` (a fuzzed name could be a pipe that never ends)
   bool datapath_cpus = true; // `rps_cpus`: datapath Cpu threads of the runner
   bool host_devices = true;  // link kinds that make host kernel interfaces (tap)
 };

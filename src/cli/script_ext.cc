@@ -17,6 +17,7 @@ std::optional<bool> parse_tc_ext(const std::vector<std::string>& w, ExtCommand& 
 
 std::optional<bool> parse_ext_command(const std::vector<std::string>& w, ExtCommand& out, ScriptError& err) {
   if (w.empty()) return std::nullopt;
+  if (auto r = parse_batch_ext(w, out, err)) return r;
   if (auto r = parse_netns_ext(w, out, err)) return r;
   if (w[0] == "clock") return parse_clock_ext(w, out, err);
   if (w[0] == "sysctl") return parse_sysctl_ext(w, out, err);

@@ -47,5 +47,7 @@ std::optional<bool> parse_ethtool_ext(const std::vector<std::string>& words, Ext
 // `ip netns ...`, `ip -n NAME ...`, `tc -n NAME ...`, `ip link set dev D netns NAME`
 // (cli/ip/ip_netns.cc).
 std::optional<bool> parse_netns_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
+// `ip|tc [-force] -batch FILE` (cli/script_batch.cc).
+std::optional<bool> parse_batch_ext(const std::vector<std::string>& words, ExtCommand& out, ScriptError& err);
 
 }  // namespace pktpath::cli

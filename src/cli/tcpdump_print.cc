@@ -4,6 +4,9 @@
 #include "cli/tcpdump_print.h"
 
 #include <arpa/inet.h>
+#include <strings.h>
+
+#include <cctype>
 #include <fmt/format.h>
 #include <time.h>
 
@@ -68,7 +71,115 @@ void hex_dump(std::string& o, const uint8_t* p, uint32_t n) {
   }
 }
 
-// print-icmp.c / print-icmp6.c, terse: echo (and a few types tcpdump names simply).
+// print-http.c through util-print.c's txtproto_print: on port 80 or 8080, ": HTTP", and
+// when the payload starts with a request method or a response's 3-digit code, the first
+// line (": HTTP: GET / HTTP/1.1"); a line with no end in the packet ends "[|http]".
+void tcp_payload(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, uint16_t sport,
+                 uint16_t dport) {
+  if (length == 0 || !(sport == 80 || dport == 80 || sport == 8080 || dport == 8080)) return;
+  const uint32_t len = std::min(length, caplen);
+  // fetch_token: a token of printable ASCII up to whitespace; then the blanks after it.
+  auto token = [&](uint32_t idx, std::string* tok) -> uint32_t {
+    tok->clear();
+    for (; idx < len; ++idx) {
+      const uint8_t ch = p[idx];
+      if (ch >= 0x80) return 0;
+      if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') break;
+      if (ch < 0x20 || ch == 0x7f || tok->size() + 2 > 128) return 0;
+      *tok += static_cast<char>(ch);
+    }
+    if (tok->empty()) return 0;
+    for (; idx < len; ++idx) {
+      const uint8_t ch = p[idx];
+      if (ch == '\r' || ch == '\n' || ch < 0x20 || ch >= 0x7f || (ch != ' ' && ch != '\t')) break;
+    }
+    return idx;
+  };
+  static const char* const kMethods[] = {
+      "GET",      "PUT",        "COPY",       "HEAD",        "LOCK",           "MOVE",          "POLL",
+      "POST",     "BCOPY",      "BMOVE",      "MKCOL",       "TRACE",          "LABEL",         "MERGE",
+      "DELETE",   "SEARCH",     "UNLOCK",     "REPORT",      "UPDATE",         "NOTIFY",        "BDELETE",
+      "CONNECT",  "OPTIONS",    "CHECKIN",    "PROPFIND",    "CHECKOUT",       "BPROPFIND",     "BPROPPATCH",
+      "UNCHECKOUT", "MKACTIVITY", "MKWORKSPACE", "UNSUBSCRIBE", "RPC_CONNECT", "VERSION-CONTROL",
+      "BASELINE-CONTROL"};
+  bool show = false;
+  std::string tok;
+  uint32_t idx = token(0, &tok);
+  if (idx) {
+    for (const char* m : kMethods)
+      if (strcasecmp(tok.c_str(), m) == 0) show = true;
+    idx = token(idx, &tok);  // the response code is the second token (RESP_CODE_SECOND_TOKEN)
+    if (idx && tok.size() == 3 && std::isdigit(static_cast<unsigned char>(tok[0])) &&
+        std::isdigit(static_cast<unsigned char>(tok[1])) && std::isdigit(static_cast<unsigned char>(tok[2])))
+      show = true;
+  }
+  o += ": HTTP";
+  if (!show) return;
+  // print_txt_line: the first line without its CR-LF (or LF); binary or a lone CR prints
+  // nothing more; no line end in the packet prints what there is and "[|http]".
+  for (uint32_t i = 0; i < len; ++i) {
+    const uint8_t ch = p[i];
+    if (ch == '\n' || (ch == '\r' && i + 1 < len && p[i + 1] == '\n')) {
+      o += ": " + std::string(reinterpret_cast<const char*>(p), i);
+      return;
+    }
+    if (ch == '\r' || ((ch < 0x20 || ch >= 0x7f) && ch != '\t')) return;
+  }
+  o += ": " + std::string(reinterpret_cast<const char*>(p), len) + " [|http]";
+}
+
+// print-icmp.c's unreachable (type 3) and redirect (5) lines: what the quoted IPv4
+// header (8 bytes in, at least its 20 captured) says about the packet that failed.
+std::string icmp_error(uint8_t type, uint8_t code, const uint8_t* p, uint32_t caplen) {
+  const uint8_t* ip = p + 8;
+  const std::string dst = addr_string(ip + 16, 4);
+  if (type == 5) {
+    static const char* const kRedirect[] = {"redirect {} to net {}", "redirect {} to host {}",
+                                            "redirect-tos {} to net {}", "redirect-tos {} to host {}"};
+    const std::string gw = addr_string(p + 4, 4);
+    if (code < 4) return fmt::format(fmt::runtime(kRedirect[code]), dst, gw);
+    return fmt::format("redirect-#{} {} to net {}", code, dst, gw);
+  }
+  switch (code) {
+    case 2:
+      return fmt::format("{} protocol {} unreachable", dst, ip[9]);
+    case 3: {
+      const uint32_t hlen = (ip[0] & 0x0f) * 4u;
+      if (8 + hlen + 4 > caplen) return fmt::format("{} port unreachable", dst);
+      const uint16_t dport = be16(ip + hlen + 2);
+      if (ip[9] == 6) return fmt::format("{} tcp port {} unreachable", dst, dport);
+      if (ip[9] == 17) return fmt::format("{} udp port {} unreachable", dst, dport);
+      return fmt::format("{} protocol {} port {} unreachable", dst, ip[9], dport);
+    }
+    case 4: {
+      const uint16_t mtu = be16(p + 6);
+      return mtu ? fmt::format("{} unreachable - need to frag (mtu {})", dst, mtu)
+                 : fmt::format("{} unreachable - need to frag", dst);
+    }
+    default:
+      break;
+  }
+  static const char* const kUnreach[] = {"net {} unreachable",
+                                         "host {} unreachable",
+                                         nullptr,
+                                         nullptr,
+                                         nullptr,
+                                         "{} unreachable - source route failed",
+                                         "net {} unreachable - unknown",
+                                         "host {} unreachable - unknown",
+                                         "{} unreachable - source host isolated",
+                                         "net {} unreachable - admin prohibited",
+                                         "host {} unreachable - admin prohibited",
+                                         "net {} unreachable - tos prohibited",
+                                         "host {} unreachable - tos prohibited",
+                                         "host {} unreachable - admin prohibited filter",
+                                         "host {} unreachable - host precedence violation",
+                                         "host {} unreachable - precedence cutoff"};
+  if (code < 16 && kUnreach[code]) return fmt::format(fmt::runtime(kUnreach[code]), dst);
+  return fmt::format("#{} {} unreachable", code, dst);
+}
+
+// print-icmp.c / print-icmp6.c, terse: echo, errors (and a few types tcpdump names simply).
 void icmp(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, bool v6,
           const std::string& src, const std::string& dst) {
   o += fmt::format("{} > {}: {}", src, dst, v6 ? "ICMP6, " : "ICMP ");
@@ -83,6 +194,10 @@ void icmp(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, bo
                      be16(p + 4), be16(p + 6));
   else if (!v6 && type == 11 && code <= 1)
     o += code == 0 ? "time exceeded in-transit" : "ip reassembly time exceeded";
+  else if (!v6 && (type == 3 || type == 5) && caplen >= 28)
+    o += icmp_error(type, code, p, caplen);
+  else if (!v6 && type == 12)
+    o += code ? fmt::format("parameter problem - code {}", code) : fmt::format("parameter problem - octet {}", p[4]);
   else if (v6 && (type == 135 || type == 136) && caplen >= 24)
     o += fmt::format("neighbor {}, {} {}", type == 135 ? "solicitation" : "advertisement",
                      type == 135 ? "who has" : "tgt is", addr_string(p + 8, 16));
@@ -422,6 +537,7 @@ void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t
     o += "]";
   }
   o += fmt::format(", length {}", length);
+  tcp_payload(o, c.skip(hlen).p, c.skip(hlen).caplen, length, sport, dport);
   return;
 bad:
   o += "[bad opt]]";

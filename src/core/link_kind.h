@@ -46,6 +46,10 @@ struct LinkKind {
   // caller keeps running `cpu`'s pending work); err set once when the device failed.
   // May be null.
   bool (*busy)(NetDevice& dev, Cpu& cpu, std::string& err) = nullptr;
+  // Its work has no end of its own (a replay looping forever): the runner does not wait
+  // for it after a line but keeps polling it while later lines run (`sleep` lets it
+  // run), until the device goes down or the script ends. May be null.
+  bool (*background)(const NetDevice& dev) = nullptr;
   // The device makes or uses objects of the host kernel (a tap's kernel interface, an
   // afpacket's socket on one): refused where scripts may not touch the host
   // (ScriptLimits::host_devices, the fuzzer).

@@ -496,6 +496,11 @@ bool pcap_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
   return s.rx_running;
 }
 
+bool pcap_background(const NetDevice& dev) {
+  const auto* s = static_cast<const PcapPriv*>(dev.priv());
+  return s && s->loops == 0;
+}
+
 void pcap_setup(NetDevice& dev) {
   auto s = std::make_unique<PcapPriv>();
   s->dev = &dev;
@@ -529,7 +534,8 @@ const LinkKindRegistrar kPcap{{.kind = "pcap",
                                .set_option = pcap_set_option,
                                .dellink = nullptr,
                                .set_text_option = pcap_set_text_option,
-                               .busy = pcap_busy}};
+                               .busy = pcap_busy,
+                               .background = pcap_background}};
 
 }  // namespace
 }  // namespace pktpath

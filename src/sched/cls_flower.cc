@@ -72,13 +72,39 @@ KeyWords masked(const KeyWords& k, const KeyWords& m) {
   for (size_t i = 0; i < kWords; ++i) x.w[i] = k.w[i] & m.w[i];
   return x;
 }
-uint64_t hash_of(const KeyWords& k) { return rcu_hash_words(k.w, kWords); }
+// The words of the key a mask covers (the kernel hashes the mask's byte range,
+// fl_mask_range): a mask on the destination address and the ethertype is two words.
+struct MaskWords {
+  uint8_t idx[kWords];
+  uint8_t n = 0;
+  explicit MaskWords(const KeyWords& bits) {
+    for (uint8_t i = 0; i < kWords; ++i)
+      if (bits.w[i]) idx[n++] = i;
+  }
+};
+// The covered words of a (masked) key, packed, and their hash.
+struct Packed {
+  uint64_t w[kWords];
+  uint8_t n;
+  uint64_t hash() const { return rcu_hash_words(w, n); }
+  bool same(const KeyWords& key, const MaskWords& m) const {
+    for (uint8_t j = 0; j < n; ++j)
+      if (key.w[m.idx[j]] != w[j]) return false;
+    return true;
+  }
+};
+inline Packed pack(const KeyWords& k, const KeyWords& bits, const MaskWords& m) {
+  Packed p;
+  p.n = m.n;
+  for (uint8_t j = 0; j < m.n; ++j) p.w[j] = k.w[m.idx[j]] & bits.w[m.idx[j]];
+  return p;
+}
 
 // One flower node (struct cls_fl_filter): its masked key, mask and port ranges.
 class FlowerFilter final : public FilterOf<FlowerSpec> {
  public:
-  explicit FlowerFilter(const FlowerSpec& s) : FilterOf(s) {}
-  KeyWords key() const { return words_of(spec_.key); }
+  explicit FlowerFilter(const FlowerSpec& s) : FilterOf(s), key_(words_of(s.key)) {}
+  const KeyWords& key() const { return key_; }  // masked
   KeyWords mask() const { return words_of(spec_.mask); }
   bool ranged() const { return spec_.src_range || spec_.dst_range; }
   bool same_ranges(const FlowerFilter& o) const {
@@ -111,15 +137,23 @@ class FlowerFilter final : public FilterOf<FlowerSpec> {
     if (masked(words_of(k), mask()) != key() || !in_range(k)) return TC_ACT_UNSPEC;
     return run(ctx, p, res);
   }
+
+ private:
+  KeyWords key_;
 };
 
 // A mask (struct fl_flow_mask): the bits and range flags its nodes share, a hash table
 // over their masked keys, and for a range mask its nodes in the order they came
 // (fl_lookup_range walks mask->filters).
 struct FlowerMask {
+  explicit FlowerMask(const KeyWords& b) : bits(b), words(b) {}
   KeyWords bits;
-  bool src_range, dst_range;
+  MaskWords words;
+  bool src_range = false, dst_range = false;
   RcuHashTable<const FlowerFilter*> ht;
+  // The mask's node while it has exactly one (compared without hashing: one rule of a
+  // mask costs what a plain compare does); nullptr otherwise.
+  std::atomic<const FlowerFilter*> only{nullptr};
   using Ranged = std::vector<const FlowerFilter*>;
   std::atomic<const Ranged*> ranged{nullptr};  // range masks only; immutable once published
   size_t refs = 0;
@@ -143,16 +177,18 @@ class FlowerHead final : public TcFilter {
     flower_dissect(p, k);
     const KeyWords kw = words_of(k);
     for (const FlowerMask* m : ml->v) {
-      const KeyWords mk = masked(kw, m->bits);
+      const Packed mk = pack(kw, m->bits, m->words);
       const FlowerFilter* f = nullptr;
       if (PP_UNLIKELY(m->ranges())) {
         for (const FlowerFilter* c : *m->ranged.load(std::memory_order_acquire))
-          if (c->key() == mk && c->in_range(k)) {
+          if (mk.same(c->key(), m->words) && c->in_range(k)) {
             f = c;
             break;
           }
+      } else if (const FlowerFilter* c = m->only.load(std::memory_order_acquire)) {
+        f = mk.same(c->key(), m->words) ? c : nullptr;
       } else {
-        f = m->ht.find(hash_of(mk), [&](const FlowerFilter* c) { return c->key() == mk; });
+        f = m->ht.find(mk.hash(), [&](const FlowerFilter* c) { return mk.same(c->key(), m->words); });
       }
       if (f) return f->run(ctx, p, res);
     }
@@ -167,9 +203,8 @@ class FlowerHead final : public TcFilter {
     FlowerMask* m = find_mask(f);
     const bool fresh = !m;
     if (fresh) {
-      owned_.push_back(std::make_unique<FlowerMask>());
+      owned_.push_back(std::make_unique<FlowerMask>(f.mask()));
       m = owned_.back().get();
-      m->bits = f.mask();
       m->src_range = f.spec().src_range;
       m->dst_range = f.spec().dst_range;
       if (m->ranges()) m->ranged.store(new FlowerMask::Ranged, std::memory_order_relaxed);
@@ -182,9 +217,10 @@ class FlowerHead final : public TcFilter {
       next->push_back(&f);
       retired.retire(std::unique_ptr<const FlowerMask::Ranged>(m->ranged.exchange(next.release(), std::memory_order_acq_rel)));
     } else {
-      const uint64_t h = hash_of(f.key());
+      const uint64_t h = pack(f.key(), m->bits, m->words).hash();
       if (m->ht.find(h, [&](const FlowerFilter* c) { return c->key() == f.key(); })) return exists();
       m->ht.insert(h, &f, retired);
+      set_only(*m);
     }
     ++m->refs;
     if (fresh) publish_masks(retired);
@@ -205,7 +241,8 @@ class FlowerHead final : public TcFilter {
       found = next->size() != cur.size();
       retired.retire(std::unique_ptr<const FlowerMask::Ranged>(m->ranged.exchange(next.release(), std::memory_order_acq_rel)));
     } else {
-      found = m->ht.erase(hash_of(f.key()), &f, retired);
+      found = m->ht.erase(pack(f.key(), m->bits, m->words).hash(), &f, retired);
+      set_only(*m);
     }
     if (!found || --m->refs) return;
     for (auto it = owned_.begin(); it != owned_.end(); ++it)
@@ -225,6 +262,12 @@ class FlowerHead final : public TcFilter {
   static FlowerSpec spec_of(const TcFilter& f) { return static_cast<const FlowerFilter&>(f).spec(); }
   static Status exists() {
     return unexpected("File exists (a flower filter with this key and mask is in the pref)", "flower");
+  }
+  // After the table changed: its single node, or none (readers then search the table).
+  static void set_only(FlowerMask& m) {
+    const FlowerFilter* one = nullptr;
+    if (m.ht.size() == 1) m.ht.for_each([&](const FlowerFilter* c) { one = c; });
+    m.only.store(one, std::memory_order_release);
   }
   FlowerMask* find_mask(const FlowerFilter& f) const {
     for (const auto& m : owned_)

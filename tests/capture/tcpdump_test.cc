@@ -101,6 +101,7 @@ Bytes icmp(uint8_t type, uint8_t code, uint16_t id, uint16_t seq, size_t data) {
   b.resize(b.size() + data, 0);
   return b;
 }
+Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
 Bytes arp(uint16_t op, const Bytes& sha, uint32_t spa, const Bytes& tha, uint32_t tpa) {
   Bytes b;
   put16(b, 1);
@@ -149,6 +150,25 @@ std::vector<Bytes> ether_frames() {
       eth(kMacA, kMacB, 0x0800,
           ipv4(ip4(192, 168, 2, 2), ip4(192, 168, 2, 1), 1, icmp(0, 0, 1, 1, 56))),
       eth(kMacB, kMacA, 0x0800, ipv4(a, b, 1, icmp(11, 0, 0, 0, 28))),
+      // ICMP errors quoting the failed packet: port unreachable (UDP, TCP, other),
+      // net/host/protocol/admin unreachable, need-to-frag with an MTU, a redirect.
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 3, 0, 0, 0), ipv4(a, b, 17, udp(1234, 5001, 20))))),
+      eth(kMacB, kMacA, 0x0800,
+          ipv4(b, a, 1, cat(icmp(3, 3, 0, 0, 0), ipv4(a, b, 6, tcp(40000, 80, 1, 0, 0x02, 512))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 3, 0, 0, 0), ipv4(a, b, 132, Bytes(8, 1))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 0, 0, 0, 0), ipv4(a, b, 17, udp(1, 2, 0))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 1, 0, 0, 0), ipv4(a, b, 17, udp(1, 2, 0))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 2, 0, 0, 0), ipv4(a, b, 47, Bytes(8, 0))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 13, 0, 0, 0), ipv4(a, b, 17, udp(1, 2, 0))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 4, 0, 1400, 0), ipv4(a, b, 17, udp(1, 2, 1500))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(5, 1, 0x0a00, 0x00fe, 0), ipv4(a, b, 17, udp(1, 2, 0))))),
+      eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(12, 0, 0x1400, 0, 0), ipv4(a, b, 17, udp(1, 2, 0))))),
+      // HTTP on port 80: a request line, a response line, a segment of body, a line cut
+      // by the end of the packet.
+      eth(kMacB, kMacA, 0x0800, ipv4(a, b, 6, cat(tcp(40010, 80, 1, 1, 0x18, 512), text("GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n")))),
+      eth(kMacA, kMacB, 0x0800, ipv4(b, a, 6, cat(tcp(80, 40010, 1, 1, 0x18, 512), text("HTTP/1.0 200 OK\r\nServer: y\r\n\r\n")))),
+      eth(kMacA, kMacB, 0x0800, ipv4(b, a, 6, cat(tcp(80, 40010, 30, 1, 0x10, 512), text("<html><body>hello</body></html>")))),
+      eth(kMacB, kMacA, 0x0800, ipv4(a, b, 6, cat(tcp(40011, 8080, 1, 1, 0x18, 512), text("POST /form HTTP/1.1")))),
       eth(kMacB, kMacA, 0x86dd, ip6(1, 2, 17, udp(1234, 9999, 20))),
       eth(kMacB, kMacA, 0x86dd, ip6(1, 2, 58, icmp(128, 0, 7, 3, 16))),
       eth(kMacA, kMacB, 0x86dd, ip6(2, 1, 58, icmp(129, 0, 7, 3, 16))),

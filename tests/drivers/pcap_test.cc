@@ -347,25 +347,58 @@ TEST(PcapDevScript, RefusedOptionLeavesNoDevice) {
   EXPECT_EQ(runner.table().find("p0"), nullptr);
 }
 
-// loop 0 replays until the device goes down: the runner's wait bound (as Ctrl-C) sets it
-// down while its poll is scheduled, and the line ends.
-TEST(PcapDevScript, EndlessLoopStopsAtTheWaitBound) {
+// loop 0 replays until the device goes down, behind the script: the up line returns at
+// once, later lines run while it goes on (a sleep lets it make passes), and a down line
+// stops it. On the virtual clock a paced endless replay delivers exactly what the
+// sleeps' time allows.
+TEST(PcapDevScript, EndlessLoopRunsBehindTheScript) {
   const std::string in = temp_path("endless.pcap");
   write_pcap(in, make_records(50));
   cli::ScriptRunner runner(false, stdout);
   cli::ScriptLimits lim;
   lim.max_wait_ns = 50'000'000;
   runner.set_limits(lim);
-  cli::ScriptCommand c;
-  cli::ScriptError e;
-  ASSERT_TRUE(cli::parse_command({"ip", "link", "add", "dev", "p0", "type", "pcap", "rx", in, "loop", "0"}, c, e));
-  ASSERT_TRUE(runner.execute(c, e)) << e.msg;
-  ASSERT_TRUE(cli::parse_command({"ip", "link", "set", "dev", "p0", "up"}, c, e));
-  ASSERT_TRUE(runner.execute(c, e)) << e.msg;
+  auto run = [&](std::vector<std::string> w) {
+    cli::ScriptCommand c;
+    cli::ScriptError e;
+    ASSERT_TRUE(cli::parse_command(w, c, e)) << e.msg;
+    ASSERT_TRUE(runner.execute(c, e)) << e.msg;
+  };
+  run({"ip", "link", "add", "dev", "p0", "type", "pcap", "rx", in, "loop", "0"});
+  run({"ip", "link", "set", "dev", "p0", "up"});
   NetDevice* d = runner.table().find("p0");
   ASSERT_NE(d, nullptr);
-  EXPECT_FALSE(d->is_up());
+  EXPECT_TRUE(d->is_up());  // still replaying: the line did not wait for it
+  run({"ip", "link", "add", "dev", "other", "type", "dummy"});  // later lines run
+  run({"sleep", "0.05"});
   EXPECT_GT(d->stats_sum().rx_packets, 50u);  // more than one pass
+  run({"ip", "link", "set", "dev", "p0", "down"});
+  const uint64_t stopped = d->stats_sum().rx_packets;
+  run({"sleep", "0.01"});
+  EXPECT_EQ(d->stats_sum().rx_packets, stopped);
+  std::remove(in.c_str());
+}
+
+TEST(PcapDevScript, EndlessPacedLoopOnTheVirtualClock) {
+  const std::string in = temp_path("endless_v.pcap");
+  write_pcap(in, make_records(50));
+  RunResult r = run_script("clock virtual\n"
+                           "ip link add dev p0 type pcap rx " + in + " pace pps 1000 loop 0\n"
+                           "ip link set dev p0 up\n"
+                           "sleep 2\n"
+                           "ip -j -s link show dev p0\n"
+                           "sleep 1\n"
+                           "ip -j -s link show dev p0\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::vector<uint64_t> rx;
+  for (size_t at = r.out.find("\"rx\""); at != std::string::npos; at = r.out.find("\"rx\"", at + 1)) {
+    const size_t p = r.out.find("\"packets\":", at);
+    rx.push_back(std::stoull(r.out.substr(p + 10)));
+  }
+  ASSERT_EQ(rx.size(), 2u) << r.out;
+  // 1000 a second from t=0: the frames due in [0, 2 s] and then in [0, 3 s].
+  EXPECT_NEAR(static_cast<double>(rx[0]), 2001, 1) << r.out;
+  EXPECT_NEAR(static_cast<double>(rx[1]), 3001, 1) << r.out;
   std::remove(in.c_str());
 }
 
