@@ -30,6 +30,13 @@ std::string strip_comment(const std::string& line) {
   return line;
 }
 
+// The -b/-batch word among a line's leading options, if any (`-force -b FILE` too).
+const std::string* batch_option(const std::vector<std::string>& words) {
+  for (size_t i = 1; i < words.size() && words[i].size() > 1 && words[i][0] == '-'; ++i)
+    if (words[i] == "-b" || words[i] == "-batch") return &words[i];
+  return nullptr;
+}
+
 // Reads the file when it runs (as ip does: a batch may follow lines that make it) and
 // runs each line as it is parsed.
 struct BatchLine final : ExtLine {
@@ -56,8 +63,8 @@ struct BatchLine final : ExtLine {
       if (ok) {
         words.insert(words.begin(), tool);
         ScriptCommand c;
-        if (words.size() > 1 && (words[1] == "-b" || words[1] == "-batch"))
-          ok = fail(e, words[1], "a batch cannot run another batch");
+        if (const std::string* nested = batch_option(words))
+          ok = fail(e, *nested, "a batch cannot run another batch");
         else
           ok = parse_command(words, c, e) && r.execute(c, e);
       }

@@ -401,6 +401,11 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
         consume_interrupt();
         run_all_pending();
       }
+      // A driver whose lower link vanished took the carrier away: the device goes down.
+      if (!msg.empty() && d->is_up() && !d->carrier_ok()) {
+        std::string ignored;
+        net->devices().set_up(*d, false, ignored);
+      }
       if (!msg.empty() && ok) ok = fail(err, d->name(), msg);
     }
   }
@@ -444,7 +449,7 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
     const bool noarp = kind == "dummy";
     const NetDevice* peer = veth_peer(*d);
     // A veth whose peer is down has no carrier (LOWERLAYERDOWN), as iproute2 shows it.
-    const bool carrier = !peer || peer->is_up();
+    const bool carrier = peer ? peer->is_up() : d->carrier_ok();
     LinkRow r;
     r.ifindex = d->ifindex();
     r.name = d->name();

@@ -148,6 +148,10 @@ class NetDevice {
   // does not filter by destination address).
   bool promisc() const { return promisc_; }
   void set_promisc(bool on) { promisc_ = on; }
+  // netif_carrier_ok / netif_carrier_on|off: a driver whose lower link is gone takes the
+  // carrier away (from any thread); senders such as pktgen stop on it.
+  bool carrier_ok() const { return !no_carrier_.load(std::memory_order_relaxed); }
+  void set_carrier(bool on) { no_carrier_.store(!on, std::memory_order_relaxed); }
   // Relaxed: a NAPI thread may receive on the device while the control thread sets it
   // up (frames arrive once the driver's open returns, before IFF_UP is set after it).
   uint32_t flags() const { return flags_.load(std::memory_order_relaxed); }
@@ -251,6 +255,7 @@ class NetDevice {
   uint32_t mtu_;
   uint32_t tx_queue_len_;
   bool promisc_ = false;
+  std::atomic<bool> no_carrier_{false};
   int ifindex_ = 0;
   Net* net_ = nullptr;
   std::array<uint8_t, 6> mac_{};

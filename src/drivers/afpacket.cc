@@ -75,6 +75,14 @@ struct RxRing {
   }
 };
 
+// Whether the interface an AF_PACKET socket is bound to was unregistered: the kernel
+// sets the socket's ifindex to -1 then (packet_notifier on NETDEV_UNREGISTER).
+bool bound_link_gone(int fd) {
+  sockaddr_ll a{};
+  socklen_t l = sizeof a;
+  return fd >= 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l) == 0 && a.sll_ifindex <= 0;
+}
+
 // One transmit socket and its ring; head is advanced under the tx queue's xmit lock.
 // Its doorbell (host_socket::Doorbell) is one sendto: the kernel sends every marked
 // slot (tpacket_snd) before it returns.
@@ -86,8 +94,13 @@ struct TxRing final : host_socket::Doorbell {
   tpacket3_hdr* frame(uint32_t i) const {
     return reinterpret_cast<tpacket3_hdr*>(map + static_cast<size_t>(i) * frame_size);
   }
+  NetDevice* dev = nullptr;
   void send(uint32_t) override {
-    if (PP_UNLIKELY(::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0) && errno != EAGAIN) fail(errno);
+    if (PP_UNLIKELY(::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0) && errno != EAGAIN) {
+      fail(errno);
+      // The link was deleted under the device: no carrier, so senders stop at once.
+      if (bound_link_gone(fd)) dev->set_carrier(false);
+    }
   }
 };
 
@@ -251,6 +264,7 @@ bool open_sockets(AfpPriv& s, std::string& err) {
   s.tx = std::make_unique<TxRing[]>(s.ntx);
   for (uint16_t i = 0; i < s.ntx; ++i) {
     TxRing& t = s.tx[i];
+    t.dev = s.dev;
     t.frame_size = frame;
     if ((t.fd = packet_socket(err)) < 0) return false;
     if (!sockopt(t.fd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION", err)) return false;
@@ -403,6 +417,7 @@ int afp_open(NetDevice& dev) {
     return -1;
   }
   dev.set_mtu(s.link_mtu);
+  dev.set_carrier(true);
   s.napi.cpu = dev.napi_cpu(cpu);
   s.rx_running = true;
   std::vector<int> fds;
@@ -445,8 +460,19 @@ void afp_stop(NetDevice& dev) {
 bool afp_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
   AfpPriv& s = priv(dev);
   if (!s.rx.empty()) read_kernel_drops(s, cpu);
+  int tx_error = 0;
   for (uint16_t i = 0; i < s.ntx; ++i)
-    if (const int e = s.tx[i].take_error()) s.fail("link " + s.link + ": send: " + errno_text(e));
+    if (const int e = s.tx[i].take_error()) tx_error = e;
+  // mirrors NETDEV_UNREGISTER of the lower interface: a vanished link is the one message,
+  // the device loses its carrier and the runner takes it down.
+  const int probe = s.ntx ? s.tx[0].fd : s.rx.empty() ? -1 : s.rx[0].fd;
+  if ((tx_error || s.irq.saw_error()) && bound_link_gone(probe)) {
+    dev.set_carrier(false);
+    s.fail("link " + s.link + (s.netns.empty() ? "" : " in netns " + s.netns) +
+           " vanished (deleted in the kernel): no carrier, the device goes down");
+  } else if (tx_error) {
+    s.fail("link " + s.link + ": send: " + errno_text(tx_error));
+  }
   if (!s.error.empty() && !s.error_reported) {
     err = s.error;
     s.error_reported = true;

@@ -68,6 +68,7 @@ class RxIrq {
       return false;
     }
     stopping_.store(false);
+    saw_error_.store(false);
     armed_.store(1);
     std::vector<pollfd> p;
     for (int fd : fds) p.push_back({fd, POLLIN, 0});
@@ -75,6 +76,8 @@ class RxIrq {
     thread_ = std::thread([this, &napi, p = std::move(p)]() mutable { loop(napi, p); });
     return true;
   }
+  // A socket reported an error (POLLERR) since start.
+  bool saw_error() const { return saw_error_.load(std::memory_order_relaxed); }
   // The poll ran dry and completed the instance: the interrupt may fire again; with
   // `retry`, by itself after kRetryMs too.
   void complete(bool retry = false) {
@@ -115,6 +118,7 @@ class RxIrq {
             socklen_t l = sizeof e;
             ::getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &e, &l);
             error = true;
+            saw_error_.store(true, std::memory_order_relaxed);
           }
         if (error) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         continue;
@@ -131,6 +135,7 @@ class RxIrq {
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> armed_{1};     // 1: the interrupt may fire; 0: the poll runs
   std::atomic<bool> retry_{false};     // set with armed_ by complete(true)
+  std::atomic<bool> saw_error_{false};  // a socket reported an error (its link went down)
 };
 
 // A tx ring's doorbell, run as deferred work on the Cpu that sent a burst's last frame.

@@ -73,6 +73,12 @@ struct TapPriv final : DriverState {
 
   std::string error;  // the first failure, reported once through busy()
   bool error_reported = false;
+  // IF was deleted in the kernel while up: its files answer EBADFD (tun detached them).
+  std::atomic<bool> vanished{false};
+  void lose_link() {
+    vanished.store(true, std::memory_order_relaxed);
+    dev->set_carrier(false);
+  }
 
   ~TapPriv() override { close_all(); }
   void fail(std::string msg) {
@@ -151,6 +157,11 @@ int tap_poll(Napi& n, Cpu& cpu, int budget) {
     if (got < 0) {
       if (p) cpu.free(p);
       if (errno == EINTR) continue;
+      if (errno == EBADFD) {  // IF vanished: the interrupt stays disarmed
+        s.lose_link();
+        napi_complete_done(n, done);
+        return done;
+      }
       if (errno != EAGAIN) {
         s.fail("read " + s.kernel_name() + ": " + std::strerror(errno));
         napi_complete_done(n, done);
@@ -247,8 +258,10 @@ NetdevTx tap_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue&) {
     st.tx_bytes.add(len);
     cpu.free(p);
   } else {
+    const int e = put < 0 ? errno : 0;
+    if (PP_UNLIKELY(e == EBADFD)) s.lose_link();
     st.tx_dropped.add();
-    cpu.free_reason(p, put < 0 && errno == EIO ? DropReason::DEV_READY : DropReason::NOT_SPECIFIED);
+    cpu.free_reason(p, e == EIO || e == EBADFD ? DropReason::DEV_READY : DropReason::NOT_SPECIFIED);
   }
   return NetdevTx::OK;
 }
@@ -339,6 +352,8 @@ int tap_open(NetDevice& dev) {
   TapPriv& s = priv(dev);
   s.error.clear();
   s.error_reported = false;
+  s.vanished = false;
+  dev.set_carrier(true);
   Cpu* cpu = Cpu::current();
   if (!cpu) {
     s.fail("receive needs a Cpu bound to the thread that sets it up");
@@ -380,6 +395,11 @@ void tap_stop(NetDevice& dev) {
 bool tap_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
   TapPriv& s = priv(dev);
   collect_kernel_drops(s, cpu);
+  // mirrors NETDEV_UNREGISTER of IF: one message naming it; no carrier, and the runner
+  // takes the device down.
+  if (s.vanished.load(std::memory_order_relaxed) && s.error.empty())
+    s.fail("tap interface " + s.kernel_name() + (s.netns.empty() ? "" : " in netns " + s.netns) +
+           " vanished (deleted in the kernel): no carrier, the device goes down");
   if (!s.error.empty() && !s.error_reported) {
     err = s.error;
     s.error_reported = true;

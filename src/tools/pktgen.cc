@@ -84,6 +84,7 @@ const char* pktgen_end_name(PktgenEnd e) {
     case PktgenEnd::kDuration: return "duration";
     case PktgenEnd::kStopped: return "stopped";
     case PktgenEnd::kDeviceDown: return "device down";
+    case PktgenEnd::kNoCarrier: return "no carrier";
   }
   return "?";
 }
@@ -252,13 +253,13 @@ struct Pktgen::Worker {
     if constexpr (!kFast) x.tx_bytes += x.last_pkt_size;
   }
   // Every 256 rounds: report progress, pass an RCU quiescent state, and say whether to
-  // stop (the flag, the clock past the deadline, or the device no longer running:
-  // pktgen_xmit stops a device that is not running).
+  // stop (the flag, the clock past the deadline, or the device no longer running or
+  // without carrier: pktgen_xmit stops such a device).
   bool should_stop(uint64_t sofar);
-  // After a failed attempt: a device that went down ends the run at once.
+  // After a failed attempt: a device that went down or lost its carrier ends the run at once.
   PP_ALWAYS_INLINE bool down() {
-    if (PP_LIKELY(dev.is_up())) return false;
-    r.end = PktgenEnd::kDeviceDown;
+    if (PP_LIKELY(dev.is_up() && dev.carrier_ok())) return false;
+    r.end = dev.is_up() ? PktgenEnd::kNoCarrier : PktgenEnd::kDeviceDown;
     return true;
   }
 
@@ -289,6 +290,7 @@ bool Pktgen::Worker::should_stop(uint64_t sofar) {
   if (g.stop_.load(std::memory_order_relaxed)) r.end = PktgenEnd::kStopped;
   else if (clock.now_ns() >= deadline) r.end = PktgenEnd::kDuration;
   else if (!dev.is_up()) r.end = PktgenEnd::kDeviceDown;
+  else if (!dev.carrier_ok()) r.end = PktgenEnd::kNoCarrier;
   else return false;
   return true;
 }

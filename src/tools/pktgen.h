@@ -18,7 +18,7 @@
 namespace pktpath {
 
 // Why a thread stopped (pktgen's end conditions).
-enum class PktgenEnd : uint8_t { kCount, kDuration, kStopped, kDeviceDown };
+enum class PktgenEnd : uint8_t { kCount, kDuration, kStopped, kDeviceDown, kNoCarrier };
 const char* pktgen_end_name(PktgenEnd e);
 
 struct PktgenThreadResult {

@@ -43,9 +43,14 @@ nlohmann::json result_json(const PktgenResult& r) {
 }
 
 void print_result_text(std::FILE* out, const PktgenResult& r, const std::string& dev, const std::string& label) {
-  for (size_t i = 0; i < r.threads.size(); ++i)
+  for (size_t i = 0; i < r.threads.size(); ++i) {
     std::fprintf(out, "Device: %s@%zu%s\nResult: %s\n", dev.c_str(), i, label.c_str(),
                  pktgen_result_text(r.threads[i]).c_str());
+    // Why a run ended before its count or duration (the device's own message follows).
+    if (r.threads[i].end == PktgenEnd::kDeviceDown || r.threads[i].end == PktgenEnd::kNoCarrier)
+      std::fprintf(out, "  Stopped early: %s %s\n", dev.c_str(),
+                   r.threads[i].end == PktgenEnd::kNoCarrier ? "lost its carrier" : "went down");
+  }
   for (size_t i = 0; i < r.threads.size(); ++i) {
     const PktgenThreadResult& t = r.threads[i];
     if (t.rx_processed)

@@ -64,6 +64,8 @@ TEST_F(Batch, BadLinesAndBadUse) {
   EXPECT_NE(r.err.find("Command failed " + bad + ":2"), std::string::npos) << r.err;
   const std::string nested = file("-batch " + bad + "\n");
   EXPECT_NE(run_pp("ip -batch " + nested + "\n").err.find("a batch cannot run another batch"), std::string::npos);
+  const std::string forced = file("-force -b " + bad + "\n");
+  EXPECT_NE(run_pp("ip -batch " + forced + "\n").err.find("a batch cannot run another batch"), std::string::npos);
   EXPECT_NE(run_pp("ip -batch\n").err.find("needs a FILE argument"), std::string::npos);
   EXPECT_NE(run_pp("ip -batch /nonexistent/file\n").err.find("/nonexistent/file"), std::string::npos);
   EXPECT_NE(run_pp("ip -force link show\n").err.find("-force is for batch mode"), std::string::npos);

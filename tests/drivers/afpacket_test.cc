@@ -8,7 +8,10 @@
 // devices) -> kernel veth B carries what the rule allows. Option and setup errors need
 // no privilege. Tests that need root and veth skip with the reason.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/cpu.h"
@@ -174,6 +177,41 @@ TEST(AfpacketKernel, RingFullDropsCountAsRxDropped) {
   EXPECT_EQ(s.rx_packets + s.rx_dropped, kN);
   EXPECT_GT(s.rx_dropped, 0u);
   EXPECT_GT(s.rx_packets, 0u);
+}
+
+// The kernel interface under the device is deleted while pktgen sends through it
+// (NETDEV_UNREGISTER of the lower device): pktgen stops at once and says why, the line
+// fails with one message naming the vanished link, and the device is down.
+TEST(AfpacketKernel, VanishedLinkStopsPktgenAndTakesTheDeviceDown) {
+  KernelNs ns;
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
+  char* text = nullptr;
+  size_t text_len = 0;
+  std::FILE* out = ::open_memstream(&text, &text_len);
+  ASSERT_NE(out, nullptr);
+  {
+    Runner t(out);
+    ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a + " netns " + ns.name())) << t.err;
+    ASSERT_TRUE(t.line("ip link set dev d0 up")) << t.err;
+    std::thread del([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      sh("ip -n " + ns.name() + " link del " + a);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(t.line("pktgen -i d0 --duration 30 -s 60"));
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    del.join();
+    EXPECT_LT(secs, 15.0);
+    EXPECT_NE(t.err.find("link " + a + " in netns " + ns.name() + " vanished"), std::string::npos) << t.err;
+    EXPECT_EQ(t.err.find("No buffer space"), std::string::npos) << t.err;
+    EXPECT_FALSE(t.dev("d0")->is_up());
+    EXPECT_FALSE(t.dev("d0")->carrier_ok());
+  }
+  std::fclose(out);
+  const std::string printed(text, text_len);
+  std::free(text);
+  EXPECT_NE(printed.find("Stopped early: d0 lost its carrier"), std::string::npos) << printed;
 }
 
 // A tc egress filter on the afpacket device drops two of four UDP flows: none of them

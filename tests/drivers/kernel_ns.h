@@ -238,7 +238,8 @@ inline std::vector<Frame> read_pcap(const std::string& path) {
 inline bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 struct Runner {
-  cli::ScriptRunner r{false, stdout};
+  explicit Runner(std::FILE* out = stdout) : r{false, out} {}
+  cli::ScriptRunner r;
   std::string err;
   bool line(const std::string& text) {
     std::vector<std::string> w;

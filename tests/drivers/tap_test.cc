@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/script.h"
@@ -199,6 +201,36 @@ TEST_F(TapTest, PktgenFramesArriveOnTheKernelSide) {
   pcap_close(live);
   ASSERT_EQ(seen.size(), 200u);
   for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], sent[i]) << "frame " << i;
+}
+
+// The kernel's tap interface is deleted while pktgen sends through the device: tun
+// answers EBADFD, pktgen stops at once saying why, one message names the vanished
+// interface, and the device is down.
+TEST_F(TapTest, VanishedInterfaceStopsPktgenAndTakesTheDeviceDown) {
+  char* text = nullptr;
+  size_t text_len = 0;
+  std::FILE* out = ::open_memstream(&text, &text_len);
+  ASSERT_NE(out, nullptr);
+  runner_ = std::make_unique<cli::ScriptRunner>(false, out);
+  add_tap();
+  std::thread del([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    (void)!std::system(("ip -n " + ns_ + " link del " + ifname_).c_str());
+  });
+  std::string err;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(line("pktgen -i tp0 --duration 30 -s 60", &err));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  del.join();
+  EXPECT_LT(secs, 15.0);
+  EXPECT_NE(err.find("tap interface " + ifname_ + " in netns " + ns_ + " vanished"), std::string::npos) << err;
+  EXPECT_EQ(err.find("File descriptor in bad state"), std::string::npos) << err;
+  EXPECT_FALSE(dev().is_up());
+  runner_.reset();
+  std::fclose(out);
+  const std::string printed(text, text_len);
+  std::free(text);
+  EXPECT_NE(printed.find("Stopped early: tp0 lost its carrier"), std::string::npos) << printed;
 }
 
 TEST_F(TapTest, KernelFramesArriveInPktpathsReceivePath) {
