@@ -43,7 +43,7 @@ int cmd_tcpdump(const std::vector<std::string>& args) {
         "tcpdump: a live capture runs in a script: `pktpath run FILE` with a `tcpdump -i DEV ...` "
         "line");
   }
-  ReadRequest rq{a.read, a.filter, a.write, a.count, a.link_header, a.packet_buffered};
+  ReadRequest rq{a.read, a.filter, a.write, a.count, a.link_header, a.packet_buffered, a.verbose};
   const bool ok = tcpdump_read(rq, stdout, err);
   std::fflush(stdout);
   if (!ok) {

@@ -37,6 +37,7 @@ struct CaptureState {
     std::string print_path;   // the temporary file of a printing capture (removed at stop)
     bool link_header = false;  // -e
     const void* file_owner = nullptr;  // its -w file's claim (RunFiles)
+    int verbose = 0;                   // -v
   };
   std::vector<Active> active;  // attach order
   ~CaptureState() {
@@ -64,7 +65,7 @@ bool report(ScriptRunner& r, const CaptureState::Active& a, ScriptError& err) {
   std::FILE* const to = s.pcap_path == "-" ? stderr : r.out();
   if (!a.print_path.empty()) {
     std::string msg;
-    const bool printed = print_pcap_file(a.print_path, a.link_header, r.out(), &msg);
+    const bool printed = print_pcap_file(a.print_path, a.link_header, r.out(), &msg, a.verbose);
     std::remove(a.print_path.c_str());
     if (!printed) return fail(err, a.dev, "capture: cannot read back the packets: " + msg);
   }
@@ -121,6 +122,7 @@ struct CaptureLine final : ExtLine {
     r.drain_pending();
     TapSpec sp = spec;
     CaptureState::Active a{args.dev, nullptr, args.json, {}, args.link_header};
+    a.verbose = args.verbose;
     if (print && !json) {
       if (!r.limits().write_files)
         return fail(err, cmd, cmd + ": printing packets needs a temporary file; writing files is off in this runner");
@@ -167,7 +169,7 @@ struct CaptureLine final : ExtLine {
   bool read(ScriptRunner& r, ScriptError& err) const {
     if (!args.write.empty() && !r.limits().write_files)
       return fail(err, args.write, cmd + ": -w: writing files is off in this runner");
-    ReadRequest rq{args.read, args.filter, args.write, args.count, args.link_header, args.packet_buffered};
+    ReadRequest rq{args.read, args.filter, args.write, args.count, args.link_header, args.packet_buffered, args.verbose};
     // Claimed for the line's length: -w may not name the file read or one written.
     struct Release {
       RunFiles& f;

@@ -20,7 +20,7 @@ struct TcpdumpArgs {
   std::string write;                      // -w FILE, "-" for standard output
   std::string read;                       // -r FILE
   int dump = 0;                           // -d / -dd / -ddd: the number of d's (3 and more: -ddd)
-  int verbose = 0;                        // -v, -vv, -vvv: accepted; output stays the terse form
+  int verbose = 0;                        // -v: the IP header's fields and checksums (more v: as -v)
   bool link_header = false;               // -e
   bool packet_buffered = false;           // -U
   bool json = false;                      // --json (pktpath's own)

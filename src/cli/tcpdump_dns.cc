@@ -35,6 +35,7 @@ const char* type_name(uint16_t t) {
     case 253: return "MAILB";
     case 254: return "MAILA";
     case 255: return "ANY";
+    case 256: return "URI";
   }
   return nullptr;
 }
@@ -219,6 +220,10 @@ const uint8_t* print_record(std::string& o, const Msg& m, const uint8_t* p, bool
 
 void dns_print(std::string& o, const uint8_t* msg, uint32_t caplen, uint32_t length, bool verbose) {
   const Msg m{msg, msg + caplen};
+  if (length < 12) {
+    o += fmt::format("domain [length {} < 12] (invalid)", length);
+    return;
+  }
   if (caplen < 12) {
     o += " [|domain]";
     return;
@@ -240,7 +245,8 @@ void dns_print(std::string& o, const uint8_t* msg, uint32_t caplen, uint32_t len
                      flags & 0x0400 ? "*" : "", flags & 0x0080 ? "" : "-", flags & 0x0200 ? "|" : "",
                      flags & 0x0020 ? "$" : "");
     if (qd != 1) o += fmt::format(" [{}q]", qd);
-    for (; qd; --qd) {
+    for (unsigned i = 0; i < qd; ++i) {  // the questions are skipped, separated by ","
+      if (i) o += ',';
       if (!(p = skip_name(m, p)) || !m.has(p, 4)) return trunc();
       p += 4;
     }

@@ -18,6 +18,8 @@
 #include "bpf/packet_view.h"
 #include "bpf/parse.h"
 #include "bpf/program.h"
+#include "cli/tcpdump_dns.h"
+#include "core/inet_checksum.h"
 
 namespace pktpath::cli {
 
@@ -55,6 +57,91 @@ const char* ethertype_name(uint16_t et) {
   }
 }
 
+// ipproto.c's names of IP protocols (-v), "unknown" for the rest.
+const char* ipproto_name(uint8_t p) {
+  switch (p) {
+    case 0: return "Options";
+    case 1: return "ICMP";
+    case 2: return "IGMP";
+    case 4: return "IPIP";
+    case 6: return "TCP";
+    case 8: return "EGP";
+    case 9: return "IGRP";
+    case 17: return "UDP";
+    case 33: return "DCCP";
+    case 41: return "IPv6";
+    case 43: return "Routing";
+    case 44: return "Fragment";
+    case 46: return "RSVP";
+    case 47: return "GRE";
+    case 50: return "ESP";
+    case 51: return "AH";
+    case 55: return "Mobile IP";
+    case 58: return "ICMPv6";
+    case 62: return "Mobile IP (old)";
+    case 88: return "EIGRP";
+    case 89: return "OSPF";
+    case 103: return "PIM";
+    case 108: return "Compressed IP";
+    case 112: return "VRRP";
+    case 113: return "PGM";
+    case 132: return "SCTP";
+    case 135: return "Mobility";
+    case 143: return "Ethernet";
+  }
+  return "unknown";
+}
+
+// in_cksum_shouldbe: the checksum field's value that would have verified, from the field
+// and the sum computed over the data with it.
+uint16_t cksum_shouldbe(uint16_t field, uint16_t computed) {
+  uint32_t s = uint32_t{field} + computed;
+  s = (s & 0xffff) + (s >> 16);
+  s = (s & 0xffff) + (s >> 16);
+  return static_cast<uint16_t>(s);
+}
+
+// print-ip.c's ip_optprint (-v): the options' names, comma-separated; EOL ends the
+// list, a bad length ends it with the length.
+void ip_options(std::string& o, const uint8_t* p, uint32_t len) {
+  for (bool first = true; len > 0; first = false) {
+    const uint8_t code = p[0];
+    if (!first) o += ',';
+    switch (code) {
+      case 0: o += "EOL"; break;
+      case 1: o += "NOP"; break;
+      case 68: o += "timestamp"; break;
+      case 130: o += "security"; break;
+      case 7: o += "RR"; break;
+      case 137: o += "SSRR"; break;
+      case 131: o += "LSRR"; break;
+      case 148: o += "RA"; break;
+      case 82: o += "traceroute"; break;
+      default: o += fmt::format("unknown {}", code);
+    }
+    uint32_t olen = 1;
+    if (code > 1) {
+      if (len < 2) return;
+      olen = p[1];
+      if (olen < 2) {
+        o += fmt::format(" [bad length {}]", olen);
+        return;
+      }
+    }
+    if (olen > len) {
+      o += fmt::format(" [bad length {}]", olen);
+      return;
+    }
+    if (code == 0) return;
+    if (code == 148) {
+      if (olen < 4) o += fmt::format(" [bad length {}]", olen);
+      else if (be16(p + 2) != 0) o += fmt::format(" value {}", be16(p + 2));
+    }
+    p += olen;
+    len -= olen;
+  }
+}
+
 // hex_and_ascii_print: "\n\t0x0000:  0102 ...  .." lines, 16 bytes each.
 void hex_dump(std::string& o, const uint8_t* p, uint32_t n) {
   for (uint32_t off = 0; off < n; off += 16) {
@@ -75,7 +162,7 @@ void hex_dump(std::string& o, const uint8_t* p, uint32_t n) {
 // when the payload starts with a request method or a response's 3-digit code, the first
 // line (": HTTP: GET / HTTP/1.1"); a line with no end in the packet ends "[|http]".
 void tcp_payload(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t length, uint16_t sport,
-                 uint16_t dport) {
+                 uint16_t dport, bool verbose) {
   if (length == 0 || !(sport == 80 || dport == 80 || sport == 8080 || dport == 8080)) return;
   const uint32_t len = std::min(length, caplen);
   // fetch_token: a token of printable ASCII up to whitespace; then the blanks after it.
@@ -115,17 +202,29 @@ void tcp_payload(std::string& o, const uint8_t* p, uint32_t caplen, uint32_t len
   }
   o += ": HTTP";
   if (!show) return;
-  // print_txt_line: the first line without its CR-LF (or LF); binary or a lone CR prints
-  // nothing more; no line end in the packet prints what there is and "[|http]".
-  for (uint32_t i = 0; i < len; ++i) {
-    const uint8_t ch = p[i];
-    if (ch == '\n' || (ch == '\r' && i + 1 < len && p[i + 1] == '\n')) {
-      o += ": " + std::string(reinterpret_cast<const char*>(p), i);
-      return;
+  // print_txt_line: the line at `start` without its CR-LF (or LF) after `prefix`, and
+  // where the next one starts; binary or a lone CR prints nothing (0); no line end in the
+  // packet prints what there is and "[|http]" (0).
+  auto line = [&](const char* prefix, uint32_t start) -> uint32_t {
+    for (uint32_t i = start; i < len; ++i) {
+      const uint8_t ch = p[i];
+      if (ch == '\n' || (ch == '\r' && i + 1 < len && p[i + 1] == '\n')) {
+        o += prefix + std::string(reinterpret_cast<const char*>(p) + start, i - start);
+        return i + (ch == '\r' ? 2 : 1);
+      }
+      if (ch == '\r' || ((ch < 0x20 || ch >= 0x7f) && ch != '\t')) return 0;
     }
-    if (ch == '\r' || ((ch < 0x20 || ch >= 0x7f) && ch != '\t')) return;
+    o += prefix + std::string(reinterpret_cast<const char*>(p) + start, len - start) + " [|http]";
+    return 0;
+  };
+  if (!verbose) {
+    line(": ", 0);
+    return;
   }
-  o += ": " + std::string(reinterpret_cast<const char*>(p), len) + " [|http]";
+  // -v: every line of the packet, each on a line of its own.
+  o += fmt::format(", length: {}", length);
+  for (uint32_t i = 0; i < len && (i = line("\n\t", i)) != 0;) {
+  }
 }
 
 // print-icmp.c's unreachable (type 3) and redirect (5) lines: what the quoted IPv4
@@ -308,7 +407,33 @@ void PacketPrinter::ipv4(std::string& o, Cursor c, bool prefix) {
   if (c.length < len) o += fmt::format("truncated-ip - {} bytes missing! ", len - c.length);
   const std::string src = addr_string(c.p + 12, 4), dst = addr_string(c.p + 16, 4);
   const uint8_t proto = c.p[9];
-  const uint16_t off = be16(c.p + 6) & 0x1fff;
+  const uint16_t frag = be16(c.p + 6), off = frag & 0x1fff;
+  if (verbose_) {
+    // print-ip.c's -v group: TOS and ECN, TTL, id, offset, flags, protocol, options, the
+    // total length, a header checksum that does not verify.
+    static const char* const kEcn[] = {"", ",ECT(1)", ",ECT(0)", ",CE"};
+    o += fmt::format("(tos 0x{:x}{}", c.p[1], kEcn[c.p[1] & 3]);
+    if (c.p[8] >= 1) o += fmt::format(", ttl {}", c.p[8]);
+    std::string flags;
+    for (auto [bit, name] : {std::pair{0x2000, "+"}, std::pair{0x4000, "DF"}, std::pair{0x8000, "rsvd"}})
+      if (frag & bit) flags += (flags.empty() ? "" : ", ") + std::string(name);
+    o += fmt::format(", id {}, offset {}, flags [{}], proto {} ({})", be16(c.p + 4), off * 8,
+                     flags.empty() ? "none" : flags, ipproto_name(proto), proto);
+    o += fmt::format(", length {}", be16(c.p + 2));
+    if (hlen > 20) {
+      o += ", options (";
+      ip_options(o, c.p + 20, std::min(hlen, c.caplen) - 20);
+      o += ")";
+    }
+    if (c.caplen >= hlen)
+      if (const uint16_t sum = inet_checksum(c.p, hlen); sum != 0)
+        o += fmt::format(", bad cksum {:x} (->{:x})!", be16(c.p + 10), cksum_shouldbe(be16(c.p + 10), sum));
+    o += ")\n    ";
+  }
+  l3_src_ = c.p + 12;
+  l3_dst_ = c.p + 16;
+  l3_alen_ = 4;
+  l3_fragment_ = (frag & 0x3fff) != 0;
   Cursor pl = c.skip(hlen);
   pl.caplen = std::min(pl.caplen, len - hlen);  // the snapshot ends with the IP payload
   len -= hlen;
@@ -322,10 +447,46 @@ void PacketPrinter::ipv4(std::string& o, Cursor c, bool prefix) {
     case 17:
       return udp(o, pl, len, src, dst);
     case 1:
-      return icmp(o, pl.p, pl.caplen, len, false, src, dst);
+      icmp(o, pl.p, pl.caplen, len, false, src, dst);
+      if (verbose_) icmp_verbose(o, pl, len);
+      return;
     default:
       o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, proto, len);
   }
+}
+
+// The sum of the transport pseudo-header (addresses, protocol, length) of the packet
+// being printed.
+uint64_t PacketPrinter::pseudo_sum(uint8_t proto, uint32_t length) const {
+  uint64_t s = uint64_t{proto} + (length >> 16) + (length & 0xffff);
+  for (int i = 0; i + 1 < l3_alen_; i += 2)
+    s += static_cast<uint32_t>(be16(l3_src_ + i)) + be16(l3_dst_ + i);
+  return s;
+}
+
+// print-icmp.c at -v: a checksum that does not verify, and for an error the IPv4 packet
+// it quotes, printed on a line of its own.
+void PacketPrinter::icmp_verbose(std::string& o, Cursor c, uint32_t length) {
+  if (c.caplen < 8) return;
+  if (!l3_fragment_ && c.caplen >= length)
+    if (const uint16_t sum = inet_checksum(c.p, length); sum != 0)
+      o += fmt::format(" (wrong icmp cksum {:x} (->{:x})!)", be16(c.p + 2), cksum_shouldbe(be16(c.p + 2), sum));
+  const uint8_t type = c.p[0];
+  if (type != 3 && type != 4 && type != 5 && type != 11 && type != 12) return;
+  o += "\n\t";
+  // The quoted packet ends where its own total length says (extensions may follow).
+  Cursor q = c.skip(8);
+  if (q.caplen < 4) {
+    o += " [|icmp]";
+    return;
+  }
+  q.length = be16(q.p + 2);
+  q.caplen = std::min(q.caplen, q.length);
+  if (q.caplen == 0) {
+    o += " [|icmp]";
+    return;
+  }
+  ipv4(o, q, !link_header_);
 }
 
 void PacketPrinter::ipv6(std::string& o, Cursor c, bool prefix) {
@@ -339,6 +500,18 @@ void PacketPrinter::ipv6(std::string& o, Cursor c, bool prefix) {
     o += fmt::format("truncated-ip6 - {} bytes missing!", plen + 40 - c.length);
   const std::string src = addr_string(c.p + 8, 16), dst = addr_string(c.p + 24, 16);
   const uint8_t nh = c.p[6];
+  if (verbose_) {
+    // print-ip6.c's -v group, on the same line.
+    const uint32_t flow = be32(c.p);
+    o += '(';
+    if (flow & 0x0ff00000) o += fmt::format("class 0x{:02x}, ", (flow & 0x0ff00000) >> 20);
+    if (flow & 0x000fffff) o += fmt::format("flowlabel 0x{:05x}, ", flow & 0x000fffff);
+    o += fmt::format("hlim {}, next-header {} ({}) payload length: {}) ", c.p[7], ipproto_name(nh), nh, plen);
+  }
+  l3_src_ = c.p + 8;
+  l3_dst_ = c.p + 24;
+  l3_alen_ = 16;
+  l3_fragment_ = false;
   Cursor pl = c.skip(40);
   pl.caplen = std::min(pl.caplen, plen);
   switch (nh) {
@@ -347,6 +520,21 @@ void PacketPrinter::ipv6(std::string& o, Cursor c, bool prefix) {
     case 17:
       return udp(o, pl, plen, src, dst);
     case 58:
+      if (verbose_ && pl.caplen >= 4 && pl.caplen >= plen) {
+        // print-icmp6.c at -v: the checksum's verdict before the message.
+        const uint16_t sum = inet_checksum(pl.p, plen, pseudo_sum(58, plen));
+        o += fmt::format("{} > {}: ", src, dst);
+        o += sum ? fmt::format("[bad icmp6 cksum 0x{:04x} -> 0x{:04x}!] ", be16(pl.p + 2), cksum_shouldbe(be16(pl.p + 2), sum))
+                 : "[icmp6 sum ok] ";
+        std::string rest;
+        icmp(rest, pl.p, pl.caplen, plen, true, src, dst);
+        rest.erase(0, src.size() + dst.size() + 5);
+        // At -v the message's length is not repeated at the end.
+        if (const std::string tail = fmt::format(", length {}", plen); rest.ends_with(tail))
+          rest.resize(rest.size() - tail.size());
+        o += rest;
+        return;
+      }
       return icmp(o, pl.p, pl.caplen, plen, true, src, dst);
     default:
       o += fmt::format("{} > {}:  ip-proto-{} {}", src, dst, nh, plen);
@@ -355,6 +543,8 @@ void PacketPrinter::ipv6(std::string& o, Cursor c, bool prefix) {
 
 void PacketPrinter::arp(std::string& o, Cursor c, bool prefix) {
   if (prefix) o += "ARP, ";
+  if (verbose_ && c.caplen >= 6 && be16(c.p) == 1 && be16(c.p + 2) == 0x0800)
+    o += fmt::format("Ethernet (len {}), IPv4 (len {}), ", c.p[4], c.p[5]);
   // Ethernet/IPv4 ARP only: hardware 1, protocol 0x0800, lengths 6 and 4.
   if (c.caplen < 28 || be16(c.p) != 1 || be16(c.p + 2) != 0x0800 || c.p[4] != 6 || c.p[5] != 4) {
     o += "[|arp]";
@@ -383,10 +573,22 @@ void PacketPrinter::udp(std::string& o, Cursor c, uint32_t length, const std::st
   }
   const uint16_t sport = be16(c.p), dport = be16(c.p + 2), ulen = be16(c.p + 4);
   o += fmt::format("{}.{} > {}.{}: ", src, sport, dst, dport);
-  if (ulen < 8 || ulen > length)
+  if (ulen < 8 || ulen > length) {
     o += fmt::format("UDP, bad length {} > {}", ulen, length);
-  else
-    o += fmt::format("UDP, length {}", ulen - 8);
+    return;
+  }
+  // -v verifies UDP's checksum over IPv6 only (IPv4's needs -vv).
+  if (verbose_ && l3_alen_ == 16 && c.caplen >= ulen) {
+    const uint16_t sum = inet_checksum(c.p, ulen, pseudo_sum(17, ulen));
+    o += sum ? fmt::format("[bad udp cksum 0x{:04x} -> 0x{:04x}!] ", be16(c.p + 6), cksum_shouldbe(be16(c.p + 6), sum))
+             : "[udp sum ok] ";
+  }
+  if (sport == 53 || dport == 53) {
+    const Cursor m = c.skip(8);
+    dns_print(o, m.p, std::min(m.caplen, ulen - 8u), ulen - 8, verbose_ > 0);
+    return;
+  }
+  o += fmt::format("UDP, length {}", ulen - 8);
 }
 
 void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t* src,
@@ -415,6 +617,12 @@ void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t
   for (int i = 0; i < 8; ++i)
     if (flags & (1 << i)) f += kFlags[i];
   o += "Flags [" + (f.empty() ? std::string("none") : f) + "]";
+  if (verbose_ && !l3_fragment_ && c.caplen >= length) {
+    // print-tcp.c at -v: the checksum and whether it verifies.
+    const uint16_t sum = inet_checksum(c.p, length, pseudo_sum(6, length)), field = be16(c.p + 16);
+    o += sum ? fmt::format(", cksum 0x{:04x} (incorrect -> 0x{:04x})", field, cksum_shouldbe(field, sum))
+             : fmt::format(", cksum 0x{:04x} (correct)", field);
+  }
   uint32_t thseq = 0, thack = 0;
   bool rev = false;
   if (flags & 0x10) {
@@ -537,7 +745,7 @@ void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t
     o += "]";
   }
   o += fmt::format(", length {}", length);
-  tcp_payload(o, c.skip(hlen).p, c.skip(hlen).caplen, length, sport, dport);
+  tcp_payload(o, c.skip(hlen).p, c.skip(hlen).caplen, length, sport, dport, verbose_ > 0);
   return;
 bad:
   o += "[bad opt]]";
@@ -598,7 +806,7 @@ bool tcpdump_read(const ReadRequest& r, std::FILE* out, Error& err) {
                r.path.c_str(),
                pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?",
                link_description(dlt), pcap_snapshot(pc));
-  PacketPrinter printer(dlt, r.link_header);
+  PacketPrinter printer(dlt, r.link_header, r.verbose);
   uint64_t n = 0;
   pcap_pkthdr* h;
   const u_char* data;
@@ -630,10 +838,10 @@ bool tcpdump_read(const ReadRequest& r, std::FILE* out, Error& err) {
   return ok;
 }
 
-bool print_pcap_file(const std::string& path, bool link_header, std::FILE* out, std::string* err) {
+bool print_pcap_file(const std::string& path, bool link_header, std::FILE* out, std::string* err, int verbose) {
   pcap_t* pc = nullptr;
   if (!open_offline(path, &pc, err)) return false;
-  PacketPrinter printer(pcap_datalink(pc), link_header);
+  PacketPrinter printer(pcap_datalink(pc), link_header, verbose);
   pcap_pkthdr* h;
   const u_char* data;
   std::string text;

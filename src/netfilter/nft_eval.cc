@@ -10,6 +10,7 @@ namespace pktpath::nf {
 namespace {
 constexpr uint32_t kEthHlen = 14;
 constexpr uint16_t kEthPIp = 0x0800;
+constexpr uint16_t kEthPIpv6 = 0x86dd;
 constexpr uint8_t kIpProtoTcp = 6;
 constexpr uint8_t kIpProtoUdp = 17;
 
@@ -26,17 +27,66 @@ uint32_t rd32(const uint8_t* b) {
   return uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | b[3];
 }
 
-// mirrors nft_set_pktinfo_ipv4_validate + the transport offset it records.
+// The ports of a TCP or UDP header at thoff.
+void read_ports(NftPktInfo& k, uint32_t thoff) {
+  if (k.l4proto != kIpProtoTcp && k.l4proto != kIpProtoUdp) return;
+  uint8_t pbuf[4];
+  const uint8_t* th = header_pointer(k.p, thoff, 4, pbuf);
+  if (!th) return;
+  k.l4 = true;
+  k.sport = rd16(th);
+  k.dport = rd16(th + 2);
+}
+
+// mirrors nft_set_pktinfo_ipv6_validate: a whole IPv6 header, then ipv6_find_hdr's walk
+// over hop-by-hop, routing, fragment, authentication and destination options headers to
+// the transport header (none after a fragment header with a nonzero offset).
+void parse_ipv6(NftPktInfo& k, uint32_t nhoff) {
+  const Packet* p = k.p;
+  uint8_t buf[40];
+  const uint8_t* ip6 = header_pointer(p, nhoff, 40, buf);
+  if (!ip6 || (ip6[0] >> 4) != 6) return;
+  const uint32_t plen = rd16(ip6 + 4);
+  if (plen + 40 > p->len - nhoff) return;
+  k.ipv6 = true;
+  k.nhoff = nhoff;
+  k.nexthdr = ip6[6];
+  uint8_t nh = ip6[6];
+  uint32_t off = nhoff + 40;
+  const uint32_t end = nhoff + 40 + plen;
+  for (int hops = 0; hops < 8; ++hops) {
+    if (nh != 0 && nh != 43 && nh != 44 && nh != 51 && nh != 60) break;
+    uint8_t hb[8];
+    const uint8_t* h = off + 8 <= end ? header_pointer(p, off, 8, hb) : nullptr;
+    if (!h) return;
+    if (nh == 44) {
+      if (rd16(h + 2) & 0xfff8) {  // a later fragment: the transport header is elsewhere
+        k.l4proto = h[0];
+        return;
+      }
+      off += 8;
+    } else {
+      off += nh == 51 ? (h[1] + 2u) * 4 : (h[1] + 1u) * 8;
+    }
+    nh = h[0];
+  }
+  k.l4proto = nh;
+  if (off <= end) read_ports(k, off);
+}
+
+// mirrors nft_set_pktinfo_ipv4_validate (and its IPv6 twin) + the transport offset.
 PP_NOINLINE void parse_l3(NftPktInfo& k) {
   k.l3_done = true;
   const Packet* p = k.p;
-  if (nft_packet_protocol(p) != kEthPIp) return;
+  const uint16_t proto = nft_packet_protocol(p);
+  if (proto != kEthPIp && proto != kEthPIpv6) return;
   // The network header follows the Ethernet header, or an in-band 802.1Q/802.1ad tag
   // when skb->protocol names the inner protocol.
   uint8_t tbuf[2];
   const uint8_t* et = header_pointer(p, 12, 2, tbuf);
   if (!et) return;
   const uint32_t nhoff = (rd16(et) == 0x8100 || rd16(et) == 0x88a8) ? kEthHlen + 4 : kEthHlen;
+  if (proto == kEthPIpv6) return parse_ipv6(k, nhoff);
   uint8_t buf[20];
   const uint8_t* ip = header_pointer(p, nhoff, 20, buf);
   if (!ip) return;
@@ -45,20 +95,36 @@ PP_NOINLINE void parse_l3(NftPktInfo& k) {
   if ((ip[0] >> 4) != 4 || ihl < 5) return;
   if (tot_len < ihl * 4 || tot_len > p->len - nhoff) return;
   k.ipv4 = true;
+  k.nhoff = nhoff;
   k.saddr = rd32(ip + 12);
   k.daddr = rd32(ip + 16);
   k.l4proto = ip[9];
   k.tos = ip[1];
   k.tot_len = static_cast<uint16_t>(tot_len);
   const bool later_fragment = (rd16(ip + 6) & 0x1fff) != 0;
-  if (later_fragment || (k.l4proto != kIpProtoTcp && k.l4proto != kIpProtoUdp)) return;
-  const uint32_t thoff = nhoff + ihl * 4;
-  uint8_t pbuf[4];
-  const uint8_t* th = header_pointer(p, thoff, 4, pbuf);
-  if (!th) return;
-  k.l4 = true;
-  k.sport = rd16(th);
-  k.dport = rd16(th + 2);
+  if (!later_fragment) read_ports(k, nhoff + ihl * 4);
+}
+
+// A byte key's field: the Ethernet addresses (offsets 6 and 0) or IPv6's (8 and 24 into
+// its header); nullptr when the packet has none.
+const uint8_t* load_bytes(const NftMatch& m, NftPktInfo& k, uint8_t* buf) {
+  switch (m.key) {
+    case NftKey::ETHER_SADDR: return header_pointer(k.p, 6, 6, buf);
+    case NftKey::ETHER_DADDR: return header_pointer(k.p, 0, 6, buf);
+    default: break;
+  }
+  if (!k.l3_done) parse_l3(k);
+  if (!k.ipv6) return nullptr;
+  return header_pointer(k.p, k.nhoff + (m.key == NftKey::IP6_SADDR ? 8 : 24), 16, buf);
+}
+
+PP_NOINLINE bool match_bytes(const NftMatch& m, NftPktInfo& k) {
+  uint8_t buf[16];
+  const uint8_t* f = load_bytes(m, k, buf);
+  if (!f) return false;
+  bool in = true;
+  for (unsigned i = 0; i < m.nbytes; ++i) in = in && (f[i] & m.bytes_mask[i]) == m.bytes[i];
+  return in != m.neg;
 }
 
 // Fetch the key's value; false when the packet has no such field.
@@ -88,8 +154,9 @@ PP_ALWAYS_INLINE bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
     case NftKey::TCP_DPORT: v = k.dport; return k.l4 && k.l4proto == kIpProtoTcp;
     case NftKey::UDP_SPORT: v = k.sport; return k.l4 && k.l4proto == kIpProtoUdp;
     case NftKey::UDP_DPORT: v = k.dport; return k.l4 && k.l4proto == kIpProtoUdp;
-    case NftKey::META_L4PROTO:
+    case NftKey::META_L4PROTO: v = k.l4proto; return k.ipv4 || k.ipv6;
     case NftKey::IP_PROTOCOL: v = k.l4proto; return k.ipv4;
+    case NftKey::IP6_NEXTHDR: v = k.nexthdr; return k.ipv6;
     case NftKey::IP_LENGTH: v = k.tot_len; return k.ipv4;
     case NftKey::IP_DSCP: v = k.tos >> 2; return k.ipv4;
     default: return false;
@@ -97,6 +164,7 @@ PP_ALWAYS_INLINE bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
 }
 
 PP_ALWAYS_INLINE bool match_one(const NftMatch& m, NftPktInfo& k) {
+  if (PP_UNLIKELY(m.nbytes != 0)) return match_bytes(m, k);
   uint32_t v;
   if (!load_key(m, k, v)) return false;  // the dependency (meta protocol / l4proto) fails
   v &= m.mask;

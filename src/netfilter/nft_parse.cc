@@ -3,6 +3,8 @@
 #include "netfilter/nft_parse.h"
 #include "netfilter/nft_names.h"
 
+#include <arpa/inet.h>
+
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -340,12 +342,78 @@ class Parser {
   }
 
   NftMatch ether_match() {
-    const Tok& k = need("ether field (type)");
+    const Tok& k = need("ether field (saddr, daddr or type)");
     NftMatch m;
-    if (k.text != "type") fail(k, "unsupported ether field (only type)");
+    if (k.text == "saddr" || k.text == "daddr") {
+      m.key = k.text == "saddr" ? NftKey::ETHER_SADDR : NftKey::ETHER_DADDR;
+      m.neg = op_neg();
+      const Tok& v = need("Ethernet address");
+      if (!parse_mac(v.text, m.bytes.data())) fail(v, "invalid Ethernet address (expected six hex bytes, 02:00:00:00:00:01)");
+      m.nbytes = 6;
+      m.prefix = 48;
+      std::fill_n(m.bytes_mask.begin(), 6, uint8_t{0xff});
+      return m;
+    }
+    if (k.text != "type") fail(k, "unsupported ether field (only saddr, daddr and type)");
     m.key = NftKey::ETHER_TYPE;
     m.neg = op_neg();
     m.lo = m.hi = named(need("ether type"), kEtherTypes, 0xffff, "ether type");
+    return m;
+  }
+
+  // aa:bb:cc:dd:ee:ff, each byte one or two hex digits.
+  static bool parse_mac(std::string_view s, uint8_t* out) {
+    for (int i = 0; i < 6; ++i) {
+      if (i > 0) {
+        if (s.empty() || s[0] != ':') return false;
+        s.remove_prefix(1);
+      }
+      unsigned v = 0;
+      auto [p, ec] = std::from_chars(s.data(), s.data() + std::min<size_t>(s.size(), 2), v, 16);
+      if (ec != std::errc() || p == s.data()) return false;
+      out[i] = static_cast<uint8_t>(v);
+      s.remove_prefix(static_cast<size_t>(p - s.data()));
+    }
+    return s.empty();
+  }
+
+  // The /LEN of an address word (max without one), taken off `addr`.
+  unsigned prefix_length(const Tok& v, std::string_view& addr, unsigned max) {
+    const auto slash = addr.find('/');
+    if (slash == std::string_view::npos) return max;
+    const std::string_view l = addr.substr(slash + 1);
+    unsigned len = 0;
+    auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), len);
+    if (l.empty() || ec != std::errc() || p != l.data() + l.size() || len > max)
+      fail(v, "invalid prefix length (0.." + std::to_string(max) + ")");
+    addr = addr.substr(0, slash);
+    return len;
+  }
+
+  NftMatch ip6_match() {
+    const Tok& k = need("ip6 field (saddr, daddr or nexthdr)");
+    NftMatch m;
+    if (k.text == "nexthdr") {
+      m.key = NftKey::IP6_NEXTHDR;
+      m.neg = op_neg();
+      m.lo = m.hi = named(need("ip6 nexthdr"), kIpProtocols, 255, "nexthdr");
+      return m;
+    }
+    if (k.text == "saddr") m.key = NftKey::IP6_SADDR;
+    else if (k.text == "daddr") m.key = NftKey::IP6_DADDR;
+    else fail(k, "unsupported ip6 field (only saddr, daddr and nexthdr)");
+    m.neg = op_neg();
+    const Tok& v = need("IPv6 address");
+    std::string_view addr = v.text;
+    const unsigned len = prefix_length(v, addr, 128);
+    if (inet_pton(AF_INET6, std::string(addr).c_str(), m.bytes.data()) != 1) fail(v, "invalid IPv6 address");
+    m.nbytes = 16;
+    m.prefix = static_cast<uint8_t>(len);
+    for (unsigned i = 0; i < 16; ++i) {
+      const unsigned bits = len > i * 8 ? std::min(8u, len - i * 8) : 0;
+      m.bytes_mask[i] = static_cast<uint8_t>(bits ? 0xff << (8 - bits) : 0);
+      m.bytes[i] &= m.bytes_mask[i];
+    }
     return m;
   }
 
@@ -373,14 +441,7 @@ class Parser {
     m.neg = op_neg();
     const Tok& v = need("IPv4 address");
     std::string_view s = v.text;
-    unsigned len = 32;
-    if (auto slash = s.find('/'); slash != std::string_view::npos) {
-      std::string_view l = s.substr(slash + 1);
-      auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), len);
-      if (l.empty() || ec != std::errc() || p != l.data() + l.size() || len > 32)
-        fail(v, "invalid prefix length (0..32)");
-      s = s.substr(0, slash);
-    }
+    const unsigned len = prefix_length(v, s, 32);
     auto a = parse_ipv4(s);
     if (!a) fail(v, "invalid IPv4 address");
     m.prefix = static_cast<uint8_t>(len);
@@ -435,7 +496,9 @@ class Parser {
         verdict = true;
       } else if (w.text == "ether") {
         r.matches.push_back(ether_match());
-      } else if (w.text == "ip6" || w.text == "vlan" || w.text == "arp" ||
+      } else if (w.text == "ip6") {
+        r.matches.push_back(ip6_match());
+      } else if (w.text == "vlan" || w.text == "arp" ||
                  w.text == "sctp" || w.text == "icmp" || w.text == "th" || w.text == "ct" ||
                  w.text == "iif" || w.text == "oif" || w.text == "iifname" || w.text == "oifname") {
         fail(w, "unsupported match");

@@ -30,23 +30,38 @@ enum class NftKey : uint8_t {
   TCP_DPORT,
   UDP_SPORT,
   UDP_DPORT,
-  META_L4PROTO,  // the transport protocol (IPv4 here)
+  META_L4PROTO,  // the transport protocol (IPv4's, or IPv6's after its extension headers)
   IP_PROTOCOL,
   IP_LENGTH,     // total length
   IP_DSCP,       // the TOS byte's upper six bits
   ETHER_TYPE,    // the frame's type field (offset 12)
+  IP6_NEXTHDR,   // the IPv6 header's own next-header field
+  // Compared as bytes (NftMatch::bytes): addresses wider than 32 bits.
+  ETHER_SADDR,
+  ETHER_DADDR,
+  IP6_SADDR,
+  IP6_DADDR,
 };
+
+// Keys whose value is an address of more than 32 bits, compared byte by byte.
+inline bool nft_key_is_bytes(NftKey k) {
+  return k == NftKey::ETHER_SADDR || k == NftKey::ETHER_DADDR || k == NftKey::IP6_SADDR || k == NftKey::IP6_DADDR;
+}
 
 // value matches when (x & mask) is in [lo, hi]; `neg` inverts (nft's "!="). A packet that
 // lacks the header a key reads (not IPv4, not TCP, a later fragment...) matches neither
 // the key nor its negation, as in nft where the implicit protocol dependency fails first.
+// Byte keys (nft_key_is_bytes) match when (field & bytes_mask) == bytes over nbytes.
 struct NftMatch {
   NftKey key = NftKey::META_MARK;
   bool neg = false;
-  uint8_t prefix = 32;  // IP keys: prefix length, for printing
+  uint8_t prefix = 32;  // address keys: prefix length, for printing
+  uint8_t nbytes = 0;   // byte keys: 6 (Ethernet) or 16 (IPv6)
   uint32_t mask = 0xffffffffu;
   uint32_t lo = 0;  // host byte order
   uint32_t hi = 0;
+  std::array<uint8_t, 16> bytes{};       // network order, already masked
+  std::array<uint8_t, 16> bytes_mask{};  // the prefix's mask
 };
 
 enum class NftRuleVerdict : uint8_t { CONTINUE, ACCEPT, DROP };
@@ -97,8 +112,11 @@ struct NftPktInfo {
   const Packet* p;
   bool l3_done = false;
   bool ipv4 = false;   // a valid IPv4 header at offset 14
+  bool ipv6 = false;   // a valid IPv6 header there
   bool l4 = false;     // ports readable (TCP or UDP, first fragment, header present)
-  uint8_t l4proto = 0;
+  uint8_t l4proto = 0;  // the transport protocol (IPv6: after the extension headers)
+  uint8_t nexthdr = 0;  // IPv6's own next-header field
+  uint32_t nhoff = 0;   // where the network header starts
   uint8_t tos = 0;
   uint16_t tot_len = 0;
   uint32_t saddr = 0, daddr = 0;  // host order

@@ -2,6 +2,8 @@
 #include "netfilter/nft_ruleset.h"
 #include "netfilter/nft_names.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -20,6 +22,19 @@ std::string ipv4_str(uint32_t a) {
 }
 
 const char* proto_name(uint32_t p) { return nft_name_of(kEtherTypes, p); }
+
+// A byte key's address as nft prints it: lowercase aa:bb:..., or IPv6 in inet_ntop's
+// compressed form.
+std::string bytes_str(const NftMatch& m) {
+  if (m.nbytes == 16) {
+    char b[INET6_ADDRSTRLEN];
+    return inet_ntop(AF_INET6, m.bytes.data(), b, sizeof b) ? b : "?";
+  }
+  char b[18];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m.bytes[0], m.bytes[1], m.bytes[2], m.bytes[3],
+                m.bytes[4], m.bytes[5]);
+  return b;
+}
 
 std::string priority_str(int prio) {
   if (prio == 0) return "filter";
@@ -43,6 +58,9 @@ const char* field_name(NftKey k) {
     case NftKey::IP_LENGTH: return "length";
     case NftKey::IP_DSCP: return "dscp";
     case NftKey::ETHER_TYPE: return "type";
+    case NftKey::IP6_NEXTHDR: return "nexthdr";
+    case NftKey::ETHER_SADDR: case NftKey::IP6_SADDR: return "saddr";
+    case NftKey::ETHER_DADDR: case NftKey::IP6_DADDR: return "daddr";
   }
   return "?";
 }
@@ -55,6 +73,7 @@ std::string value_str(const NftMatch& m) {
   char b[32];
   switch (m.key) {
     case NftKey::META_L4PROTO:
+    case NftKey::IP6_NEXTHDR:
     case NftKey::IP_PROTOCOL: n = nft_name_of(kIpProtocols, m.lo); break;
     case NftKey::IP_DSCP:
       n = nft_name_of(kDscpClasses, m.lo);
@@ -73,6 +92,7 @@ nlohmann::json value_json(const NftMatch& m) {
   const char* n = nullptr;
   switch (m.key) {
     case NftKey::META_L4PROTO:
+    case NftKey::IP6_NEXTHDR:
     case NftKey::IP_PROTOCOL: n = nft_name_of(kIpProtocols, m.lo); break;
     case NftKey::IP_DSCP: n = nft_name_of(kDscpClasses, m.lo); break;
     case NftKey::ETHER_TYPE: n = proto_name(m.lo); break;
@@ -108,6 +128,14 @@ std::string match_str(const NftMatch& m) {
     case NftKey::IP_LENGTH:
     case NftKey::IP_DSCP: return std::string("ip ") + field_name(m.key) + op + value_str(m);
     case NftKey::ETHER_TYPE: return std::string("ether type") + op + value_str(m);
+    case NftKey::IP6_NEXTHDR: return std::string("ip6 nexthdr") + op + value_str(m);
+    case NftKey::ETHER_SADDR:
+    case NftKey::ETHER_DADDR: return std::string("ether ") + field_name(m.key) + op + bytes_str(m);
+    case NftKey::IP6_SADDR:
+    case NftKey::IP6_DADDR:
+      s = std::string("ip6 ") + field_name(m.key) + op + bytes_str(m);
+      if (m.prefix != 128) s += "/" + std::to_string(m.prefix);
+      return s;
     default:
       s = std::string(l4_name(m.key)) + " " + field_name(m.key) + op + std::to_string(m.lo);
       if (m.hi != m.lo) s += "-" + std::to_string(m.hi);
@@ -164,6 +192,21 @@ nlohmann::json match_json(const NftMatch& m) {
     case NftKey::ETHER_TYPE:
       left = {{"payload", {{"protocol", "ether"}, {"field", "type"}}}};
       right = value_json(m);
+      break;
+    case NftKey::IP6_NEXTHDR:
+      left = {{"payload", {{"protocol", "ip6"}, {"field", "nexthdr"}}}};
+      right = value_json(m);
+      break;
+    case NftKey::ETHER_SADDR:
+    case NftKey::ETHER_DADDR:
+      left = {{"payload", {{"protocol", "ether"}, {"field", field_name(m.key)}}}};
+      right = bytes_str(m);
+      break;
+    case NftKey::IP6_SADDR:
+    case NftKey::IP6_DADDR:
+      left = {{"payload", {{"protocol", "ip6"}, {"field", field_name(m.key)}}}};
+      if (m.prefix == 128) right = bytes_str(m);
+      else right = {{"prefix", {{"addr", bytes_str(m)}, {"len", m.prefix}}}};
       break;
     default:
       left = {{"payload", {{"protocol", l4_name(m.key)}, {"field", field_name(m.key)}}}};

@@ -188,6 +188,160 @@ std::vector<Bytes> ether_frames() {
   return f;
 }
 
+// The frame with its IPv4 header checksum and its TCP, UDP or ICMPv6 checksum filled in
+// (an Ethernet frame of ipv4() or ip6()), so that -v finds them correct.
+Bytes checksummed(Bytes f) {
+  auto sum = [](const uint8_t* p, size_t n, uint64_t s) {
+    for (; n >= 2; p += 2, n -= 2) s += static_cast<uint32_t>(p[0] << 8 | p[1]);
+    if (n) s += static_cast<uint32_t>(p[0] << 8);
+    while (s >> 16) s = (s & 0xffff) + (s >> 16);
+    return static_cast<uint16_t>(~s);
+  };
+  auto set16 = [&](size_t at, uint16_t v) {
+    f[at] = static_cast<uint8_t>(v >> 8);
+    f[at + 1] = static_cast<uint8_t>(v);
+  };
+  const bool v6 = f[12] == 0x86 && f[13] == 0xdd;
+  const size_t l3 = 14, hlen = v6 ? 40 : (f[l3] & 0xf) * 4u;
+  if (!v6) set16(l3 + 10, sum(&f[l3], hlen, 0));
+  const uint8_t proto = f[l3 + (v6 ? 6 : 9)];
+  const size_t l4 = l3 + hlen, len = f.size() - l4;
+  const size_t at = proto == 6 ? 16 : proto == 17 ? 6 : proto == 58 ? 2 : 0;
+  if (!at) return f;
+  uint64_t pseudo = proto + len;
+  for (size_t i = 0; i < (v6 ? 32u : 8u); i += 2) pseudo += static_cast<uint32_t>(f[l3 + (v6 ? 8 : 12) + i] << 8 | f[l3 + (v6 ? 8 : 12) + i + 1]);
+  set16(l4 + at, 0);
+  set16(l4 + at, sum(&f[l4], len, pseudo));
+  return f;
+}
+
+// A DNS name in labels.
+Bytes dns_name(const std::string& n) {
+  Bytes b;
+  std::istringstream in(n);
+  for (std::string label; std::getline(in, label, '.');)
+    if (!label.empty()) {
+      b.push_back(static_cast<uint8_t>(label.size()));
+      b = cat(b, text(label));
+    }
+  b.push_back(0);
+  return b;
+}
+// A DNS message: the header, then the sections' bytes as given.
+Bytes dns(uint16_t id, uint16_t flags, uint16_t qd, uint16_t an, uint16_t ns, uint16_t ar, const Bytes& body) {
+  Bytes b;
+  for (uint16_t v : {id, flags, qd, an, ns, ar}) put16(b, v);
+  return cat(b, body);
+}
+Bytes question(const std::string& n, uint16_t type, uint16_t cls = 1) {
+  Bytes b = dns_name(n);
+  put16(b, type);
+  put16(b, cls);
+  return b;
+}
+Bytes record(const Bytes& owner, uint16_t type, const Bytes& data, uint16_t cls = 1) {
+  Bytes b = owner;
+  put16(b, type);
+  put16(b, cls);
+  put32(b, 300);
+  put16(b, static_cast<uint16_t>(data.size()));
+  return cat(b, data);
+}
+Bytes udp_with(uint16_t sp, uint16_t dp, const Bytes& payload) {
+  Bytes b;
+  put16(b, sp);
+  put16(b, dp);
+  put16(b, static_cast<uint16_t>(8 + payload.size()));
+  put16(b, 0);
+  return cat(b, payload);
+}
+
+// DNS queries and responses on UDP port 53: the record types tcpdump decodes, flags,
+// rcodes, counts it flags, compression pointers (one pointing forward: "<BAD PTR>"), a
+// message cut short, TXT with unprintable bytes.
+std::vector<Bytes> dns_frames() {
+  const uint32_t a = ip4(10, 0, 0, 1), b = ip4(10, 0, 0, 2);
+  const Bytes ptr = {0xc0, 0x0c};
+  Bytes mx = {0, 10};
+  Bytes soa = cat(dns_name("ns1.soa.org"), dns_name("root.soa.org"));
+  for (uint32_t v : {1u, 2u, 3u, 4u, 5u}) put32(soa, v);
+  Bytes srv = {0, 1, 0, 2, 0x13, 0xc4};
+  Bytes aaaa;
+  for (int i = 0; i < 16; ++i) aaaa.push_back(static_cast<uint8_t>(i));
+  const std::vector<Bytes> msgs = {
+      dns(0x1234, 0x0100, 1, 0, 0, 0, question("example.com", 1)),
+      dns(0x1234, 0x8180, 1, 1, 0, 0, cat(question("example.com", 1), record(ptr, 1, {93, 184, 216, 34}))),
+      dns(7, 0x8180, 1, 2, 0, 0,
+          cat(cat(question("example.com", 28), record(ptr, 5, dns_name("www.example.net"))),
+              record(dns_name("www.example.net"), 28, aaaa))),
+      dns(8, 0x8183, 1, 0, 0, 0, question("nope.example", 1)),
+      dns(9, 0x0000, 1, 0, 0, 0, question("x.org", 15)),
+      dns(9, 0x8580, 1, 1, 0, 0, cat(question("x.org", 15), record(ptr, 15, cat(mx, dns_name("mail.x.org"))))),
+      dns(10, 0x8180, 1, 1, 0, 0, cat(question("1.0.0.10.in-addr.arpa", 12), record(ptr, 12, dns_name("host.lan")))),
+      dns(11, 0x8180, 1, 1, 0, 0, cat(question("t.org", 16), record(ptr, 16, text(std::string("\x05he\x01lo\x03\xe9" "bc", 10))))),
+      dns(12, 0x8180, 1, 2, 0, 0,
+          cat(cat(question("ns.org", 2), record(ptr, 2, dns_name("a.ns.org"))), record(ptr, 2, dns_name("b.ns.org")))),
+      dns(13, 0x8180, 1, 1, 0, 0, cat(question("s.org", 33), record(ptr, 33, cat(srv, dns_name("sip.s.org"))))),
+      dns(14, 0x0100, 1, 0, 0, 0, question("any.org", 255)),
+      dns(15, 0x0100, 1, 0, 0, 0, question("odd.org", 1, 3)),
+      dns(16, 0x8180, 1, 1, 0, 0, cat(question("soa.org", 6), record(ptr, 6, soa))),
+      dns(17, 0x0100, 1, 0, 0, 1, cat(question("e.org", 1), record({0}, 41, {}, 4096))),
+      dns(18, 0x0110, 1, 0, 0, 0, question("cd.org", 1)),
+      dns(19, 0x85b0, 1, 1, 0, 0, cat(question("ad.org", 1), record(ptr, 1, {1, 2, 3, 4}))),
+      dns(20, 0x8302, 2, 0, 1, 0, cat(question("a.org", 1), question("b.org", 1))),
+      dns(21, 0x2100, 1, 0, 0, 0, question("u.org", 6)),
+      dns(22, 0x0100, 1, 0, 0, 0, Bytes{0xc0, 0x20, 0, 1, 0, 1}),
+      dns(23, 0x0100, 1, 0, 0, 0, question("trunc.example.org", 1)),
+      dns(24, 0x0100, 1, 0, 0, 0, question("x", 300)),
+      Bytes{0, 25, 1},
+  };
+  std::vector<Bytes> f;
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    Bytes m = msgs[i];
+    if (i == 19) m.resize(m.size() - 9);  // the question cut inside its name
+    const bool response = m.size() > 2 && (m[2] & 0x80);
+    f.push_back(checksummed(eth(kMacB, kMacA, 0x0800,
+                                response ? ipv4(b, a, 17, udp_with(53, static_cast<uint16_t>(40000 + i), m))
+                                         : ipv4(a, b, 17, udp_with(static_cast<uint16_t>(40000 + i), 53, m)))));
+  }
+  // Over IPv6, and the same with a checksum that does not verify (-v says so).
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x86dd, ip6(1, 2, 17, udp_with(5353, 53, msgs[0])))));
+  Bytes bad = f.back();
+  bad[bad.size() - 1] ^= 1;
+  f.push_back(bad);
+  return f;
+}
+
+// Frames for -v: checksums right and wrong, TOS with ECN, TTL 0, the fragment flags, IP
+// options, an IPv6 flow label and traffic class, ICMP errors quoting their packet.
+std::vector<Bytes> verbose_frames() {
+  const uint32_t a = ip4(10, 0, 0, 1), b = ip4(10, 0, 0, 2);
+  std::vector<Bytes> f;
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x0800, ipv4(a, b, 6, tcp(40000, 80, 1, 0, 0x02, 512)))));
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x0800, ipv4(a, b, 17, udp(1234, 9999, 12)))));
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x0800, ipv4(a, b, 1, icmp(8, 0, 1, 1, 56)))));
+  Bytes tos = checksummed(eth(kMacB, kMacA, 0x0800, ipv4(a, b, 17, udp(1, 2, 4), 0x2000)));
+  tos[15] = 0xb9;  // EF with ECT(1); the header checksum is now wrong
+  tos[22] = 0;     // TTL 0 prints no ttl
+  f.push_back(tos);
+  Bytes opt = ipv4(a, b, 17, udp(1, 2, 0), 0xe000);
+  opt.insert(opt.begin() + 20, {148, 4, 0, 1, 1, 0, 7, 3});  // RA 1, NOP, RR (bad length)
+  opt[0] = 0x47;
+  opt[3] = static_cast<uint8_t>(opt[3] + 8);
+  f.push_back(eth(kMacB, kMacA, 0x0800, opt));
+  Bytes v6 = checksummed(eth(kMacB, kMacA, 0x86dd, ip6(1, 2, 6, tcp(40002, 7000, 7, 0, 0x02, 1024))));
+  v6[14] = 0x6b;
+  v6[15] = 0x81;
+  v6[16] = 0x23;
+  f.push_back(v6);
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x86dd, ip6(1, 2, 58, icmp(128, 0, 7, 3, 16)))));
+  f.push_back(eth(kMacB, kMacA, 0x86dd, ip6(2, 1, 58, icmp(129, 0, 7, 3, 16))));
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x0800,
+                              ipv4(b, a, 1, cat(icmp(3, 3, 0, 0, 0), ipv4(a, b, 17, udp(1234, 5001, 20)))))));
+  f.push_back(eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(11, 0, 0, 0, 0), ipv4(a, b, 6, tcp(1, 2, 3, 4, 0x10, 5))))));
+  return f;
+}
+
 std::vector<Bytes> cooked_frames() {
   const uint32_t a = ip4(10, 0, 0, 1), b = ip4(10, 0, 0, 2);
   return {sll(0, 0x0800, ipv4(a, b, 17, udp(1234, 9999, 12))),
@@ -368,9 +522,12 @@ TEST(TcpdumpListing, DdAndDddAsTcpdumpPrintsThem) {
 
 TEST(TcpdumpRead, LinesAsTcpdumpNPrintsThem) {
   if (!have_tcpdump()) GTEST_SKIP() << "tcpdump is not installed: nothing to compare with";
-  const std::string en = temp("read_en.pcap"), cooked = temp("read_sll.pcap");
+  const std::string en = temp("read_en.pcap"), cooked = temp("read_sll.pcap"), dns_file = temp("read_dns.pcap"),
+                    verbose_file = temp("read_v.pcap");
   write_pcap(en, DLT_EN10MB, ether_frames());
   write_pcap(cooked, DLT_LINUX_SLL, cooked_frames());
+  write_pcap(dns_file, DLT_EN10MB, dns_frames());
+  write_pcap(verbose_file, DLT_EN10MB, verbose_frames());
   struct Case {
     std::string file, opts, filter;
   };
@@ -383,6 +540,13 @@ TEST(TcpdumpRead, LinesAsTcpdumpNPrintsThem) {
       {cooked, "-n", ""},
       {cooked, "-n -e", ""},
       {cooked, "-n", "udp or arp"},
+      {dns_file, "-n", ""},
+      {dns_file, "-n -v", ""},
+      {verbose_file, "-n -v", ""},
+      {verbose_file, "-nev", ""},
+      // Not the ICMP errors quoting SCTP and GRE, whose headers tcpdump decodes at -v.
+      {en, "-n -v", "not icmp[17] = 132 and not icmp[17] = 47"},
+      {cooked, "-n -v", ""},
   };
   for (const auto& c : cases) {
     const std::string want =
@@ -400,6 +564,8 @@ TEST(TcpdumpRead, LinesAsTcpdumpNPrintsThem) {
   }
   std::remove(en.c_str());
   std::remove(cooked.c_str());
+  std::remove(dns_file.c_str());
+  std::remove(verbose_file.c_str());
 }
 
 // -r with -w copies what passes the filter (and -c) to a new file.

@@ -27,7 +27,13 @@ struct Pkt {
   uint32_t truncate_to = 0;  // cut the linear data to this many bytes (0: no cut)
   bool vlan_tag = false;     // an in-band 802.1Q tag before the ethertype
   uint8_t tos = 0;
+  // IPv6 (ethertype 0x86dd): 2001:db8::1 -> 2001:db8:1::2, with a fragment header
+  // (offset and M flag: frag_off) before the transport header when ip6_frag.
+  bool ip6_frag = false;
 };
+
+inline constexpr uint8_t kTestSaddr6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+inline constexpr uint8_t kTestDaddr6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
 
 inline std::vector<uint8_t> build_bytes(const Pkt& d) {
   std::vector<uint8_t> b;
@@ -42,6 +48,16 @@ inline std::vector<uint8_t> build_bytes(const Pkt& d) {
     const uint32_t l4len = (d.l4proto == 6 ? 20 : 8) + d.payload;
     u8(0x45); u8(d.tos); u16(20 + l4len); u16(1); u16(d.frag_off); u8(64); u8(d.l4proto); u16(0);
     u32(d.saddr); u32(d.daddr);
+    u16(d.sport); u16(d.dport);
+    if (d.l4proto == 6) { u32(0); u32(0); u16(0x5000); u16(0); u16(0); u16(0); }
+    else { u16(8 + d.payload); u16(0); }
+    for (uint32_t i = 0; i < d.payload; ++i) u8(i);
+  } else if (d.ethertype == 0x86dd) {
+    const uint32_t l4len = (d.l4proto == 6 ? 20 : 8) + d.payload;
+    u32(0x60000000); u16(l4len + (d.ip6_frag ? 8 : 0)); u8(d.ip6_frag ? 44 : d.l4proto); u8(64);
+    for (uint8_t x : kTestSaddr6) u8(x);
+    for (uint8_t x : kTestDaddr6) u8(x);
+    if (d.ip6_frag) { u8(d.l4proto); u8(0); u16(d.frag_off); u32(7); }
     u16(d.sport); u16(d.dport);
     if (d.l4proto == 6) { u32(0); u32(0); u16(0x5000); u16(0); u16(0); u16(0); }
     else { u16(8 + d.payload); u16(0); }

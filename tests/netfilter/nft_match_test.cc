@@ -143,6 +143,48 @@ TEST_F(NftMatchTest, IpProtocolLengthDscpL4protoAndEtherType) {
     EXPECT_FALSE(drops(m, Pkt{.ethertype = 0x0806})) << m;
 }
 
+// Ethernet addresses, IPv6 addresses with prefixes, ip6 nexthdr, and the transport
+// keys of IPv6 packets through a fragment header (a later fragment has no ports).
+TEST_F(NftMatchTest, EtherAddressesIp6AddressesAndNexthdr) {
+  EXPECT_TRUE(drops("ether saddr 22:22:22:22:22:22", Pkt{}));
+  EXPECT_FALSE(drops("ether saddr 22:22:22:22:22:23", Pkt{}));
+  EXPECT_TRUE(drops("ether daddr 11:11:11:11:11:11", Pkt{}));
+  EXPECT_TRUE(drops("ether daddr != 11:11:11:11:11:12", Pkt{}));
+  EXPECT_FALSE(drops("ether daddr != 11:11:11:11:11:11", Pkt{}));
+  EXPECT_TRUE(drops("ether saddr 22:22:22:22:22:22", Pkt{.ethertype = 0x0806}));
+  const Pkt v6{.ethertype = 0x86dd};
+  EXPECT_TRUE(drops("ip6 saddr 2001:db8::1", v6));
+  EXPECT_FALSE(drops("ip6 saddr 2001:db8::2", v6));
+  EXPECT_TRUE(drops("ip6 saddr 2001:db8::/32", v6));
+  EXPECT_FALSE(drops("ip6 saddr 2001:db9::/32", v6));
+  EXPECT_TRUE(drops("ip6 daddr 2001:db8:1::/48", v6));
+  EXPECT_FALSE(drops("ip6 daddr 2001:db8:2::/48", v6));
+  EXPECT_TRUE(drops("ip6 daddr 2001:db8::/31", v6));  // a prefix that ends inside a byte
+  EXPECT_TRUE(drops("ip6 daddr != ::1", v6));
+  EXPECT_TRUE(drops("ip6 saddr ::/0", v6));
+  EXPECT_TRUE(drops("ip6 nexthdr udp", v6));
+  EXPECT_FALSE(drops("ip6 nexthdr tcp", v6));
+  EXPECT_TRUE(drops("meta l4proto udp", v6));
+  EXPECT_TRUE(drops("udp dport 2000", v6));
+  EXPECT_TRUE(drops("tcp sport 1000", Pkt{.ethertype = 0x86dd, .l4proto = 6}));
+  EXPECT_FALSE(drops("ip protocol udp", v6));
+  EXPECT_FALSE(drops("ip saddr 0.0.0.0/0", v6));
+  for (const char* m : {"ip6 saddr ::/0", "ip6 daddr != ::1", "ip6 nexthdr udp"})
+    EXPECT_FALSE(drops(m, Pkt{})) << m;  // IPv4: no IPv6 header to read
+  // A first fragment: nexthdr is the fragment header's, l4proto and ports the UDP header's.
+  const Pkt first{.ethertype = 0x86dd, .frag_off = 1, .ip6_frag = true};
+  EXPECT_TRUE(drops("ip6 nexthdr 44", first));
+  EXPECT_TRUE(drops("meta l4proto udp", first));
+  EXPECT_TRUE(drops("udp dport 2000", first));
+  // A later fragment (offset 8 units): the protocol is known, the ports are not.
+  const Pkt later{.ethertype = 0x86dd, .frag_off = 8 << 3, .ip6_frag = true};
+  EXPECT_TRUE(drops("meta l4proto udp", later));
+  EXPECT_FALSE(drops("udp dport 2000", later));
+  EXPECT_FALSE(drops("udp dport != 2000", later));
+  // Cut inside the IPv6 header: no address matches, nor its negation.
+  EXPECT_FALSE(drops("ip6 saddr != ::1", Pkt{.ethertype = 0x86dd, .truncate_to = 30}));
+}
+
 TEST_F(NftMatchTest, TruncatedPacketsNeverMatchHeaders) {
   // Cut inside the IP header, inside the UDP ports, and to a bare Ethernet header.
   EXPECT_FALSE(drops("ip saddr 0.0.0.0/0", Pkt{.truncate_to = 30}));

@@ -19,6 +19,14 @@ class NftRulesetTest : public ::testing::Test {
     ASSERT_EQ(r.rc, 0) << r.err;
     ASSERT_EQ(r.err, "");
   }
+  // Each rule's "expr" array of `nft -j list ruleset`, as JSON text.
+  std::vector<std::string> rule_exprs() {
+    auto j = nlohmann::json::parse(run({"nft", "-j", "list", "ruleset"}, true).out);
+    std::vector<std::string> exprs;
+    for (const auto& o : j.at("nftables"))
+      if (o.contains("rule")) exprs.push_back(o["rule"]["expr"].dump());
+    return exprs;
+  }
   void build() {
     ok({"nft", "add", "table", "netdev", "filt"});
     ok({"nft", "add", "chain", "netdev", "filt", "out",
@@ -79,10 +87,7 @@ TEST_F(NftRulesetTest, ListsProtocolLengthDscpL4protoAndEtherTypeAsNft) {
                      "\t\tmeta l4proto 7\n"),
             std::string::npos)
       << out;
-  auto j = nlohmann::json::parse(run({"nft", "-j", "list", "ruleset"}, true).out);
-  std::vector<std::string> exprs;
-  for (const auto& o : j.at("nftables"))
-    if (o.contains("rule")) exprs.push_back(o["rule"]["expr"].dump());
+  const std::vector<std::string> exprs = rule_exprs();
   ASSERT_EQ(exprs.size(), 6u);
   EXPECT_EQ(exprs[0],
             R"([{"match":{"left":{"payload":{"field":"protocol","protocol":"ip"}},"op":"==","right":"tcp"}},)"
@@ -93,6 +98,43 @@ TEST_F(NftRulesetTest, ListsProtocolLengthDscpL4protoAndEtherTypeAsNft) {
             R"({"drop":null}])");
   EXPECT_EQ(exprs[3], R"([{"match":{"left":{"payload":{"field":"type","protocol":"ether"}},"op":"==","right":35020}}])");
   EXPECT_EQ(exprs[5], R"([{"match":{"left":{"meta":{"key":"l4proto"}},"op":"==","right":7}}])");
+}
+
+// Ethernet and IPv6 addresses and ip6 nexthdr list as nft 1.0.6 lists the same rules on
+// this kernel: lowercase MACs, inet_ntop's compressed IPv6 with a prefix length.
+TEST_F(NftRulesetTest, ListsEtherAndIp6AddressesAsNft) {
+  ok({"nft", "add", "table", "netdev", "t"});
+  ok({"nft", "add", "chain", "netdev", "t", "c", "{ type filter hook ingress device foo priority 0; }"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ether", "saddr", "02:00:00:00:00:01", "drop"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ether", "daddr", "!=", "02:00:00:00:00:0A", "counter", "drop"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip6", "saddr", "2001:db8::/32", "drop"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip6", "daddr", "::1", "accept"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip6", "daddr", "2001:DB8:0:0:1::5", "accept"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip6", "nexthdr", "tcp", "drop"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "ip6", "nexthdr", "99", "drop"});
+  ok({"nft", "add", "rule", "netdev", "t", "c", "meta", "l4proto", "udp", "ip6", "saddr", "fe80::1/10", "drop"});
+  const std::string out = run({"nft", "list", "ruleset"}).out;
+  EXPECT_NE(out.find("\t\tether saddr 02:00:00:00:00:01 drop\n"
+                     "\t\tether daddr != 02:00:00:00:00:0a counter packets 0 bytes 0 drop\n"
+                     "\t\tip6 saddr 2001:db8::/32 drop\n"
+                     "\t\tip6 daddr ::1 accept\n"
+                     "\t\tip6 daddr 2001:db8::1:0:0:5 accept\n"
+                     "\t\tip6 nexthdr tcp drop\n"
+                     "\t\tip6 nexthdr 99 drop\n"
+                     "\t\tmeta l4proto udp ip6 saddr fe80::/10 drop\n"),
+            std::string::npos)
+      << out;
+  const std::vector<std::string> exprs = rule_exprs();
+  ASSERT_EQ(exprs.size(), 8u);
+  EXPECT_EQ(exprs[0],
+            R"([{"match":{"left":{"payload":{"field":"saddr","protocol":"ether"}},"op":"==","right":"02:00:00:00:00:01"}},)"
+            R"({"drop":null}])");
+  EXPECT_EQ(exprs[2],
+            R"([{"match":{"left":{"payload":{"field":"saddr","protocol":"ip6"}},"op":"==",)"
+            R"("right":{"prefix":{"addr":"2001:db8::","len":32}}}},{"drop":null}])");
+  EXPECT_EQ(exprs[5],
+            R"([{"match":{"left":{"payload":{"field":"nexthdr","protocol":"ip6"}},"op":"==","right":"tcp"}},)"
+            R"({"drop":null}])");
 }
 
 TEST_F(NftRulesetTest, ListRulesetJson) {
