@@ -144,6 +144,9 @@ struct PrefOps {
   // was), remove one. What readers may still see goes to `retired`.
   Status (*bind_add)(TcFilter& bound, const TcFilter& node, RcuRetireList& retired) = nullptr;
   void (*bind_del)(TcFilter& bound, const TcFilter& node, RcuRetireList& retired) = nullptr;
+  // Optional with them: `now` takes `old`'s place (`tc filter replace`), readers seeing
+  // one or the other throughout.
+  void (*bind_replace)(TcFilter& bound, const TcFilter& old, const TcFilter& now, RcuRetireList& retired) = nullptr;
 };
 
 // What a filter is made with: its Net (engine settings) and the spec with pref and

@@ -198,8 +198,9 @@ class FlowerHead final : public TcFilter {
   const FilterSpec& spec_base() const override { return spec_; }
 
   // mirrors fl_change for a new node: its mask found or made (fl_check_assign_mask),
-  // then the key inserted unless the mask holds it already (fl_ht_insert_unique).
-  Status insert(const FlowerFilter& f, RcuRetireList& retired) {
+  // then the key inserted unless the mask holds it already (fl_ht_insert_unique; when
+  // overwriting, `unique` false, the kernel lets the key in all the same).
+  Status insert(const FlowerFilter& f, RcuRetireList& retired, bool unique = true) {
     FlowerMask* m = find_mask(f);
     const bool fresh = !m;
     if (fresh) {
@@ -212,19 +213,26 @@ class FlowerHead final : public TcFilter {
     if (m->ranges()) {
       const FlowerMask::Ranged& cur = *m->ranged.load(std::memory_order_relaxed);
       for (const FlowerFilter* c : cur)
-        if (c->key() == f.key() && c->same_ranges(f)) return exists();
+        if (unique && c->key() == f.key() && c->same_ranges(f)) return exists();
       auto next = std::make_unique<FlowerMask::Ranged>(cur);
       next->push_back(&f);
       retired.retire(std::unique_ptr<const FlowerMask::Ranged>(m->ranged.exchange(next.release(), std::memory_order_acq_rel)));
     } else {
       const uint64_t h = pack(f.key(), m->bits, m->words).hash();
-      if (m->ht.find(h, [&](const FlowerFilter* c) { return c->key() == f.key(); })) return exists();
+      if (unique && m->ht.find(h, [&](const FlowerFilter* c) { return c->key() == f.key(); })) return exists();
       m->ht.insert(h, &f, retired);
       set_only(*m);
     }
     ++m->refs;
     if (fresh) publish_masks(retired);
     return {};
+  }
+
+  // mirrors fl_change with an old node (fold): the new node joins its mask (made last if
+  // new), then the old one leaves, so the masks keep their order.
+  void replace(const FlowerFilter& old, const FlowerFilter& now, RcuRetireList& retired) {
+    (void)insert(now, retired, false);
+    erase(old, retired);
   }
 
   // mirrors __fl_delete: the node leaves its mask's table; an empty mask goes
@@ -305,6 +313,10 @@ void fl_bind_del(TcFilter& bound, const TcFilter& node, RcuRetireList& retired) 
   static_cast<FlowerHead&>(bound).erase(node_of(node), retired);
 }
 
+void fl_bind_replace(TcFilter& bound, const TcFilter& old, const TcFilter& now, RcuRetireList& retired) {
+  static_cast<FlowerHead&>(bound).replace(node_of(old), node_of(now), retired);
+}
+
 // mirrors fl_change: the key is stored masked (fl_set_masked_key).
 std::unique_ptr<TcFilter> fl_create(const FilterSpec& spec, Net&, std::string* err) {
   const auto* s = filter_spec_as<FlowerSpec>(spec, err);
@@ -322,7 +334,7 @@ std::unique_ptr<TcFilter> fl_create(const FilterSpec& spec, Net&, std::string* e
 
 const PrefOps kFlowerPrefOps{nullptr, [](uint32_t, const std::vector<const TcFilter*>&, std::vector<uint32_t>*,
                                          std::string*) { return true; },
-                             fl_bind, fl_bind_add, fl_bind_del};
+                             fl_bind, fl_bind_add, fl_bind_del, fl_bind_replace};
 const FilterRegistrar kFlower{{FlowerSpec::kKind, fl_create, nullptr, &kFlowerPrefOps}};  // cls_fl_ops
 
 }  // namespace

@@ -72,14 +72,17 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
     tp->protocol = spec.protocol;
   }
   if (exists) {
-    // The swap is one publication: a kind with a bound object is rebound around the new node.
+    // The swap is one publication: a kind with a bound object replaces the node in it
+    // where it can, else is rebound around the new node.
     std::unique_ptr<TcFilter>& slot = tp->nodes[spec.handle];
+    const bool in_place = pops && pops->bind_replace && tp->bound && tp->ops == ops;
+    if (in_place) pops->bind_replace(*tp->bound, *slot, *f, retired);
     slot.swap(f);
     tp->ops = ops;
     tp->protocol = spec.protocol;
-    if (pops)
+    if (pops && !in_place)
       rebind(*tp, retired);
-    else
+    else if (!pops)
       retired.retire(std::move(tp->bound));
     retired.retire(std::move(f));
     return added;

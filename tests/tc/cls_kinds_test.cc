@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -473,7 +474,7 @@ namespace {
 
 // A linear model of fl_classify for the differential test: masks in the order they were
 // made, each holding its nodes in the order they came; the first node whose masked key
-// and ranges match decides.
+// and ranges match decides (of two nodes with one key, which a replace may make, either).
 struct FlowerModel {
   struct Node {
     tc::FlowerSpec spec;
@@ -499,13 +500,15 @@ struct FlowerModel {
       if (same(m.bits, s.mask) && m.sr == s.src_range && m.dr == s.dst_range) return &m;
     return nullptr;
   }
-  // False when the kernel would refuse it (the same key, ranges and mask are there).
-  bool add(const tc::FlowerSpec& s, uint32_t handle) {
+  // False when the kernel would refuse it (the same key, ranges and mask are there);
+  // `unique` false lets it in all the same (fl_ht_insert_unique when overwriting).
+  bool add(const tc::FlowerSpec& s, uint32_t handle, bool unique = true) {
     tc::FlowerSpec c = s;
     c.key = and_of(s.key, s.mask);
     Mask* m = mask_of(c);
     if (m) {
       for (const Node& n : m->nodes)
+        if (unique)
         if (same(n.spec.key, c.key) && n.spec.src_min == c.src_min && n.spec.src_max == c.src_max &&
             n.spec.dst_min == c.dst_min && n.spec.dst_max == c.dst_max)
           return false;
@@ -515,6 +518,15 @@ struct FlowerModel {
     }
     m->nodes.push_back({c, handle});
     return true;
+  }
+  // fl_change with an old node: the new one joins its mask (made at the end if new), then
+  // the old one leaves (its mask with it when empty).
+  void replace(const tc::FlowerSpec& s, uint32_t handle) {
+    for (Mask& m : masks)
+      for (Node& n : m.nodes)
+        if (n.handle == handle) n.handle = 0;  // the old node, found again below
+    add(s, handle, false);
+    del(0);
   }
   void del(uint32_t handle) {
     for (size_t i = 0; i < masks.size(); ++i) {
@@ -527,23 +539,29 @@ struct FlowerModel {
         }
     }
   }
-  // The classid of the node that matches, 0 for none.
-  uint32_t classify(const tc::FlowerKey& k) const {
-    for (const Mask& m : masks)
+  // The classids a lookup may give: the first matching node's, and of a hashed mask any
+  // other node with the same key; {0} for none.
+  std::vector<uint32_t> classify(const tc::FlowerKey& k) const {
+    for (const Mask& m : masks) {
+      std::vector<uint32_t> found;
       for (const Node& n : m.nodes) {
         if (!same(and_of(k, m.bits), n.spec.key)) continue;
         const uint16_t sp = ntohs(k.src_port), dp = ntohs(k.dst_port);
         if (n.spec.src_range && (sp < n.spec.src_min || sp > n.spec.src_max)) continue;
         if (n.spec.dst_range && (dp < n.spec.dst_min || dp > n.spec.dst_max)) continue;
-        return n.spec.classid;
+        found.push_back(n.spec.classid);
+        if (m.sr || m.dr) break;
       }
-    return 0;
+      if (!found.empty()) return found;
+    }
+    return {0};
   }
 };
 
-// Random flower nodes of six masks (exact, prefix, ports, port ranges) added to and
-// deleted from one pref, against the linear model: every packet gets the node the
-// kernel's per-mask lookup would give, and duplicates are refused as the kernel does.
+// Random flower nodes of six masks (exact, prefix, ports, port ranges) added to, replaced
+// in and deleted from one pref, against the linear model: every packet gets the node the
+// kernel's per-mask lookup would give, duplicates are refused as the kernel does, and a
+// replace keeps the masks' order (a new mask goes last) and its node.
 TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
   NetDevice* d = make("flh", "dummy");
   clsact(d);
@@ -603,14 +621,14 @@ TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
       tc::FlowerKey k;
       tc::flower_dissect(p, k);
       cpu.free(p);
-      const uint32_t want = model.classify(k);
+      const std::vector<uint32_t> want = model.classify(k);
       uint32_t cl = 0;
       SCOPED_TRACE("round " + std::to_string(round) + " frame " + std::to_string(i));
-      EXPECT_EQ(classify(d, f, &cl), want ? tc::TC_ACT_OK : tc::TC_ACT_UNSPEC);
-      EXPECT_EQ(cl, want);
+      EXPECT_EQ(classify(d, f, &cl), want[0] ? tc::TC_ACT_OK : tc::TC_ACT_UNSPEC);
+      EXPECT_NE(std::find(want.begin(), want.end(), cl), want.end()) << cl;
     }
   };
-  uint32_t next_class = 1, refused = 0;
+  uint32_t next_class = 1, refused = 0, replaced = 0;
   for (int round = 0; round < 40; ++round) {
     for (int i = 0; i < 8; ++i) {
       tc::FlowerSpec s = random_spec(0x10000 | next_class);
@@ -626,6 +644,15 @@ TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
         EXPECT_NE(err.find("File exists"), std::string::npos) << err;
       }
     }
+    for (int i = 0; i < 2 && !live.empty(); ++i) {
+      const uint32_t handle = live[pick(static_cast<uint32_t>(live.size()))];
+      tc::FlowerSpec s = random_spec(0x10000 | next_class++);
+      s.handle = handle;
+      std::string err;
+      ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, s, true, &err)) << err;
+      model.replace(s, handle);
+      ++replaced;
+    }
     for (int i = 0; i < 3 && !live.empty(); ++i) {
       const size_t at = pick(static_cast<uint32_t>(live.size()));
       std::string err;
@@ -636,7 +663,8 @@ TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
     check(round);
   }
   EXPECT_GT(refused, 0u);  // the pools are small: duplicates happen
-  EXPECT_GT(live.size(), 30u);
+  EXPECT_GT(replaced, 50u);
+  EXPECT_GT(live.size(), 20u);
   EXPECT_EQ(outstanding(), 0u);
 }
 
