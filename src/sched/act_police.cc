@@ -30,8 +30,12 @@ uint32_t tc_calc_xmittime(uint64_t rate, uint32_t size) {
   return static_cast<uint32_t>(usec * kTicksPerUsec);
 }
 
+uint32_t tc_core_tick2time(uint32_t ticks) { return static_cast<uint32_t>(ticks / kTicksPerUsec); }
+
+// tc_calc_xmitsize: ticks to microseconds truncated (tc_core_tick2time), then bytes
+// truncated.
 uint32_t tc_calc_xmitsize(uint64_t rate, uint32_t ticks) {
-  return static_cast<uint32_t>(static_cast<double>(rate) * (ticks / kTicksPerUsec) / 1e6);
+  return static_cast<uint32_t>(static_cast<double>(rate) * tc_core_tick2time(ticks) / 1e6);
 }
 
 // mirrors tcf_police_init for what pktpath takes

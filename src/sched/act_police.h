@@ -25,6 +25,7 @@ struct PschedRate {
 // at 1000/64: 15.625 ticks per microsecond).
 uint32_t tc_calc_xmittime(uint64_t rate_bytes_ps, uint32_t size);
 uint32_t tc_calc_xmitsize(uint64_t rate_bytes_ps, uint32_t ticks);
+uint32_t tc_core_tick2time(uint32_t ticks);  // microseconds, truncated
 inline constexpr int kPschedShift = 6;  // PSCHED_SHIFT: a tick is 64 ns
 
 // `police rate R burst B [mtu M] [peakrate P] conform-exceed EXCEED[/CONFORM]`.

@@ -25,6 +25,7 @@
 
 #include "core/netdevice.h"
 #include "sched/act_police.h"
+#include "sched/class_hash_order.h"
 #include "sched/clsact.h"
 #include "sched/peek_dequeued.h"
 #include "sched/qdisc.h"
@@ -244,6 +245,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
       cl->parent = parent;
       if (parent) insert_sorted(parent->children, cl);
       insert_sorted(by_id_, cl);
+      dump_order_.insert(classid);
       owned_.push_back(std::move(fresh));
       cl->t_c = now;
       cl->cmode = HtbMode::CanSend;
@@ -282,6 +284,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
     cl->in_wait = false;
     if (parent) std::erase(parent->children, cl);
     std::erase(by_id_, cl);
+    dump_order_.remove(classid);
     if (last_child) parent_to_leaf(cpu, *parent);
     std::erase_if(owned_, [cl](const std::unique_ptr<HtbClass>& c) { return c.get() == cl; });
     return true;
@@ -290,7 +293,8 @@ class HtbQdisc final : public PeekDequeuedQdisc {
   // mirrors htb_dump_class / htb_dump_class_stats
   std::vector<QdiscClassInfo> class_dump(uint64_t) const override {
     std::vector<QdiscClassInfo> out;
-    for (const HtbClass* cl : by_id_) {
+    for (const uint32_t id : dump_order_.order()) {  // htb_walk over the class hash
+      const HtbClass* cl = find(id);
       QdiscClassInfo ci;
       ci.classid = cl->classid;
       ci.parent = cl->parent ? cl->parent->classid : kHtbRoot;
@@ -786,6 +790,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
   PacketList direct_;
   std::vector<std::unique_ptr<HtbClass>> owned_;
   std::vector<HtbClass*> by_id_;  // every class, by classid
+  ClassHashOrder dump_order_;     // the kernel's class hash, for the order of dumps
   // A former leaf's qdisc, emptied, kept until the htb goes (it may sit on a tx work list).
   std::vector<std::unique_ptr<Qdisc>> retired_leaves_;
   HtbLevel levels_[kHtbMaxDepth];

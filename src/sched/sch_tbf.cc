@@ -160,6 +160,15 @@ class TbfQdisc final : public Qdisc {
 
   // mirrors tbf_dump
   QdiscOptions dump() const override { return opts_; }
+  // mirrors tbf_dump_class: its one class, 1, holding the inner qdisc (a default
+  // fifo's handle is 0: tc shows no leaf).
+  std::vector<QdiscClassInfo> class_dump(uint64_t) const override {
+    QdiscClassInfo c;
+    c.classid = handle() | 1u;
+    c.parent = handle();
+    c.leaf_handle = child_ ? child_->handle() : 0;
+    return {c};
+  }
 
  private:
   int64_t len_to_ns(uint64_t len) const {

@@ -218,7 +218,7 @@ TEST(ScriptRun, ShowsInTcLayout) {
       "ip -s link show dev foo\n");
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::string expect_foo =
-      "qdisc noqueue 0: root refcnt 2\n"
+      "qdisc noqueue 0: root refcnt 2 \n"
       " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
       " backlog 0b 0p requeues 0\n";
   EXPECT_NE(r.out.find(expect_foo), std::string::npos) << r.out;
@@ -229,7 +229,7 @@ TEST(ScriptRun, ShowsInTcLayout) {
   EXPECT_NE(r.out.find(expect_t0), std::string::npos) << r.out;
   EXPECT_NE(
       r.out.find(
-          "qdisc noqueue 0: dev foo root refcnt 2\nqdisc pfifo 1: dev t0 root refcnt 2 limit 7p\n"),
+          "qdisc noqueue 0: dev foo root refcnt 2 \nqdisc pfifo 1: dev t0 root refcnt 2 limit 7p\n"),
       std::string::npos)
       << r.out;
   // After del root, the default is back.
@@ -266,7 +266,7 @@ TEST(ScriptRun, JsonLinesShapes) {
   for (const char* k :
        {"kind", "handle", "bytes", "packets", "drops", "overlimits", "requeues", "backlog", "qlen"})
     EXPECT_TRUE(q[1].contains(k)) << k;
-  EXPECT_EQ(q[1]["parent"], ":1");
+  EXPECT_EQ(q[1]["parent"], ":2");  // the qdisc hash's order: mq's children newest first
   EXPECT_EQ(docs[2][1]["ifname"], "m0");
   EXPECT_EQ(docs[2][1]["stats64"]["tx"]["packets"], 100);
 }

@@ -130,7 +130,7 @@ TEST(TcKinds, QdiscUtilsRoundTrip) {
             "bands 3 priomap 2 2 0 2 1 2 0 0 1 1 1 1 1 1 1 1");
   // tbf's dump carries the limit; parsed options with a limit print the same way.
   EXPECT_EQ(parse_print("tbf", {"rate", "1mbit", "burst", "1500", "limit", "7750"}),
-            "rate 1Mbit burst 1500b lat 50ms");
+            "rate 1Mbit burst 1500b lat 50ms ");
   for (const char* k : {"noqueue", "mq", "pfifo_fast", "clsact", "ingress"})
     EXPECT_NE(get_qdisc_util(k), nullptr) << k;
   for (const char* k : {"gact", "mirred", "skbedit"}) EXPECT_NE(get_action_util(k), nullptr) << k;

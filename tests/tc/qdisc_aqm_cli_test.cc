@@ -20,11 +20,11 @@ TEST_F(AqmCli, FqCodelShowAndStats) {
   EXPECT_EQ(show("tc qdisc show dev t0"),
             "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms "
             "interval 100ms "
-            "memory_limit 32Mb ecn drop_batch 64\n");
+            "memory_limit 32Mb ecn drop_batch 64 \n");
   EXPECT_EQ(show("tc -s qdisc show dev t0"),
             "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms "
             "interval 100ms "
-            "memory_limit 32Mb ecn drop_batch 64\n"
+            "memory_limit 32Mb ecn drop_batch 64 \n"
             " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
             " backlog 0b 0p requeues 0\n"
             "  maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n"
@@ -37,7 +37,7 @@ TEST_F(AqmCli, FqCodelShowAndStats) {
   EXPECT_EQ(show("tc qdisc show dev t0"),
             "qdisc fq_codel 1: root refcnt 2 limit 500p flows 1024 quantum 1514 target 5ms "
             "interval 100ms "
-            "memory_limit 32Mb drop_batch 64\n");
+            "memory_limit 32Mb drop_batch 64 \n");
   run("tc qdisc del dev t0 root");
   run("tc qdisc add dev t0 root handle 1: fq_codel limit 100 flows 64 quantum 300 target 2ms "
       "interval 50ms "
@@ -45,7 +45,7 @@ TEST_F(AqmCli, FqCodelShowAndStats) {
   EXPECT_EQ(show("tc qdisc show dev t0"),
             "qdisc fq_codel 1: root refcnt 2 limit 100p flows 64 quantum 300 target 2ms "
             "ce_threshold 999us "
-            "interval 50ms memory_limit 4Mb drop_batch 8\n");
+            "interval 50ms memory_limit 4Mb drop_batch 8 \n");
   const auto j = nlohmann::json::parse(show("tc -s -j qdisc show dev t0"))[0];
   EXPECT_EQ(j["kind"], "fq_codel");
   EXPECT_EQ(j["options"]["limit"], 100);
@@ -64,7 +64,7 @@ TEST_F(AqmCli, FqCodelShowAndStats) {
 TEST_F(AqmCli, CodelShowAndStats) {
   run("tc qdisc add dev t0 root handle 2: codel limit 500 target 10ms ecn");
   EXPECT_EQ(show("tc -s qdisc show dev t0"),
-            "qdisc codel 2: root refcnt 2 limit 500p target 10ms interval 100ms ecn\n"
+            "qdisc codel 2: root refcnt 2 limit 500p target 10ms interval 100ms ecn \n"
             " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
             " backlog 0b 0p requeues 0\n"
             "  count 0 lastcount 0 ldelay 0us drop_next 0us\n"
@@ -80,7 +80,7 @@ TEST_F(AqmCli, CodelShowAndStats) {
 TEST_F(AqmCli, SfqAndPfifoHeadDropShow) {
   run("tc qdisc add dev t0 root handle 3: sfq");
   EXPECT_EQ(show("tc qdisc show dev t0"),
-            "qdisc sfq 3: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024\n");
+            "qdisc sfq 3: root refcnt 2 limit 127p quantum 1514b depth 127 divisor 1024 \n");
   ScriptError e;  // sfq has no change op: replace of the same handle fails
   EXPECT_FALSE(try_run("tc qdisc replace dev t0 root handle 3: sfq limit 64", e));
   EXPECT_NE(e.msg.find("not supported"), std::string::npos) << e.msg;
@@ -89,7 +89,7 @@ TEST_F(AqmCli, SfqAndPfifoHeadDropShow) {
       "divisor 256");
   EXPECT_EQ(show("tc qdisc show dev t0"),
             "qdisc sfq 3: root refcnt 2 limit 64p quantum 3000b depth 20 headdrop divisor 256 "
-            "perturb 10sec\n");
+            "perturb 10sec \n");
   const auto j = nlohmann::json::parse(show("tc -j qdisc show dev t0"))[0];
   EXPECT_EQ(j["options"]["limit"], 64);
   EXPECT_EQ(j["options"]["headdrop"], true);
@@ -105,11 +105,11 @@ TEST_F(AqmCli, FqShowAndStats) {
   EXPECT_EQ(show("tc qdisc show dev t0"),
             "qdisc fq 1: root refcnt 2 limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 "
             "quantum 3028b initial_quantum 15140b low_rate_threshold 550Kbit refill_delay 40ms "
-            "timer_slack 10us horizon 10s horizon_drop\n");
+            "timer_slack 10us horizon 10s horizon_drop \n");
   EXPECT_EQ(show("tc -s qdisc show dev t0"),
             "qdisc fq 1: root refcnt 2 limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 "
             "quantum 3028b initial_quantum 15140b low_rate_threshold 550Kbit refill_delay 40ms "
-            "timer_slack 10us horizon 10s horizon_drop\n"
+            "timer_slack 10us horizon 10s horizon_drop \n"
             " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
             " backlog 0b 0p requeues 0\n"
             "  flows 0 (inactive 0 throttled 0)\n"
@@ -120,7 +120,7 @@ TEST_F(AqmCli, FqShowAndStats) {
   EXPECT_EQ(show("tc qdisc show dev t0"),
             "qdisc fq 1: root refcnt 2 limit 500p flow_limit 20p buckets 128 orphan_mask 1023 nopacing "
             "quantum 1514b initial_quantum 3000b maxrate 10Mbit low_rate_threshold 550Kbit "
-            "refill_delay 10ms ce_threshold 2ms timer_slack 20us horizon 2s horizon_cap\n");
+            "refill_delay 10ms ce_threshold 2ms timer_slack 20us horizon 2s horizon_cap \n");
   run("send dev t0 count 30 size 200");
   const auto j = nlohmann::json::parse(show("tc -s -j qdisc show dev t0"))[0];
   EXPECT_EQ(j["kind"], "fq");

@@ -58,9 +58,16 @@ void bpf_print_opt(const ::pktpath::tc::TcFilter& tf, bool stats, KindPrint& out
   std::snprintf(b, sizeof b, "handle 0x%x ", f.handle());
   out.text += b;
   print_filter_classid(s, "flowid", out);
-  out.text += s.source + " ";
+  // bpf_print_opt's order: direct-action, the flags, then the program as the kernel
+  // gives it back (bpf_print_ops: the instructions, however they were written).
   if (s.da) out.text += "direct-action ";
-  out.text += "not_in_hw \n";
+  out.text += "not_in_hw bytecode '" + std::to_string(s.insns.size());
+  for (size_t i = 0; i < s.insns.size(); ++i) {
+    const bpf::Insn& in = s.insns[i];
+    std::snprintf(b, sizeof b, ",%u %u %u %u", in.code, in.jt, in.jf, in.k);
+    out.text += b;
+  }
+  out.text += "'\n";
   out.json["bytecode"] = s.source;
   out.json["direct-action"] = s.da;
   out.json["engine"] = bpf::engine_name(f.engine());

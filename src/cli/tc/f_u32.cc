@@ -92,7 +92,7 @@ Status parse_ip(Lexer& lx, ktc::U32Spec& s) {
                     f.empty() ? "ip" : f);
 }
 
-// parse_u32/parse_u16/parse_u8: VAL MASK at OFF.
+// parse_u32/parse_u16/parse_u8: VAL MASK [at OFF] (no `at`: offset 0).
 Status parse_raw(Lexer& lx, ktc::U32Spec& s, const std::string& kind) {
   const int bits = kind == "u32" ? 32 : kind == "u16" ? 16 : 8;
   const uint32_t max = bits == 32 ? 0xffffffffu : bits == 16 ? 0xffff : 0xff;
@@ -101,10 +101,9 @@ Status parse_raw(Lexer& lx, ktc::U32Spec& s, const std::string& kind) {
   const std::string vword = lx.prev();
   auto mask = value_of(lx, vword, max);
   if (!mask) return unexpected(mask.error());
-  if (lx.peek() != "at")
-    return unexpected("u32: \"" + kind + " VAL MASK\" needs \"at OFFSET\"", lx.done() ? kind : lx.peek());
-  lx.next();
   if (*val & ~*mask) return unexpected("u32: value " + vword + " has bits outside its mask", vword);
+  if (lx.peek() != "at") return pack_key_n(s, *val, *mask, 0, bits, vword);
+  lx.next();
   auto ov = lx.value("at");
   if (!ov) return unexpected(ov.error());
   if (ov->rfind("nexthdr+", 0) == 0)
@@ -277,7 +276,7 @@ void u32_print_opt(const ktc::TcFilter& f, bool stats, KindPrint& out) {
   out.json["key_ht"] = ktc::u32_htid(f.handle()) >> 20;
   out.json["bkt"] = ktc::u32_hash(f.handle());
   if (s->classid_set) {
-    if (!s->terminal) out.text += "*";
+    if (s->terminal) out.text += "*";  // iproute2 6.1 marks a terminal key's flowid so
     print_filter_classid(*s, "flowid", out);
   } else if (s->terminal) {
     out.text += "terminal flowid ";

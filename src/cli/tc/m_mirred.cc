@@ -40,6 +40,7 @@ void mirred_print(const ActionOptions& opts, KindPrint& out) {
   const char* what = o->kind == Mirred::Kind::Redirect ? "Redirect" : "Mirror";
   out.text = std::string("mirred (") + dir + " " + what + " to device " + o->dev + ") " +
              ktc::tc_act_name(o->verdict);
+  out.index_prefix = "\tindex";
   out.json["mirred_action"] = o->kind == Mirred::Kind::Redirect ? "redirect" : "mirror";
   out.json["direction"] = o->dir == Mirred::Dir::Egress ? "egress" : "ingress";
   out.json["to_dev"] = o->dev;

@@ -110,7 +110,7 @@ void htb_print_class_opt(const KindOptions& opts, KindPrint& out) {
     out.json["prio"] = o->prio;
   }
   out.text += "rate " + sprint_rate(o->rate_bytes_ps) + " ceil " + sprint_rate(o->ceil_bytes_ps) + " burst " +
-              sprint_size(burst) + " cburst " + sprint_size(cburst);
+              sprint_size(burst) + " cburst " + sprint_size(cburst) + " ";
   out.json["rate"] = o->rate_bytes_ps;
   out.json["ceil"] = o->ceil_bytes_ps;
   out.json["burst"] = burst;

@@ -1,9 +1,12 @@
 // tbf (iproute2's tc/q_tbf.c): `rate RATE burst SIZE (limit SIZE | latency TIME)`.
 #include "cli/tc/tc_util.h"
+#include "sched/act_police.h"
 #include "sched/sch_tbf.h"
 
 namespace pktpath::cli::tc {
 namespace {
+
+namespace ktc = ::pktpath::tc;
 
 // mirrors tbf_parse_opt for the words pktpath's tbf has
 Result<QdiscOptions> tbf_parse_opt(Lexer& lx) {
@@ -44,15 +47,26 @@ Result<QdiscOptions> tbf_parse_opt(Lexer& lx) {
   return QdiscOptions(t);
 }
 
-// mirrors tbf_print_opt: rate, burst, and the latency the limit allows.
+// mirrors tbf_print_opt: rate, burst, and the latency the limit allows, each field with
+// its trailing space. The kernel keeps the burst as the time it takes at the rate
+// (tbf_change: psched_l2t_ns) and dumps it in ticks, so tc shows the size back from
+// those (1600 at 70mbit: 1592b).
 void tbf_print_opt(const QdiscOptions& opts, KindPrint& out) {
   const auto* t = opts.get<TbfOptions>();
   if (!t || t->rate_bytes_ps == 0) return;
-  out.text = "rate " + sprint_rate(t->rate_bytes_ps) + " burst " + sprint_size(t->burst);
-  const double latency = 1e6 * (static_cast<double>(t->limit) - t->burst) / static_cast<double>(t->rate_bytes_ps);
-  if (latency >= 0) out.text += " lat " + sprint_time(static_cast<uint64_t>(latency));
+  ktc::PschedRate r;
+  r.precompute(t->rate_bytes_ps);
+  const auto ticks = static_cast<uint32_t>(r.l2t_ns(t->burst) >> ktc::kPschedShift);
+  const uint32_t burst = ktc::tc_calc_xmitsize(t->rate_bytes_ps, ticks);
+  out.text = "rate " + sprint_rate(t->rate_bytes_ps) + " burst " + sprint_size(burst) + " ";
+  const double latency =
+      1e6 * (static_cast<double>(t->limit) / static_cast<double>(t->rate_bytes_ps)) - ktc::tc_core_tick2time(ticks);
+  if (latency >= 0)
+    out.text += "lat " + sprint_time(static_cast<uint32_t>(latency)) + " ";
+  else
+    out.text += "limit " + sprint_size(t->limit) + " ";
   out.json["rate"] = t->rate_bytes_ps;
-  out.json["burst"] = t->burst;
+  out.json["burst"] = burst;
   out.json["limit"] = t->limit;
   if (latency >= 0) out.json["lat"] = static_cast<uint64_t>(latency);
 }

@@ -81,8 +81,7 @@ struct ClassShowLine final : ExtLine {
     std::string line = std::string("class ") + q.kind() + " " + tc_handle_str(c.classid) + " ";
     line += c.parent == TC_H_ROOT ? std::string("root ") : "parent " + tc_handle_str(c.parent) + " ";
     if (c.leaf_handle) line += "leaf " + tc_handle_str(c.leaf_handle) + " ";
-    line += opt.text;
-    while (!line.empty() && line.back() == ' ') line.pop_back();
+    line += opt.text;  // print_class keeps the space each field ends with
     std::fprintf(out, "%s\n", line.c_str());
     if (!flags.stats) return;
     print_qstats(out, s);

@@ -133,10 +133,21 @@ struct FilterShowLine final : ExtLine {
   std::string dev;
   FilterTarget target;
   TcFlags flags;
+  bool of_root = false;  // neither parent nor a direction: the root qdisc's filters
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     NetDevice* d = find_settled_device(r, dev, err);
     if (!d) return false;
+    // mirrors tc_dump_tfilter without a parent: the root qdisc's block, each line naming
+    // the parent (nothing for a root that takes no filters).
+    FilterTarget target = this->target;
+    std::string parent_word;
+    if (of_root) {
+      Qdisc* root = d->qdisc();
+      if (!root || !root->filter_block() || root->handle() == 0) return true;
+      target.qdisc = root->handle();
+      parent_word = "parent " + tc_handle_str(root->handle()) + " ";
+    }
     const bool json = flags.json || r.json();
     nlohmann::json arr = nlohmann::json::array();
     std::string text;
@@ -181,8 +192,8 @@ struct FilterShowLine final : ExtLine {
         if (ap.own_index_line)
           atext += "\taction order " + std::to_string(order) + ": " + ap.text;
         else {
-          std::snprintf(b, sizeof b, "\taction order %u: %s\n\t index %u ref 1 bind 1\n", order, ap.text.c_str(),
-                        a->index);
+          std::snprintf(b, sizeof b, "\taction order %u: %s\n%s %u ref 1 bind 1\n", order, ap.text.c_str(),
+                        ap.index_prefix, a->index);
           atext += b;
         }
         if (flags.stats) {
@@ -197,6 +208,7 @@ struct FilterShowLine final : ExtLine {
       }
       if (json) {
         nlohmann::json o = {{"protocol", proto}, {"pref", f.pref()}, {"kind", f.kind()}, {"chain", 0}};
+        if (of_root) o["parent"] = tc_handle_str(target.qdisc);
         nlohmann::json opt = fopt.json;
         opt["handle"] = f.handle();
         opt["actions"] = acts;
@@ -210,7 +222,8 @@ struct FilterShowLine final : ExtLine {
       }
       // tc's layout: the pref's line (once per pref, as the kernel dumps its tcf_proto
       // before the nodes), then each filter with its options and actions.
-      std::snprintf(b, sizeof b, "filter protocol %s pref %u %s chain 0 ", proto.c_str(), f.pref(), f.kind());
+      std::snprintf(b, sizeof b, "filter %sprotocol %s pref %u %s chain 0 ", parent_word.c_str(), proto.c_str(),
+                    f.pref(), f.kind());
       const std::string head = b;
       if (!prev) text += head + "\n";
       if (util->print_gap) {
@@ -218,7 +231,11 @@ struct FilterShowLine final : ExtLine {
         util->print_gap(&f, gap_state, head, pp);
         text += pp.text;
       }
-      text += head + fopt.text + atext + "\n";
+      // The options end the filter's line(s); actions follow, then an empty line
+      // (print_filter's print_nl after tc_print_action's "\n").
+      std::string opts = fopt.text;
+      if (!opts.empty() && opts.back() == '\n') opts.pop_back();
+      text += head + opts + "\n" + (atext.empty() ? "" : atext + "\n");
       prev = &f;
       prev_util = util;
       prev_head = head;
@@ -255,7 +272,7 @@ Result<ExtCommand> parse_filter_show(Lexer& lx, const TcFlags& flags) {
     }
   }
   if (line->dev.empty()) return unexpected("tc filter show needs \"dev DEV\"", "show");
-  if (!have_dir) return unexpected("tc filter show needs egress or ingress or parent MAJ:", line->dev);
+  line->of_root = !have_dir;
   return ExtCommand{line};
 }
 

@@ -1,6 +1,7 @@
 // `tc qdisc add|replace|change|del ...` and `tc [-s] [-j] qdisc show [dev D]` (iproute2's
 // tc/tc_qdisc.c: tc_qdisc_modify, print_qdisc). The kind's words are parsed and
 // printed by its q_<kind>.cc.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,17 @@ void collect(Qdisc* q, bool is_root, bool parent_is_mq, std::vector<std::pair<Qd
   for (unsigned i = 0; i < q->num_children(); ++i) collect(q->child_at(i), false, mq, out);
 }
 
+// mirrors tc_dump_qdisc_root's order: the root, then the device's qdisc hash walked
+// (hash_for_each over 16 buckets keyed by handle, hash_32; a bucket's newest first,
+// taken here as the later in the tree).
+void dump_order(std::vector<std::pair<Qdisc*, bool>>& qs) {
+  if (qs.size() < 3) return;
+  auto bucket = [](const Qdisc* q) { return (q->handle() * 0x61C88647u) >> 28; };
+  std::vector<std::pair<Qdisc*, bool>> rest(qs.rbegin(), qs.rend() - 1);  // newest first
+  std::stable_sort(rest.begin(), rest.end(), [&](const auto& a, const auto& b) { return bucket(a.first) < bucket(b.first); });
+  std::copy(rest.begin(), rest.end(), qs.begin() + 1);
+}
+
 // One row of the show: what print_qdisc prints for one qdisc.
 struct QdiscRow {
   std::string kind;
@@ -77,6 +89,7 @@ struct QdiscShowLine final : ExtLine {
   static std::vector<QdiscRow> rows(NetDevice& d, uint64_t now_ns) {
     std::vector<std::pair<Qdisc*, bool>> qs;
     if (d.is_up() || !d.root_is_default()) collect(d.qdisc(), true, false, qs);
+    dump_order(qs);
     // A down device with no configured qdisc shows noop, as the kernel does.
     if (qs.empty()) qs.emplace_back(&noop_qdisc(), true);
     std::vector<QdiscRow> out;
@@ -125,8 +138,7 @@ struct QdiscShowLine final : ExtLine {
     std::string line = "qdisc " + q.kind + " " + tc_handle_str(q.handle) + " ";
     if (dev.empty()) line += "dev " + d.name() + " ";
     line += q.is_root ? "root refcnt 2 " : "parent " + tc_handle_str(q.parent) + " ";
-    line += opt.text;
-    while (!line.empty() && line.back() == ' ') line.pop_back();
+    line += opt.text;  // print_qdisc keeps the space each field ends with
     std::fprintf(out, "%s\n", line.c_str());
     if (flags.stats) {
       print_qstats(out, s);

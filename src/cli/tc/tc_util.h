@@ -92,6 +92,9 @@ struct KindPrint {
   nlohmann::json json = nlohmann::json::object();
   // An action that prints its own index and ref lines (police) sets this.
   bool own_index_line = false;
+  // What precedes an action's index on its line (iproute2's print_<kind>: "\t index",
+  // mirred's "\tindex").
+  const char* index_prefix = "\t index";
 };
 
 // --- qdisc kinds (struct qdisc_util).
