@@ -144,6 +144,7 @@ namespace pktpath::cli {
 
 bool tcpdump_compile(const TcpdumpArgs& a, bpf::Insns* out, std::string* err) {
   bpf::CompileOptions co;
+  co.netmask = kTcpdumpNetmask;
   if (!a.read.empty()) {
     co.savefile = a.read;
   } else {

@@ -43,6 +43,11 @@ inline int tcpdump_linktype(const TcpdumpArgs& a) {
 
 namespace pktpath::cli {
 
+// The netmask tcpdump compiles with when pcap_lookupnet has none (a savefile, no
+// interface, an interface without an IPv4 address, as every pktpath device): 0, so that
+// `ip broadcast` compiles.
+inline constexpr uint32_t kTcpdumpNetmask = 0;
+
 // The filter compiled as tcpdump compiles it: for the savefile with -r, else for the link
 // type (-i any: LINUX_SLL) and -s snapshot length. false with *err (libpcap's message).
 bool tcpdump_compile(const TcpdumpArgs& a, bpf::Insns* out, std::string* err);

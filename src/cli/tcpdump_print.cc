@@ -18,6 +18,7 @@
 #include "bpf/packet_view.h"
 #include "bpf/parse.h"
 #include "bpf/program.h"
+#include "cli/tcpdump_args.h"
 #include "cli/tcpdump_dns.h"
 #include "core/inet_checksum.h"
 
@@ -780,6 +781,7 @@ bool tcpdump_read(const ReadRequest& r, std::FILE* out, Error& err) {
     bpf::Insns insns;
     bpf::CompileOptions co;
     co.savefile = r.path;  // the file's own link type and snapshot length, as tcpdump -r
+    co.netmask = kTcpdumpNetmask;
     std::string msg;
     if (bpf::compile_expression(r.filter, co, &insns, &msg))
       if (auto p =

@@ -495,7 +495,8 @@ TEST(TcpdumpListing, DdAndDddAsTcpdumpPrintsThem) {
   write_pcap(en, DLT_EN10MB, ether_frames());
   write_pcap(cooked, DLT_LINUX_SLL, cooked_frames());
   for (const std::string filter :
-       {"", "udp", "tcp port 80 and host 10.0.0.1", "ip6 or arp", "icmp[icmptype] == 8"})
+       {"", "udp", "tcp port 80 and host 10.0.0.1", "ip6 or arp", "icmp[icmptype] == 8",
+        "ip broadcast or ip multicast"})  // netmask 0, as tcpdump without an interface
     for (const std::string d : {"-d", "-dd", "-ddd"}) {
       const std::string quoted = "'" + filter + "'";
       const std::string want = run_tcpdump("-r " + en + " " + d + " " + quoted);
@@ -547,6 +548,7 @@ TEST(TcpdumpRead, LinesAsTcpdumpNPrintsThem) {
       // Not the ICMP errors quoting SCTP and GRE, whose headers tcpdump decodes at -v.
       {en, "-n -v", "not icmp[17] = 132 and not icmp[17] = 47"},
       {cooked, "-n -v", ""},
+      {en, "-n", "not ip broadcast"},  // a savefile's netmask is 0
   };
   for (const auto& c : cases) {
     const std::string want =
