@@ -1,7 +1,8 @@
 // libFuzzer target for the nft front end: each input line is split as a script line is
 // (cli tokenizer), parsed by nft_parse, and applied by nft_command to one ruleset over a
 // device table holding `foo` and `bar` (so chains really attach hooks). Every rejection
-// must carry a message; the ruleset is flushed at the end of each input.
+// must carry a message; the ruleset is flushed at the end of each input. The whole input is
+// then read as an `nft -f` file (nested blocks, define, include) into a second ruleset.
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "core/net.h"
 #include "core/packet_pool.h"
 #include "netfilter/nft_command.h"
+#include "netfilter/nft_file.h"
 #include "netfilter/nft_parse.h"
 #include "sched/nf_dev_resolver.h"
 
@@ -61,5 +63,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ostringstream out, err;
     if (nf::nft_command(words, ruleset, w->resolver, out, err) != 0 && err.str().empty()) std::abort();
   }
+  nf::NftRuleset from_file;
+  std::ostringstream out, err;
+  // Includes resolve under a directory that does not exist: the input reads no real file.
+  if (nf::nft_run_text("/nonexistent-fuzz/input.nft", text, from_file, w->resolver, out, err, false) != 0 &&
+      err.str().empty())
+    std::abort();
   return 0;
 }

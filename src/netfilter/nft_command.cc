@@ -1,4 +1,5 @@
 #include "netfilter/nft_command.h"
+#include "netfilter/nft_file.h"
 
 namespace pktpath::nf {
 
@@ -11,6 +12,7 @@ int nft_command(const std::vector<std::string>& words, NftRuleset& ruleset,
   }
   NftCommand& c = std::get<NftCommand>(r);
   c.json = c.json || json;
+  if (c.op == NftOp::RUN_FILE) return nft_run_file(c.file, ruleset, resolver, out, err, c.json);
   std::string text;
   NftStatus s = ruleset.apply(c, resolver, &text);
   if (!s.ok) {

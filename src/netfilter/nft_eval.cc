@@ -4,6 +4,7 @@
 #include "base/compiler.h"
 #include "netfilter/nft_rule.h"
 #include "netfilter/nft_ruleset.h"
+#include "netfilter/nft_set.h"
 
 namespace pktpath::nf {
 
@@ -118,7 +119,43 @@ const uint8_t* load_bytes(const NftMatch& m, NftPktInfo& k, uint8_t* buf) {
   return header_pointer(k.p, k.nhoff + (m.key == NftKey::IP6_SADDR ? 8 : 24), 16, buf);
 }
 
+// Fetch the key's value; false when the packet has no such field.
+bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v);
+
+// mirrors nft_lookup_eval: the selector's keys into one padded key, looked up in the set;
+// a packet without one of the fields matches neither the set nor its negation.
+bool match_lookup(const NftMatch& m, NftPktInfo& k) {
+  uint8_t key[kNftMaxKeyLen];
+  unsigned off = 0;
+  for (NftKey sel : m.lookup->keys) {
+    const NftType t = *nft_key_type(sel);
+    const unsigned len = nft_type_info(t).len, stride = nft_type_stride(t);
+    NftMatch one;
+    one.key = sel;
+    if (nft_key_is_bytes(sel)) {
+      uint8_t buf[16];
+      const uint8_t* f = load_bytes(one, k, buf);
+      if (!f) return false;
+      std::memcpy(key + off, f, len);
+    } else {
+      uint32_t v;
+      if (!load_key(one, k, v)) return false;
+      for (unsigned i = 0; i < len; ++i) key[off + i] = static_cast<uint8_t>(v >> (8 * (len - 1 - i)));
+    }
+    std::memset(key + off + len, 0, stride - len);
+    off += stride;
+  }
+  const NftVerdictData* d = m.set->lookup(key);
+  if (m.lookup->vmap) {
+    if (!d) return false;
+    k.vmap = *d;
+    return true;
+  }
+  return (d != nullptr) != m.neg;
+}
+
 PP_NOINLINE bool match_bytes(const NftMatch& m, NftPktInfo& k) {
+  if (m.nbytes == kNftLookup) return match_lookup(m, k);
   uint8_t buf[16];
   const uint8_t* f = load_bytes(m, k, buf);
   if (!f) return false;
@@ -127,7 +164,6 @@ PP_NOINLINE bool match_bytes(const NftMatch& m, NftPktInfo& k) {
   return in != m.neg;
 }
 
-// Fetch the key's value; false when the packet has no such field.
 PP_ALWAYS_INLINE bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v) {
   switch (m.key) {
     case NftKey::META_MARK:
@@ -210,16 +246,50 @@ PP_ALWAYS_INLINE static bool rule_eval(const NftRule& r, NftPktInfo& pkt, uint16
 bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) { return rule_eval(r, pkt, cpu_id); }
 
 // mirrors nft_do_chain for a netdev base chain: rules in order, the first verdict wins,
-// else the chain policy. Reads only the published snapshot; allocates nothing.
+// else the chain policy. jump pushes the rest of the chain (NFT_JUMP_STACK_SIZE deep),
+// goto does not, return or a regular chain's end pops. Reads only published snapshots;
+// allocates nothing.
 NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
   const NftChain* c = static_cast<const NftChain*>(priv);
   const NftRuleSnapshot* s = c->snapshot.get();
   NftPktInfo pkt(p);
   const uint16_t cpu = st.cpu->id();
-  for (const NftRule* r : s->rules) {
-    if (!rule_eval(*r, pkt, cpu)) continue;
-    if (r->spec.verdict == NftRuleVerdict::ACCEPT) return NfVerdict::ACCEPT;
-    if (r->spec.verdict == NftRuleVerdict::DROP) return NfVerdict::DROP;
+  struct Frame {
+    const NftRuleSnapshot* s;
+    size_t i;
+  } stack[kNftJumpStack];
+  unsigned sp = 0;
+  size_t i = 0;
+  for (;;) {
+    const size_t n = s->rules.size();
+    for (; i < n; ++i) {
+      const NftRule* r = s->rules[i];
+      if (!rule_eval(*r, pkt, cpu)) continue;
+      const NftVerdictData& v = r->verdict.code == NftRuleVerdict::VMAP ? pkt.vmap : r->verdict;
+      switch (v.code) {
+        case NftRuleVerdict::CONTINUE: continue;
+        case NftRuleVerdict::ACCEPT: return NfVerdict::ACCEPT;
+        case NftRuleVerdict::DROP: return NfVerdict::DROP;
+        case NftRuleVerdict::JUMP:
+          if (PP_UNLIKELY(sp == kNftJumpStack)) return NfVerdict::DROP;  // refused when added; never here
+          stack[sp++] = {s, i + 1};
+          [[fallthrough]];
+        case NftRuleVerdict::GOTO:
+          s = v.chain->snapshot.get();
+          i = 0;
+          goto next_chain;
+        case NftRuleVerdict::RETURN:
+        case NftRuleVerdict::VMAP:
+          i = n;
+          break;
+      }
+      break;
+    }
+    if (sp == 0) break;  // the base chain's end (or a return from it): the policy
+    --sp;
+    s = stack[sp].s;
+    i = stack[sp].i;
+  next_chain:;
   }
   return static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed));
 }

@@ -35,7 +35,7 @@ std::vector<Tok> tokenize(const std::vector<std::string>& words, size_t first) {
     for (char c : s) {
       if (c == ' ' || c == '\t' || c == '\n') {
         flush();
-      } else if (c == '{' || c == '}' || c == ';') {
+      } else if (c == '{' || c == '}' || c == ';' || c == ',') {
         flush();
         out.push_back({std::string(1, c), w});
       } else {
@@ -62,6 +62,12 @@ class Parser {
       const Tok& o = next();
       if (o.text == "-j" || o.text == "--json") c.json = true;
       else if (o.text == "-a" || o.text == "--handle") c.handles = true;
+      else if (o.text == "-f" || o.text == "--file") {
+        c.op = NftOp::RUN_FILE;
+        c.file = need("a file name after -f").text;
+        if (!at_end()) fail(peek_tok(), "unexpected word after -f FILE");
+        return c;
+      }
       else fail(o, "unsupported option");
     }
     const Tok& verb = need("a command (add, insert, replace, delete, flush, list)");
@@ -75,9 +81,22 @@ class Parser {
       c.handle = handle();
       c.rule = rule();
     } else if (verb.text == "add" || verb.text == "insert") {
-      const Tok& what = need("table, chain or rule");
+      const Tok& what = need("table, chain, rule, set, map or element");
       if (verb.text == "insert" && what.text != "rule") fail(what, "unsupported: insert only takes 'rule'");
-      if (what.text == "table") {
+      if (what.text == "set" || what.text == "map") {
+        c.op = NftOp::ADD_SET;
+        c.map = what.text == "map";
+        family();
+        c.table = name("table name");
+        c.set = name(what.text + " name");
+        c.set_spec = set_body(c.map);
+      } else if (what.text == "element") {
+        c.op = NftOp::ADD_ELEMENT;
+        family();
+        c.table = name("table name");
+        c.set = name("set name");
+        c.elems = raw_elements();
+      } else if (what.text == "table") {
         c.op = NftOp::ADD_TABLE;
         family();
         c.table = name("table name");
@@ -97,10 +116,18 @@ class Parser {
         fail(what, "unsupported object (expected table, chain or rule)");
       }
     } else if (verb.text == "delete") {
-      const Tok& what = need("table, chain or rule");
+      const Tok& what = need("table, chain, rule, set, map or element");
       family();
       c.table = name("table name");
-      if (what.text == "table") {
+      if (what.text == "set" || what.text == "map") {
+        c.op = NftOp::DELETE_SET;
+        c.map = what.text == "map";
+        c.set = name(what.text + " name");
+      } else if (what.text == "element") {
+        c.op = NftOp::DELETE_ELEMENT;
+        c.set = name("set name");
+        c.elems = raw_elements();
+      } else if (what.text == "table") {
         c.op = NftOp::DELETE_TABLE;
       } else if (what.text == "chain") {
         c.op = NftOp::DELETE_CHAIN;
@@ -113,9 +140,23 @@ class Parser {
         fail(what, "unsupported object (expected table, chain or rule)");
       }
     } else if (verb.text == "flush" || verb.text == "list") {
+      const bool list = verb.text == "list";
       const Tok& what = need("'ruleset'");
-      if (what.text != "ruleset") fail(what, "unsupported: only '" + verb.text + " ruleset'");
-      c.op = verb.text == "flush" ? NftOp::FLUSH_RULESET : NftOp::LIST_RULESET;
+      if (what.text == "set" || what.text == "map") {
+        c.op = list ? NftOp::LIST_SET : NftOp::FLUSH_SET;
+        c.map = what.text == "map";
+        family();
+        c.table = name("table name");
+        c.set = name(what.text + " name");
+      } else if (what.text == "table" && list) {
+        c.op = NftOp::LIST_TABLE;
+        family();
+        c.table = name("table name");
+      } else if (what.text == "ruleset") {
+        c.op = list ? NftOp::LIST_RULESET : NftOp::FLUSH_RULESET;
+      } else {
+        fail(what, list ? "unsupported: list ruleset, table, set or map" : "unsupported: flush ruleset, set or map");
+      }
     } else {
       fail(verb, "unsupported command (expected add, insert, replace, delete, flush or list)");
     }
@@ -169,16 +210,9 @@ class Parser {
   }
 
   uint64_t number(const Tok& t, uint64_t min, uint64_t max, const std::string& what) {
-    std::string_view s = t.text;
-    int base = 10;
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-      s.remove_prefix(2);
-      base = 16;
-    }
-    uint64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-    if (s.empty() || ec != std::errc() || p != s.data() + s.size())
-      fail(t, "invalid " + what + " (expected a number)");
+    const std::optional<uint64_t> n = nft_parse_uint(t.text);
+    if (!n) fail(t, "invalid " + what + " (expected a number)");
+    const uint64_t v = *n;
     if (v < min || v > max)
       fail(t, what + " out of range (" + std::to_string(min) + ".." + std::to_string(max) + ")");
     return v;
@@ -226,6 +260,202 @@ class Parser {
     return s;
   }
 
+  // '{' type K [. K...] [: verdict] ; [flags F[,F]] ; [size N] ; [elements = { ... }] '}'
+  NftSetSpec set_body(bool map) {
+    NftSetSpec s;
+    s.map = map;
+    const Tok& open = need("'{' and the set's type");
+    if (open.text != "{") fail(open, "expected '{' to start the set description");
+    for (;;) {
+      const Tok& w = need("'}' to close the set description");
+      if (w.text == "}") break;
+      if (w.text == ";") continue;
+      if (w.text == "type") {
+        for (;;) {
+          const Tok& ty = need("a data type");
+          auto t = nft_type_by_name(ty.text);
+          if (!t) fail(ty, "unsupported set type (ipv4_addr, ipv6_addr, ether_addr, inet_proto, inet_service, mark, ether_type, dscp)");
+          s.types.push_back(*t);
+          if (at_end() || peek() != ".") break;
+          next();
+        }
+        if (s.types.size() > kNftMaxConcat) fail(w, "too many values in the concatenation");
+        if (!at_end() && peek() == ":") {
+          const Tok& colon = next();
+          if (!map) fail(colon, "':' in a set's type: declare a map");
+          const Tok& d = need("the map's data type");
+          if (d.text != "verdict") fail(d, "unsupported map data type (only verdict)");
+        } else if (map) {
+          fail(w, "a map's type needs ': verdict'");
+        }
+      } else if (w.text == "flags") {
+        for (;;) {
+          const Tok& f = need("a set flag");
+          if (f.text == "interval") s.interval = true;
+          else if (f.text == "constant") s.constant = true;
+          else fail(f, "unsupported set flag (interval, constant)");
+          if (at_end() || peek() != ",") break;
+          next();
+        }
+      } else if (w.text == "size") {
+        s.size = static_cast<uint32_t>(number(need("set size"), 1, kNftMaxSetSize, "set size"));
+      } else if (w.text == "elements") {
+        const Tok& eq = need("'='");
+        if (eq.text != "=") fail(eq, "expected '=' after elements");
+        elems_raw_ = raw_elements();
+        s.has_elements = true;
+      } else if (w.text == "timeout" || w.text == "counter" || w.text == "policy" || w.text == "auto-merge" ||
+                 w.text == "gc-interval" || w.text == "comment" || w.text == "typeof") {
+        fail(w, "unsupported in a set description");
+      } else {
+        fail(w, "unexpected in a set description (expected type, flags, size or elements)");
+      }
+    }
+    if (s.types.empty()) fail_missing("the set's 'type'");
+    if (s.interval && s.types.size() > 1) fail(open, "unsupported: 'flags interval' on a concatenation");
+    const size_t ktotal = [&] { size_t k = 0; for (NftType t : s.types) k += nft_type_stride(t); return k; }();
+    if (ktotal > kNftMaxKeyLen) fail(open, "key too long (" + std::to_string(kNftMaxKeyLen) + " bytes at most)");
+    for (const NftRawElem& r : elems_raw_) s.elements.push_back(elem(s.types, map, r));
+    elems_raw_.clear();
+    return s;
+  }
+
+  // An element parsed for known types; an error names the element's first word.
+  NftElemSpec elem(const std::vector<NftType>& types, bool map, const NftRawElem& r) {
+    NftElemSpec e;
+    NftStatus st = nft_parse_elem(types, map, r, e);
+    if (!st.ok) fail(t_[r.index], st.error);
+    return e;
+  }
+
+  // '{' E [, E]* '}' where E := words [':' words]
+  std::vector<NftRawElem> raw_elements() {
+    const Tok& open = need("'{' and the elements");
+    if (open.text != "{") fail(open, "expected '{' before the elements");
+    std::vector<NftRawElem> out;
+    NftRawElem cur;
+    bool data = false;
+    for (;;) {
+      const size_t at = i_;
+      const Tok& w = need("'}' to close the elements");
+      if (w.text == "}" || w.text == ",") {
+        if (cur.key.empty()) {
+          if (w.text == "}" && out.empty()) break;
+          if (w.text == "}" && !data) break;  // a trailing comma
+          fail(w, "missing element before '" + w.text + "'");
+        }
+        if (data && cur.data.empty()) fail(w, "missing verdict after ':'");
+        out.push_back(std::move(cur));
+        cur = NftRawElem{};
+        data = false;
+        if (w.text == "}") break;
+        continue;
+      }
+      if (w.text == "{" || w.text == ";") fail(w, "unexpected in an element list");
+      if (w.text == ":") {
+        if (data || cur.key.empty()) fail(w, "unexpected ':'");
+        data = true;
+        continue;
+      }
+      if (cur.key.empty()) cur.index = at;
+      (data ? cur.data : cur.key).push_back(w.text);
+    }
+    if (out.size() > kNftMaxSetSize) fail(open, "too many elements");
+    return out;
+  }
+
+  // A selector: ip saddr, tcp dport, meta l4proto, ... (what a set lookup reads).
+  std::optional<NftKey> selector() {
+    if (i_ + 1 >= t_.size()) return std::nullopt;
+    const std::string& a = t_[i_].text;
+    const std::string& b = t_[i_ + 1].text;
+    std::optional<NftKey> k;
+    if (a == "ip") {
+      if (b == "saddr") k = NftKey::IP_SADDR;
+      else if (b == "daddr") k = NftKey::IP_DADDR;
+      else if (b == "protocol") k = NftKey::IP_PROTOCOL;
+      else if (b == "dscp") k = NftKey::IP_DSCP;
+    } else if (a == "ip6") {
+      if (b == "saddr") k = NftKey::IP6_SADDR;
+      else if (b == "daddr") k = NftKey::IP6_DADDR;
+      else if (b == "nexthdr") k = NftKey::IP6_NEXTHDR;
+    } else if (a == "tcp" || a == "udp") {
+      if (b == "sport") k = a == "tcp" ? NftKey::TCP_SPORT : NftKey::UDP_SPORT;
+      else if (b == "dport") k = a == "tcp" ? NftKey::TCP_DPORT : NftKey::UDP_DPORT;
+    } else if (a == "meta") {
+      if (b == "mark") k = NftKey::META_MARK;
+      else if (b == "protocol") k = NftKey::META_PROTOCOL;
+      else if (b == "l4proto") k = NftKey::META_L4PROTO;
+    } else if (a == "ether") {
+      if (b == "saddr") k = NftKey::ETHER_SADDR;
+      else if (b == "daddr") k = NftKey::ETHER_DADDR;
+      else if (b == "type") k = NftKey::ETHER_TYPE;
+    }
+    if (k) i_ += 2;
+    return k;
+  }
+
+  // SELECTOR [. SELECTOR]* [==|!=] (@set | { E, ... } | vmap (@map | { E : V, ... })), or
+  // nullopt (position unchanged) when what follows is a plain comparison.
+  std::optional<NftMatch> lookup_match() {
+    const size_t start = i_;
+    auto lk = std::make_shared<NftLookupSpec>();
+    for (;;) {
+      auto k = selector();
+      if (!k) { i_ = start; return std::nullopt; }
+      lk->keys.push_back(*k);
+      if (at_end() || peek() != ".") break;
+      next();
+    }
+    const size_t after_sel = i_;
+    bool neg = false;
+    if (!at_end() && (peek() == "!=" || peek() == "ne")) { next(); neg = true; }
+    else if (!at_end() && (peek() == "==" || peek() == "eq")) next();
+    if (at_end()) { i_ = start; return std::nullopt; }
+    const Tok& w = peek_tok();
+    if (w.text == "vmap") {
+      if (neg) fail(w, "'!=' before vmap");
+      next();
+      lk->vmap = true;
+    } else if (!(w.text == "{" || (w.text.size() > 1 && w.text[0] == '@'))) {
+      if (lk->keys.size() > 1) fail(w, "a concatenation is looked up in a set (@name or { ... })");
+      i_ = start;
+      return std::nullopt;
+    }
+    std::vector<NftType> types;
+    for (NftKey k : lk->keys) {
+      auto t = nft_key_type(k);
+      if (!t) fail(t_[start], "this selector cannot be looked up in a set");
+      types.push_back(*t);
+    }
+    if (lk->keys.size() > kNftMaxConcat) fail(t_[after_sel], "too many values in the concatenation");
+    const Tok& v = need(lk->vmap ? "@map or { ... } after vmap" : "@set or { ... }");
+    if (v.text.size() > 1 && v.text[0] == '@') {
+      lk->set = v.text.substr(1);
+    } else if (v.text == "{") {
+      --i_;
+      auto spec = std::make_shared<NftSetSpec>();
+      spec->types = types;
+      spec->map = lk->vmap;
+      for (const NftRawElem& r : raw_elements()) {
+        spec->elements.push_back(elem(types, lk->vmap, r));
+        spec->interval = spec->interval || spec->elements.back().range;
+      }
+      if (spec->elements.empty()) fail(v, "an anonymous set needs at least one element");
+      if (spec->interval && types.size() > 1) fail(v, "unsupported: ranges in a concatenation");
+      spec->has_elements = true;
+      lk->anon = std::move(spec);
+    } else {
+      fail(v, lk->vmap ? "expected @map or { ... } after vmap" : "expected @set or { ... }");
+    }
+    NftMatch m;
+    m.key = lk->keys[0];
+    m.neg = neg;
+    m.nbytes = kNftLookup;
+    m.lookup = std::move(lk);
+    return m;
+  }
+
   // P := N | filter [(+|-) N]
   int priority() {
     const Tok& t = need("priority value");
@@ -258,23 +488,6 @@ class Parser {
         peek() == "gt" || peek() == "le" || peek() == "ge")
       fail(peek_tok(), "unsupported operator (only == and !=)");
     return false;
-  }
-
-  static std::optional<uint32_t> parse_ipv4(std::string_view s) {
-    uint32_t addr = 0;
-    for (int part = 0; part < 4; ++part) {
-      unsigned v = 0;
-      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc() || p == s.data() || v > 255 || (p - s.data() > 1 && s[0] == '0')) return std::nullopt;
-      addr = addr << 8 | v;
-      s.remove_prefix(static_cast<size_t>(p - s.data()));
-      if (part < 3) {
-        if (s.empty() || s[0] != '.') return std::nullopt;
-        s.remove_prefix(1);
-      }
-    }
-    if (!s.empty()) return std::nullopt;
-    return addr;
   }
 
   NftMatch meta_match() {
@@ -348,7 +561,7 @@ class Parser {
       m.key = k.text == "saddr" ? NftKey::ETHER_SADDR : NftKey::ETHER_DADDR;
       m.neg = op_neg();
       const Tok& v = need("Ethernet address");
-      if (!parse_mac(v.text, m.bytes.data())) fail(v, "invalid Ethernet address (expected six hex bytes, 02:00:00:00:00:01)");
+      if (!nft_parse_mac(v.text, m.bytes.data())) fail(v, "invalid Ethernet address (expected six hex bytes, 02:00:00:00:00:01)");
       m.nbytes = 6;
       m.prefix = 48;
       std::fill_n(m.bytes_mask.begin(), 6, uint8_t{0xff});
@@ -359,22 +572,6 @@ class Parser {
     m.neg = op_neg();
     m.lo = m.hi = named(need("ether type"), kEtherTypes, 0xffff, "ether type");
     return m;
-  }
-
-  // aa:bb:cc:dd:ee:ff, each byte one or two hex digits.
-  static bool parse_mac(std::string_view s, uint8_t* out) {
-    for (int i = 0; i < 6; ++i) {
-      if (i > 0) {
-        if (s.empty() || s[0] != ':') return false;
-        s.remove_prefix(1);
-      }
-      unsigned v = 0;
-      auto [p, ec] = std::from_chars(s.data(), s.data() + std::min<size_t>(s.size(), 2), v, 16);
-      if (ec != std::errc() || p == s.data()) return false;
-      out[i] = static_cast<uint8_t>(v);
-      s.remove_prefix(static_cast<size_t>(p - s.data()));
-    }
-    return s.empty();
   }
 
   // The /LEN of an address word (max without one), taken off `addr`.
@@ -442,7 +639,7 @@ class Parser {
     const Tok& v = need("IPv4 address");
     std::string_view s = v.text;
     const unsigned len = prefix_length(v, s, 32);
-    auto a = parse_ipv4(s);
+    auto a = nft_parse_ipv4(s);
     if (!a) fail(v, "invalid IPv4 address");
     m.prefix = static_cast<uint8_t>(len);
     m.mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
@@ -458,7 +655,6 @@ class Parser {
     else fail(k, std::string("unsupported ") + (tcp ? "tcp" : "udp") + " field (only sport and dport)");
     m.neg = op_neg();
     const Tok& v = need("port");
-    if (v.text.find(',') != std::string::npos || v.text == "{") fail(v, "unsupported: port sets");
     range(m, v, 65535, "port");
     return m;
   }
@@ -470,7 +666,24 @@ class Parser {
     while (!at_end()) {
       const Tok& w = next();
       if (verdict) fail(w, "statement after the terminal verdict has no effect");
-      if (w.text == "meta") {
+      --i_;
+      if (auto lm = lookup_match()) {
+        if (lm->lookup->vmap) {
+          r.verdict = NftRuleVerdict::VMAP;
+          verdict = true;
+        }
+        r.matches.push_back(std::move(*lm));
+        continue;
+      }
+      ++i_;
+      if (w.text == "jump" || w.text == "goto") {
+        r.verdict = w.text == "jump" ? NftRuleVerdict::JUMP : NftRuleVerdict::GOTO;
+        r.target = name("chain name after " + w.text);
+        verdict = true;
+      } else if (w.text == "return") {
+        r.verdict = NftRuleVerdict::RETURN;
+        verdict = true;
+      } else if (w.text == "meta") {
         r.matches.push_back(meta_match());
       } else if (w.text == "ip") {
         r.matches.push_back(ip_match());
@@ -502,7 +715,7 @@ class Parser {
                  w.text == "sctp" || w.text == "icmp" || w.text == "th" || w.text == "ct" ||
                  w.text == "iif" || w.text == "oif" || w.text == "iifname" || w.text == "oifname") {
         fail(w, "unsupported match");
-      } else if (w.text == "jump" || w.text == "goto" || w.text == "return" || w.text == "queue" ||
+      } else if (w.text == "queue" ||
                  w.text == "reject" || w.text == "log" || w.text == "limit" || w.text == "mark" ||
                  w.text == "fwd" || w.text == "dup" || w.text == "notrack" || w.text == "quota") {
         fail(w, "unsupported statement");
@@ -514,6 +727,7 @@ class Parser {
   }
 
   std::vector<Tok> t_;
+  std::vector<NftRawElem> elems_raw_;  // a set description's elements until its types are known
   size_t nwords_;
   size_t i_ = 0;
 };

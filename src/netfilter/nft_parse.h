@@ -11,7 +11,12 @@
 //       OP    := == | != | eq | ne
 //   nft replace rule netdev T C handle H [match...] [counter] [accept|drop]
 //   nft delete table netdev T | delete chain netdev T C | delete rule netdev T C handle H
-//   nft flush ruleset | nft list ruleset
+//   nft flush ruleset | nft list ruleset | nft list table netdev T | nft list set|map netdev T S
+//   nft add set|map netdev T S '{ type K [. K...] [: verdict]; [flags interval;] [size N;] [elements = { E, ... };] }'
+//   nft delete|flush set|map netdev T S | nft add|delete element netdev T S '{ E, ... }'
+//   nft -f FILE (nft_file.h)
+//   rules also take SELECTOR [. SELECTOR...] [!=] @set | { E, ... }, SELECTOR vmap @map | { E : V, ... },
+//   and jump|goto CHAIN, return
 // The chain body may arrive as one quoted word or as separate words; both are accepted.
 #pragma once
 
@@ -23,6 +28,8 @@
 
 #include "netfilter/nf_hooks.h"
 #include "netfilter/nft_rule.h"
+#include "netfilter/nft_set.h"
+#include "netfilter/nft_value.h"
 
 namespace pktpath::nf {
 
@@ -37,6 +44,14 @@ enum class NftOp : uint8_t {
   DELETE_RULE,
   FLUSH_RULESET,
   LIST_RULESET,
+  ADD_SET,         // add set|map
+  DELETE_SET,
+  FLUSH_SET,
+  ADD_ELEMENT,
+  DELETE_ELEMENT,
+  LIST_SET,
+  LIST_TABLE,
+  RUN_FILE,        // nft -f FILE
 };
 
 // A chain's hook description; base == false for a regular chain (no hook, never run by a
@@ -56,6 +71,11 @@ struct NftCommand {
   std::string chain;
   NftChainSpec chain_spec;
   NftRuleSpec rule;
+  std::string set;        // set or map name
+  bool map = false;       // the command said `map`
+  NftSetSpec set_spec;    // ADD_SET
+  std::vector<NftRawElem> elems;  // ADD_ELEMENT, DELETE_ELEMENT
+  std::string file;       // RUN_FILE
   uint64_t handle = 0;  // DELETE_RULE, REPLACE_RULE
   bool json = false;    // -j / --json
   bool handles = false; // -a / --handle: `# handle N` after each object listed

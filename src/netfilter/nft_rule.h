@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/counter.h"
@@ -52,6 +53,24 @@ inline bool nft_key_is_bytes(NftKey k) {
 // lacks the header a key reads (not IPv4, not TCP, a later fragment...) matches neither
 // the key nor its negation, as in nft where the implicit protocol dependency fails first.
 // Byte keys (nft_key_is_bytes) match when (field & bytes_mask) == bytes over nbytes.
+// A set lookup: the selector's keys (a concatenation when more than one) looked up in a
+// named set (`@name`) or in the rule's own anonymous set (`{ ... }`); with vmap, the
+// element's verdict ends the rule.
+struct NftSetSpec;
+class NftSet;
+struct NftLookupSpec {
+  std::vector<NftKey> keys;
+  std::string set;                   // "" for an anonymous set
+  bool vmap = false;
+  std::shared_ptr<NftSetSpec> anon;  // the anonymous set's declaration and elements
+};
+
+// How deep jumps nest (NFT_JUMP_STACK_SIZE).
+inline constexpr unsigned kNftJumpStack = 16;
+
+// The NftMatch::nbytes of a set lookup.
+inline constexpr uint8_t kNftLookup = 0xff;
+
 struct NftMatch {
   NftKey key = NftKey::META_MARK;
   bool neg = false;
@@ -62,9 +81,28 @@ struct NftMatch {
   uint32_t hi = 0;
   std::array<uint8_t, 16> bytes{};       // network order, already masked
   std::array<uint8_t, 16> bytes_mask{};  // the prefix's mask
+  std::shared_ptr<const NftLookupSpec> lookup;  // nbytes == kNftLookup
+  const NftSet* set = nullptr;                  // the set it reads, bound when the rule is added
 };
 
-enum class NftRuleVerdict : uint8_t { CONTINUE, ACCEPT, DROP };
+// How a rule ends when all its matches hold. VMAP: the verdict is the element a verdict
+// map lookup found (NftPktInfo::vmap).
+enum class NftRuleVerdict : uint8_t { CONTINUE, ACCEPT, DROP, JUMP, GOTO, RETURN, VMAP };
+
+// A verdict as a rule or a verdict map's element gives it: jump and goto name a chain of
+// the same table.
+struct NftChain;
+struct NftVerdictData {
+  NftRuleVerdict code = NftRuleVerdict::CONTINUE;
+  const NftChain* chain = nullptr;  // JUMP, GOTO
+};
+
+// Outcome of a mutating call: ok, or an error message.
+struct NftStatus {
+  bool ok = true;
+  std::string error;
+  static NftStatus fail(std::string m) { return NftStatus{false, std::move(m)}; }
+};
 
 // counter statement: one slot per Cpu id, each written only by that Cpu's thread (as the
 // kernel's per-cpu nft_counter), summed when listed.
@@ -97,13 +135,18 @@ struct NftRuleSpec {
   uint64_t counter_packets = 0;
   uint64_t counter_bytes = 0;
   NftRuleVerdict verdict = NftRuleVerdict::CONTINUE;
+  std::string target;  // JUMP, GOTO: the chain
 };
 
 // A rule in a chain. Immutable after creation except its counter.
 struct NftRule {
+  NftRule();
+  ~NftRule();
   uint64_t handle = 0;
   NftRuleSpec spec;
   std::unique_ptr<NftCounter> counter;  // set iff spec.counter_at >= 0
+  NftVerdictData verdict;               // spec.verdict with its chain resolved
+  std::vector<std::unique_ptr<NftSet>> anon_sets;  // the rule's `{ ... }` sets
 };
 
 // Headers parsed lazily, at most once per packet per chain walk (nft_pktinfo).
@@ -121,6 +164,7 @@ struct NftPktInfo {
   uint16_t tot_len = 0;
   uint32_t saddr = 0, daddr = 0;  // host order
   uint16_t sport = 0, dport = 0;  // host order
+  NftVerdictData vmap;            // what the last verdict map lookup found
 };
 
 // The packet's protocol as `meta protocol` sees it (host order): skb->protocol, or, when

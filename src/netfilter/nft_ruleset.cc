@@ -1,11 +1,13 @@
 // nftables objects (write side), the base-chain hook (read side) and the listings.
 #include "netfilter/nft_ruleset.h"
 #include "netfilter/nft_names.h"
+#include "netfilter/nft_value.h"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "core/netdevice.h"
 #include "core/rcu.h"
@@ -143,6 +145,187 @@ std::string match_str(const NftMatch& m) {
   }
 }
 
+// What a selector is called in a rule: "ip daddr", "tcp dport", "meta l4proto".
+std::string selector_str(NftKey k) {
+  switch (k) {
+    case NftKey::META_MARK: case NftKey::META_PROTOCOL: case NftKey::META_L4PROTO:
+      return std::string("meta ") + field_name(k);
+    case NftKey::IP_SADDR: case NftKey::IP_DADDR: case NftKey::IP_PROTOCOL: case NftKey::IP_LENGTH:
+    case NftKey::IP_DSCP:
+      return std::string("ip ") + field_name(k);
+    case NftKey::ETHER_TYPE: case NftKey::ETHER_SADDR: case NftKey::ETHER_DADDR:
+      return std::string("ether ") + field_name(k);
+    case NftKey::IP6_NEXTHDR: case NftKey::IP6_SADDR: case NftKey::IP6_DADDR:
+      return std::string("ip6 ") + field_name(k);
+    default: return std::string(l4_name(k)) + " " + field_name(k);
+  }
+}
+
+nlohmann::json selector_json(NftKey k) {
+  switch (k) {
+    case NftKey::META_MARK: case NftKey::META_PROTOCOL: case NftKey::META_L4PROTO:
+      return {{"meta", {{"key", field_name(k)}}}};
+    case NftKey::IP_SADDR: case NftKey::IP_DADDR: case NftKey::IP_PROTOCOL: case NftKey::IP_LENGTH:
+    case NftKey::IP_DSCP:
+      return {{"payload", {{"protocol", "ip"}, {"field", field_name(k)}}}};
+    case NftKey::ETHER_TYPE: case NftKey::ETHER_SADDR: case NftKey::ETHER_DADDR:
+      return {{"payload", {{"protocol", "ether"}, {"field", field_name(k)}}}};
+    case NftKey::IP6_NEXTHDR: case NftKey::IP6_SADDR: case NftKey::IP6_DADDR:
+      return {{"payload", {{"protocol", "ip6"}, {"field", field_name(k)}}}};
+    default: return {{"payload", {{"protocol", l4_name(k)}, {"field", field_name(k)}}}};
+  }
+}
+
+std::string chain_name(const NftChain* c) { return c ? c->name : std::string(); }
+
+// `{ a, b, c }` as nft prints an anonymous set or a set's elements on one line.
+std::string elems_inline(const NftSet& set) {
+  std::string s = "{ ";
+  bool first = true;
+  for (const NftElem& e : set.elements()) {
+    if (!first) s += ", ";
+    first = false;
+    s += nft_elem_str(set.spec().types, set.spec().map, e);
+  }
+  return s + " }";
+}
+
+// A named set's elements as nft lists them (set_expr_print's calculate_delim): 2 IPv4
+// addresses or 5 numbers (ports, protocols, marks) per line, one per line for every
+// other type and for concatenations; continuation lines start with 3 tabs and 5 spaces.
+std::string elems_wrapped(const NftSet& set) {
+  const std::vector<NftType>& ty = set.spec().types;
+  size_t per_line = 1;
+  if (ty.size() == 1 && ty[0] == NftType::IPV4_ADDR) per_line = 2;
+  if (ty.size() == 1 && (ty[0] == NftType::INET_SERVICE || ty[0] == NftType::INET_PROTO || ty[0] == NftType::MARK))
+    per_line = 5;
+  std::string s = "{ ";
+  size_t n = 0;
+  for (const NftElem& e : set.elements()) {
+    if (n) s += n % per_line == 0 ? ",\n\t\t\t     " : ", ";
+    s += nft_elem_str(ty, set.spec().map, e);
+    ++n;
+  }
+  return s + " }";
+}
+
+// A set lookup as nft lists it: "ip saddr . tcp dport @s", "tcp dport { 22, 80 }",
+// "ip daddr vmap @m".
+std::string lookup_str(const NftMatch& m) {
+  std::string s;
+  for (size_t i = 0; i < m.lookup->keys.size(); ++i) s += (i ? " . " : "") + selector_str(m.lookup->keys[i]);
+  if (m.lookup->vmap) s += " vmap";
+  else if (m.neg) s += " !=";
+  s += " ";
+  s += m.set->anonymous() ? elems_inline(*m.set) : "@" + m.set->name();
+  return s;
+}
+
+nlohmann::json verdict_json(const NftVerdictData& v) {
+  switch (v.code) {
+    case NftRuleVerdict::JUMP: return {{"jump", {{"target", chain_name(v.chain)}}}};
+    case NftRuleVerdict::GOTO: return {{"goto", {{"target", chain_name(v.chain)}}}};
+    default: return {{nft_verdict_str(v.code, ""), nullptr}};
+  }
+}
+
+// A key (one value or a concatenation) as nft -j writes it.
+nlohmann::json key_json(const std::vector<NftType>& types, const NftElem& e) {
+  using nlohmann::json;
+  json parts = json::array();
+  unsigned off = 0;
+  for (NftType t : types) {
+    std::vector<NftType> single{t};
+    std::string v = nft_key_str(single, e.lo.data() + off);
+    json j = v;
+    if (t == NftType::INET_SERVICE || (t == NftType::INET_PROTO && !std::isalpha(static_cast<unsigned char>(v[0]))))
+      j = std::stoul(v);
+    parts.push_back(j);
+    off += nft_type_stride(t);
+  }
+  if (types.size() > 1) return {{"concat", parts}};
+  if (e.range) {
+    const std::string txt = nft_elem_str(types, false, e);
+    const auto slash = txt.find('/');
+    if (slash != std::string::npos)
+      return {{"prefix", {{"addr", txt.substr(0, slash)}, {"len", std::stoi(txt.substr(slash + 1))}}}};
+    if (std::memcmp(e.lo.data(), e.hi.data(), kNftMaxKeyLen) != 0) {
+      const auto dash = txt.find('-', 1);
+      json lo = txt.substr(0, dash), hi = txt.substr(dash + 1);
+      if (types[0] == NftType::INET_SERVICE) { lo = std::stoul(txt.substr(0, dash)); hi = std::stoul(txt.substr(dash + 1)); }
+      return {{"range", {lo, hi}}};
+    }
+  }
+  return parts[0];
+}
+
+nlohmann::json elems_json(const NftSet& set) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const NftElem& e : set.elements()) {
+    nlohmann::json k = key_json(set.spec().types, e);
+    if (set.spec().map) out.push_back(nlohmann::json::array({k, verdict_json(e.data)}));
+    else out.push_back(k);
+  }
+  return out;
+}
+
+nlohmann::json lookup_json(const NftMatch& m) {
+  using nlohmann::json;
+  json left;
+  if (m.lookup->keys.size() == 1) {
+    left = selector_json(m.lookup->keys[0]);
+  } else {
+    json parts = json::array();
+    for (NftKey k : m.lookup->keys) parts.push_back(selector_json(k));
+    left = {{"concat", parts}};
+  }
+  json right = m.set->anonymous() ? json{{"set", elems_json(*m.set)}} : json("@" + m.set->name());
+  if (m.lookup->vmap) return {{"vmap", {{"key", left}, {"data", right}}}};
+  return {{"match", {{"op", m.neg ? "!=" : "=="}, {"left", left}, {"right", right}}}};
+}
+
+std::string types_str(const std::vector<NftType>& types) {
+  std::string s;
+  for (size_t i = 0; i < types.size(); ++i) s += (i ? " . " : "") + std::string(nft_type_info(types[i]).name);
+  return s;
+}
+
+// The set block of `list ruleset` / `list set`.
+std::string set_block(const NftSet& set, bool handles) {
+  const NftSetSpec& sp = set.spec();
+  std::string o = std::string("\t") + (sp.map ? "map " : "set ") + set.name() + " {" +
+                  (handles ? " # handle " + std::to_string(set.handle) : std::string()) + "\n";
+  o += "\t\ttype " + types_str(sp.types) + (sp.map ? " : verdict" : "") + "\n";
+  std::string flags;
+  if (sp.constant) flags += "constant";
+  if (sp.interval) flags += std::string(flags.empty() ? "" : ",") + "interval";
+  if (sp.size) o += "\t\tsize " + std::to_string(sp.size) + "\n";
+  if (!flags.empty()) o += "\t\tflags " + flags + "\n";
+  if (set.size()) o += "\t\telements = " + elems_wrapped(set) + "\n";
+  return o + "\t}\n";
+}
+
+nlohmann::json set_json(const NftTable& t, const NftSet& set) {
+  using nlohmann::json;
+  const NftSetSpec& sp = set.spec();
+  json j = {{"family", "netdev"}, {"name", set.name()}, {"table", t.name}};
+  if (sp.types.size() == 1) j["type"] = nft_type_info(sp.types[0]).name;
+  else {
+    json ty = json::array();
+    for (NftType x : sp.types) ty.push_back(nft_type_info(x).name);
+    j["type"] = ty;
+  }
+  j["handle"] = set.handle;
+  if (sp.map) j["map"] = "verdict";
+  json flags = json::array();
+  if (sp.constant) flags.push_back("constant");
+  if (sp.interval) flags.push_back("interval");
+  if (!flags.empty()) j["flags"] = flags;
+  if (sp.size) j["size"] = sp.size;
+  if (set.size()) j["elem"] = elems_json(set);
+  return {{sp.map ? "map" : "set", j}};
+}
+
 std::string rule_str(const NftRule& r) {
   std::string s;
   auto add = [&](const std::string& w) {
@@ -154,10 +337,10 @@ std::string rule_str(const NftRule& r) {
     if (i == r.spec.counter_at)
       add("counter packets " + std::to_string(r.counter->packets()) + " bytes " +
           std::to_string(r.counter->bytes()));
-    if (i < n) add(match_str(r.spec.matches[i]));
+    if (i < n) add(r.spec.matches[i].set ? lookup_str(r.spec.matches[i]) : match_str(r.spec.matches[i]));
   }
-  if (r.spec.verdict == NftRuleVerdict::ACCEPT) add("accept");
-  if (r.spec.verdict == NftRuleVerdict::DROP) add("drop");
+  if (r.verdict.code != NftRuleVerdict::CONTINUE && r.verdict.code != NftRuleVerdict::VMAP)
+    add(nft_verdict_str(r.verdict.code, chain_name(r.verdict.chain)));
   return s;
 }
 
@@ -218,6 +401,8 @@ nlohmann::json match_json(const NftMatch& m) {
 
 }  // namespace
 
+static NftChain* find_chain(NftTable& t, const std::string& name);
+
 NftRuleset::~NftRuleset() {
   events_.reset();
   flush();
@@ -240,15 +425,125 @@ NftStatus NftRuleset::add_table(const std::string& table) {
   return {};
 }
 
-static std::unique_ptr<NftRule> make_rule(NftTable& t, const NftRuleSpec& spec) {
+const NftTable* NftRuleset::find_table(const std::string& name) const {
+  for (auto& t : tables_)
+    if (t->name == name) return t.get();
+  return nullptr;
+}
+
+static NftSet* find_set(NftTable& t, const std::string& name) {
+  for (auto& s : t.sets)
+    if (s->name() == name) return s.get();
+  return nullptr;
+}
+
+// The chains a packet in c may continue in: its rules' jump/goto targets and the chains
+// the elements of the verdict maps it looks up name.
+static void successors(const NftChain& c, std::vector<const NftChain*>& out) {
+  for (const auto& r : c.rules) {
+    if (r->verdict.chain) out.push_back(r->verdict.chain);
+    for (const NftMatch& m : r->spec.matches)
+      if (m.set && m.lookup->vmap)
+        for (const NftElem& e : m.set->elements())
+          if (e.data.chain) out.push_back(e.data.chain);
+  }
+}
+
+// mirrors nf_tables_check_loops / nft_chain_validate: a jump from `from` to `to` must
+// not lead back to `from`, nor nest deeper than the jump stack.
+static NftStatus check_jump(const NftChain& from, const NftChain* to) {
+  std::vector<std::pair<const NftChain*, unsigned>> work{{to, 1}};
+  std::vector<const NftChain*> next;
+  while (!work.empty()) {
+    auto [c, depth] = work.back();
+    work.pop_back();
+    if (c == &from)
+      return NftStatus::fail("jump to chain '" + to->name + "' would make a loop back to '" + from.name +
+                             "' (Too many levels of symbolic links)");
+    if (depth >= kNftJumpStack)
+      return NftStatus::fail("jump to chain '" + to->name + "' nests deeper than " +
+                             std::to_string(kNftJumpStack) + " chains (Too many links)");
+    next.clear();
+    successors(*c, next);
+    for (const NftChain* n : next) work.push_back({n, depth + 1});
+  }
+  return {};
+}
+
+NftStatus NftRuleset::resolve_data(NftTable& t, const NftSet& set, const std::vector<NftElemSpec>& elems,
+                                   std::vector<NftVerdictData>& data) {
+  data.assign(elems.size(), NftVerdictData{});
+  if (!set.spec().map) return {};
+  for (size_t i = 0; i < elems.size(); ++i) {
+    data[i].code = elems[i].verdict;
+    if (elems[i].verdict != NftRuleVerdict::JUMP && elems[i].verdict != NftRuleVerdict::GOTO) continue;
+    NftChain* c = find_chain(t, elems[i].target);
+    if (!c) return NftStatus::fail("chain '" + elems[i].target + "' does not exist in table '" + t.name + "'");
+    if (c->spec.base) return NftStatus::fail("cannot jump to base chain '" + c->name + "' (Operation not supported)");
+    data[i].chain = c;
+  }
+  return {};
+}
+
+static std::string selector_types_str(const std::vector<NftKey>& keys) {
+  std::string s;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto t = nft_key_type(keys[i]);
+    s += (i ? " . " : "") + std::string(t ? nft_type_info(*t).name : "?");
+  }
+  return s;
+}
+
+NftStatus NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSpec& spec,
+                                 std::unique_ptr<NftRule>& out) {
   auto r = std::make_unique<NftRule>();
-  r->handle = t.next_handle++;
   r->spec = spec;
+  std::vector<const NftChain*> targets;
+  for (NftMatch& m : r->spec.matches) {
+    if (m.nbytes != kNftLookup) continue;
+    const NftLookupSpec& lk = *m.lookup;
+    std::vector<NftType> types;
+    for (NftKey k : lk.keys) types.push_back(*nft_key_type(k));
+    if (lk.anon) {
+      auto set = std::make_unique<NftSet>("__set" + std::to_string(t.next_anon++), *lk.anon, true);
+      std::vector<NftVerdictData> data;
+      if (NftStatus st = resolve_data(t, *set, lk.anon->elements, data); !st.ok) return st;
+      if (NftStatus st = set->add(lk.anon->elements, data, true); !st.ok) return st;
+      for (const NftVerdictData& d : data)
+        if (d.chain) targets.push_back(d.chain);
+      m.set = set.get();
+      r->anon_sets.push_back(std::move(set));
+      continue;
+    }
+    NftSet* set = find_set(t, lk.set);
+    if (!set) return NftStatus::fail("set '" + lk.set + "' does not exist in table '" + t.name + "' (No such file or directory)");
+    if (set->spec().types != types)
+      return NftStatus::fail("set '" + lk.set + "' has type " + types_str(set->spec().types) + ", the selector gives " +
+                             selector_types_str(lk.keys) + " (datatype mismatch)");
+    if (lk.vmap != set->spec().map)
+      return NftStatus::fail(lk.vmap ? "'" + lk.set + "' is a set, not a verdict map" : "'" + lk.set + "' is a map: use vmap @" + lk.set);
+    m.set = set;
+    if (lk.vmap)
+      for (const NftElem& e : set->elements())
+        if (e.data.chain) targets.push_back(e.data.chain);
+  }
+  r->verdict.code = spec.verdict;
+  if (spec.verdict == NftRuleVerdict::JUMP || spec.verdict == NftRuleVerdict::GOTO) {
+    NftChain* to = find_chain(t, spec.target);
+    if (!to) return NftStatus::fail("chain '" + spec.target + "' does not exist in table '" + t.name + "'");
+    if (to->spec.base) return NftStatus::fail("cannot jump to base chain '" + to->name + "' (Operation not supported)");
+    r->verdict.chain = to;
+    targets.push_back(to);
+  }
+  for (const NftChain* to : targets)
+    if (NftStatus st = check_jump(c, to); !st.ok) return st;
   if (spec.counter_at >= 0) {
     r->counter = std::make_unique<NftCounter>();
     r->counter->set_initial(spec.counter_packets, spec.counter_bytes);
   }
-  return r;
+  r->handle = t.next_handle++;
+  out = std::move(r);
+  return {};
 }
 
 static NftChain* find_chain(NftTable& t, const std::string& name) {
@@ -310,7 +605,8 @@ NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chai
   if (!t) return NftStatus::fail("table '" + table + "' does not exist");
   NftChain* c = find_chain(*t, chain);
   if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
-  auto r = make_rule(*t, spec);
+  std::unique_ptr<NftRule> r;
+  if (NftStatus st = build_rule(*t, *c, spec, r); !st.ok) return st;
   if (handle) *handle = r->handle;
   if (front) c->rules.insert(c->rules.begin(), std::move(r));
   else c->rules.push_back(std::move(r));
@@ -330,8 +626,10 @@ NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& 
                          [&](const auto& r) { return r->handle == handle; });
   if (it == c->rules.end())
     return NftStatus::fail("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
+  std::unique_ptr<NftRule> fresh;
+  if (NftStatus st = build_rule(*t, *c, spec, fresh); !st.ok) return st;
   std::unique_ptr<NftRule> gone = std::move(*it);
-  *it = make_rule(*t, spec);
+  *it = std::move(fresh);
   if (new_handle) *new_handle = (*it)->handle;
   publish_rules(*c);  // after the grace period no reader sees `gone`
   return {};
@@ -368,10 +666,138 @@ NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& 
                          [&](const auto& c) { return c->name == chain; });
   if (it == t->chains.end())
     return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  const NftChain* gone = it->get();
+  for (const auto& other : t->chains) {
+    std::vector<const NftChain*> next;
+    successors(*other, next);
+    if (other.get() != gone && std::find(next.begin(), next.end(), gone) != next.end())
+      return NftStatus::fail("chain '" + chain + "' is in use: chain '" + other->name + "' jumps to it (Device or resource busy)");
+  }
+  for (const auto& set : t->sets)
+    for (const NftElem& e : set->elements())
+      if (e.data.chain == gone)
+        return NftStatus::fail("chain '" + chain + "' is in use: map '" + set->name() + "' jumps to it (Device or resource busy)");
   std::unique_ptr<NftChain> c = std::move(*it);
   t->chains.erase(it);
   destroy_chain(std::move(c));
   return {};
+}
+
+// Release a table's chains: base chains leave their hooks first (each after a grace
+// period), so no packet is still in a regular chain they jump to when it is freed.
+static void release_chains(NftTable& t, void (*unhook)(NftChain&)) {
+  for (auto& c : t.chains) unhook(*c);
+  t.chains.clear();
+}
+
+static void unhook_chain(NftChain& c) {
+  if (c.dev) {
+    nf_unregister_hook(*c.dev, &c.ops);
+    c.dev = nullptr;
+  }
+}
+
+NftStatus NftRuleset::add_set(const std::string& table, const std::string& set, const NftSetSpec& spec) {
+  RcuWriterScope writer;
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  if (NftSet* old = find_set(*t, set)) {
+    // `add` of an existing set with the same declaration adds its elements (nft's add).
+    if (old->spec().types != spec.types || old->spec().map != spec.map || old->spec().interval != spec.interval)
+      return NftStatus::fail("set '" + set + "' exists in table '" + table + "' with another type or flags (File exists)");
+    std::vector<NftVerdictData> data;
+    if (NftStatus st = resolve_data(*t, *old, spec.elements, data); !st.ok) return st;
+    return old->add(spec.elements, data, true);
+  }
+  auto s = std::make_unique<NftSet>(set, spec, false);
+  std::vector<NftVerdictData> data;
+  if (NftStatus st = resolve_data(*t, *s, spec.elements, data); !st.ok) return st;
+  if (NftStatus st = s->add(spec.elements, data, true); !st.ok) return st;
+  s->handle = t->next_handle++;
+  t->sets.push_back(std::move(s));
+  return {};
+}
+
+static bool set_in_use(const NftTable& t, const NftSet* s, std::string* who) {
+  for (const auto& c : t.chains)
+    for (const auto& r : c->rules)
+      for (const NftMatch& m : r->spec.matches)
+        if (m.set == s) {
+          *who = c->name;
+          return true;
+        }
+  return false;
+}
+
+NftStatus NftRuleset::delete_set(const std::string& table, const std::string& set) {
+  RcuWriterScope writer;
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  auto it = std::find_if(t->sets.begin(), t->sets.end(), [&](const auto& s) { return s->name() == set; });
+  if (it == t->sets.end())
+    return NftStatus::fail("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
+  std::string who;
+  if (set_in_use(*t, it->get(), &who))
+    return NftStatus::fail("set '" + set + "' is in use by a rule of chain '" + who + "' (Device or resource busy)");
+  t->sets.erase(it);  // no rule reads it: freed at once
+  return {};
+}
+
+NftStatus NftRuleset::flush_set(const std::string& table, const std::string& set) {
+  RcuWriterScope writer;
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t;
+  NftSet* s;
+  if (NftStatus st = writable_set(table, set, t, s); !st.ok) return st;
+  s->flush();
+  return {};
+}
+
+NftStatus NftRuleset::writable_set(const std::string& table, const std::string& set, NftTable*& t, NftSet*& s,
+                                   const std::vector<NftRawElem>* raw, std::vector<NftElemSpec>* elems) {
+  t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  s = find_set(*t, set);
+  if (!s) return NftStatus::fail("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
+  if (s->spec().constant) return NftStatus::fail("set '" + set + "' is constant (Operation not supported)");
+  if (!raw) return {};
+  elems->resize(raw->size());
+  for (size_t i = 0; i < raw->size(); ++i)
+    if (NftStatus st = nft_parse_elem(s->spec().types, s->spec().map, (*raw)[i], (*elems)[i]); !st.ok)
+      return NftStatus::fail("element " + std::to_string(i + 1) + " of set '" + set + "': " + st.error);
+  return {};
+}
+
+NftStatus NftRuleset::add_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
+  RcuWriterScope writer;
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t;
+  NftSet* s;
+  std::vector<NftElemSpec> elems;
+  if (NftStatus st = writable_set(table, set, t, s, &raw, &elems); !st.ok) return st;
+  std::vector<NftVerdictData> data;
+  if (NftStatus st = resolve_data(*t, *s, elems, data); !st.ok) return st;
+  // A jump added to a map must not loop back to a chain that looks the map up.
+  for (const auto& c : t->chains)
+    for (const auto& r : c->rules)
+      for (const NftMatch& m : r->spec.matches)
+        if (m.set == s)
+          for (const NftVerdictData& d : data)
+            if (d.chain)
+              if (NftStatus st = check_jump(*c, d.chain); !st.ok) return st;
+  return s->add(elems, data, true);
+}
+
+NftStatus NftRuleset::delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
+  RcuWriterScope writer;
+  std::lock_guard<std::mutex> g(mu_);
+  NftTable* t;
+  NftSet* s;
+  std::vector<NftElemSpec> elems;
+  if (NftStatus st = writable_set(table, set, t, s, &raw, &elems); !st.ok) return st;
+  return s->remove(elems);
 }
 
 NftStatus NftRuleset::delete_table(const std::string& table) {
@@ -381,15 +807,14 @@ NftStatus NftRuleset::delete_table(const std::string& table) {
   if (it == tables_.end()) return NftStatus::fail("table '" + table + "' does not exist");
   std::unique_ptr<NftTable> t = std::move(*it);
   tables_.erase(it);
-  for (auto& c : t->chains) destroy_chain(std::move(c));
+  release_chains(*t, unhook_chain);
   return {};
 }
 
 void NftRuleset::flush() {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
-  for (auto& t : tables_)
-    for (auto& c : t->chains) destroy_chain(std::move(c));
+  for (auto& t : tables_) release_chains(*t, unhook_chain);
   tables_.clear();
 }
 
@@ -414,30 +839,61 @@ void NftRuleset::netdev_event(void* self, NetdevEvent ev, NetDevice& dev) {
   if (ev == NetdevEvent::UNREGISTER) static_cast<NftRuleset*>(self)->netdev_unregister(&dev.nf_hooks());
 }
 
+namespace {
+std::string table_block(const NftTable& t, bool handles) {
+  auto handle = [handles](uint64_t h) { return handles ? " # handle " + std::to_string(h) : std::string(); };
+  std::string o = "table netdev " + t.name + " {" + handle(t.handle) + "\n";
+  bool first = true;
+  for (const auto& set : t.sets) {
+    if (!first) o += "\n";
+    first = false;
+    o += set_block(*set, handles);
+  }
+  for (const auto& c : t.chains) {
+    if (!first) o += "\n";
+    first = false;
+    o += "\tchain " + c->name + " {" + handle(c->handle) + "\n";
+    if (c->spec.base) {
+      o += "\t\ttype filter hook " + std::string(nf_hook_name(c->spec.hook)) + " device \"" +
+           c->spec.device + "\" priority " + priority_str(c->spec.priority) + "; policy " +
+           nf_verdict_name(static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed))) + ";\n";
+    }
+    for (const auto& r : c->rules)
+      o += "\t\t" + rule_str(*r) + handle(r->handle) + "\n";
+    o += "\t}\n";
+  }
+  return o + "}\n";
+}
+}  // namespace
+
 std::string NftRuleset::list(bool handles) const {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
-  auto handle = [handles](uint64_t h) { return handles ? " # handle " + std::to_string(h) : std::string(); };
   std::string o;
-  for (const auto& t : tables_) {
-    o += "table netdev " + t->name + " {" + handle(t->handle) + "\n";
-    bool first = true;
-    for (const auto& c : t->chains) {
-      if (!first) o += "\n";
-      first = false;
-      o += "\tchain " + c->name + " {" + handle(c->handle) + "\n";
-      if (c->spec.base) {
-        o += "\t\ttype filter hook " + std::string(nf_hook_name(c->spec.hook)) + " device \"" +
-             c->spec.device + "\" priority " + priority_str(c->spec.priority) + "; policy " +
-             nf_verdict_name(static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed))) + ";\n";
-      }
-      for (const auto& r : c->rules)
-        o += "\t\t" + rule_str(*r) + handle(r->handle) + "\n";
-      o += "\t}\n";
-    }
-    o += "}\n";
-  }
+  for (const auto& t : tables_) o += table_block(*t, handles);
   return o;
+}
+
+NftStatus NftRuleset::list_table(const std::string& table, bool handles, std::string* out) const {
+  RcuWriterScope writer;
+  std::lock_guard<std::mutex> g(mu_);
+  const NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  if (out) *out += table_block(*t, handles);
+  return {};
+}
+
+NftStatus NftRuleset::list_set(const std::string& table, const std::string& set, std::string* out) const {
+  RcuWriterScope writer;
+  std::lock_guard<std::mutex> g(mu_);
+  const NftTable* t = find_table(table);
+  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  for (const auto& s : t->sets)
+    if (s->name() == set) {
+      if (out) *out += "table netdev " + t->name + " {\n" + set_block(*s, false) + "}\n";
+      return {};
+    }
+  return NftStatus::fail("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
 }
 
 nlohmann::json NftRuleset::list_json() const {
@@ -448,6 +904,7 @@ nlohmann::json NftRuleset::list_json() const {
   items.push_back({{"metainfo", {{"json_schema_version", 1}}}});
   for (const auto& t : tables_) {
     items.push_back({{"table", {{"family", "netdev"}, {"name", t->name}, {"handle", t->handle}}}});
+    for (const auto& set : t->sets) items.push_back(set_json(*t, *set));
     for (const auto& c : t->chains) {
       json ch = {{"family", "netdev"}, {"table", t->name}, {"name", c->name}, {"handle", c->handle}};
       if (c->spec.base) {
@@ -466,10 +923,13 @@ nlohmann::json NftRuleset::list_json() const {
         for (int i = 0; i <= n; ++i) {
           if (i == r->spec.counter_at)
             expr.push_back({{"counter", {{"packets", r->counter->packets()}, {"bytes", r->counter->bytes()}}}});
-          if (i < n) expr.push_back(match_json(r->spec.matches[i]));
+          if (i < n) {
+            const NftMatch& m = r->spec.matches[i];
+            expr.push_back(m.set ? lookup_json(m) : match_json(m));
+          }
         }
-        if (r->spec.verdict == NftRuleVerdict::ACCEPT) expr.push_back({{"accept", nullptr}});
-        if (r->spec.verdict == NftRuleVerdict::DROP) expr.push_back({{"drop", nullptr}});
+        if (r->verdict.code != NftRuleVerdict::CONTINUE && r->verdict.code != NftRuleVerdict::VMAP)
+          expr.push_back(verdict_json(r->verdict));
         items.push_back({{"rule", {{"family", "netdev"}, {"table", t->name}, {"chain", c->name},
                                    {"handle", r->handle}, {"expr", expr}}}});
       }
@@ -492,6 +952,14 @@ NftStatus NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, st
     case NftOp::LIST_RULESET:
       if (out) *out += c.json ? json_text(list_json()) + "\n" : list(c.handles);
       return {};
+    case NftOp::ADD_SET: return add_set(c.table, c.set, c.set_spec);
+    case NftOp::DELETE_SET: return delete_set(c.table, c.set);
+    case NftOp::FLUSH_SET: return flush_set(c.table, c.set);
+    case NftOp::ADD_ELEMENT: return add_elements(c.table, c.set, c.elems);
+    case NftOp::DELETE_ELEMENT: return delete_elements(c.table, c.set, c.elems);
+    case NftOp::LIST_SET: return list_set(c.table, c.set, out);
+    case NftOp::LIST_TABLE: return list_table(c.table, c.handles, out);
+    case NftOp::RUN_FILE: return NftStatus::fail("-f FILE is read by nft_command");
   }
   return NftStatus::fail("unknown command");
 }

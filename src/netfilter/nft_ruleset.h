@@ -30,6 +30,7 @@
 #include "netfilter/nf_hooks.h"
 #include "netfilter/nft_parse.h"
 #include "netfilter/nft_rule.h"
+#include "netfilter/nft_set.h"
 
 namespace pktpath::nf {
 
@@ -60,20 +61,15 @@ struct NftChain {
 struct NftTable {
   std::string name;
   uint64_t handle = 0;
-  uint64_t next_handle = 1;  // chains and rules share the table's handle space, as in nft
+  uint64_t next_handle = 1;  // chains, sets and rules share the table's handle space, as in nft
+  std::vector<std::unique_ptr<NftSet>> sets;  // named sets and maps, in creation order
   std::vector<std::unique_ptr<NftChain>> chains;
+  unsigned next_anon = 0;  // __setN names of anonymous sets
 };
 
 // The hook function of a base chain (mirrors nft_do_chain_netdev): walk the snapshot,
 // first rule with a verdict decides, else the chain's policy.
 NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st);
-
-// Outcome of a mutating call: ok, or an error message.
-struct NftStatus {
-  bool ok = true;
-  std::string error;
-  static NftStatus fail(std::string m) { return NftStatus{false, std::move(m)}; }
-};
 
 class NftRuleset {
  public:
@@ -93,6 +89,15 @@ class NftRuleset {
   NftStatus replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
                          const NftRuleSpec& spec, uint64_t* new_handle = nullptr);
   NftStatus delete_table(const std::string& table);
+  // Sets and maps (nf_tables_newset / delset, newsetelem / delsetelem).
+  NftStatus add_set(const std::string& table, const std::string& set, const NftSetSpec& spec);
+  NftStatus delete_set(const std::string& table, const std::string& set);
+  NftStatus flush_set(const std::string& table, const std::string& set);
+  NftStatus add_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& elems);
+  NftStatus delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& elems);
+  // `nft list set netdev T S`, `nft list table netdev T`.
+  NftStatus list_set(const std::string& table, const std::string& set, std::string* out) const;
+  NftStatus list_table(const std::string& table, bool handles, std::string* out) const;
   NftStatus delete_chain(const std::string& table, const std::string& chain);
   NftStatus delete_rule(const std::string& table, const std::string& chain, uint64_t handle);
   void flush();
@@ -112,6 +117,16 @@ class NftRuleset {
 
  private:
   NftTable* find_table(const std::string& name);
+  const NftTable* find_table(const std::string& name) const;
+  // The table and set a set command names, refusing a constant set; with raw, its
+  // elements parsed for the set's type into *elems (errors name the element).
+  NftStatus writable_set(const std::string& table, const std::string& set, NftTable*& t, NftSet*& s,
+                         const std::vector<NftRawElem>* raw = nullptr, std::vector<NftElemSpec>* elems = nullptr);
+  // A rule from its spec: sets bound (anonymous ones built), jump targets resolved.
+  NftStatus build_rule(NftTable& t, const NftChain& c, const NftRuleSpec& spec, std::unique_ptr<NftRule>& out);
+  // Element verdicts resolved to chains of t (a verdict map's jump/goto).
+  NftStatus resolve_data(NftTable& t, const NftSet& set, const std::vector<NftElemSpec>& elems,
+                         std::vector<NftVerdictData>& data);
   void destroy_chain(std::unique_ptr<NftChain> c);  // unregister, wait, free
   void publish_rules(NftChain& c);                  // new snapshot, wait, free the old
 

@@ -1,0 +1,133 @@
+// nftables sets, verdict maps and their elements: the lookup a rule's `@set`, `{ ... }`
+// and `vmap` run per packet, and the element commands that change them.
+//
+// Keys are bytes in network order, each component of a concatenation padded to a
+// multiple of 4 (the kernel's NFT_REG32 layout), so one memcmp compares a whole key and
+// byte order is value order for intervals.
+//
+// Two backends, chosen by the set's flags as nft_select_set_ops does:
+//  - hash (mirrors nft_set_hash.c's rhashtable; the key lives in the node, one allocation
+//    per element where core/rcu_hash.h's nodes point at a value): chained buckets changed in place under
+//    the ruleset's mutex. An insert publishes the node with one release store; a delete
+//    unlinks it and frees it after a grace period; growing copies the nodes into a table
+//    twice as wide, published in one store (amortised O(1) per element).
+//  - interval (the lookup of nft_set_rbtree.c / nft_set_pipapo.c for one field): sorted,
+//    non-overlapping ranges searched by bisection. Like pipapo's clone, each command
+//    builds a new array and publishes it whole: a transaction of many elements costs one
+//    copy, one element at a time costs O(n) each.
+// Readers take no lock and allocate nothing.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/rcu.h"
+#include "netfilter/nft_rule.h"
+
+namespace pktpath::nf {
+
+inline constexpr unsigned kNftMaxKeyLen = 40;   // bytes of a (concatenated) key
+inline constexpr unsigned kNftMaxConcat = 8;    // components of a concatenation
+inline constexpr uint32_t kNftMaxSetSize = 1u << 26;
+
+// The data types a set's key is declared with (nft's datatypes).
+enum class NftType : uint8_t { IPV4_ADDR, IPV6_ADDR, ETHER_ADDR, INET_PROTO, INET_SERVICE, MARK, ETHER_TYPE, DSCP };
+
+struct NftTypeInfo {
+  const char* name;  // as nft spells it in `type ...`
+  uint8_t len;       // value bytes
+};
+const NftTypeInfo& nft_type_info(NftType t);
+std::optional<NftType> nft_type_by_name(std::string_view s);
+// The type of what a selector loads (ip daddr: ipv4_addr); nullopt for selectors that
+// have no set type here (ip length).
+std::optional<NftType> nft_key_type(NftKey k);
+// Bytes one component takes in a key: its length rounded up to 4.
+inline unsigned nft_type_stride(NftType t) { return (nft_type_info(t).len + 3u) & ~3u; }
+
+using NftKeyBytes = std::array<uint8_t, kNftMaxKeyLen>;
+
+// An element as given on the command line: a key, or a range of keys [lo, hi] (a prefix
+// or a-b, interval sets only), and for a verdict map its verdict.
+struct NftElemSpec {
+  NftKeyBytes lo{};
+  NftKeyBytes hi{};
+  bool range = false;     // written as a prefix or a range
+  uint8_t prefix = 0xff;  // prefix length when written as ADDR/LEN (for printing)
+  NftRuleVerdict verdict = NftRuleVerdict::CONTINUE;
+  std::string target;     // jump/goto chain name
+};
+
+// What `add set|map` declares.
+struct NftSetSpec {
+  std::vector<NftType> types;  // one per component of the key
+  bool map = false;            // `type K : verdict`
+  bool interval = false;       // flags interval
+  bool constant = false;       // flags constant
+  uint32_t size = 0;           // 0: no limit
+  bool has_elements = false;   // the declaration listed `elements = { ... }`
+  std::vector<NftElemSpec> elements;
+};
+
+// A stored element, as listed.
+struct NftElem {
+  NftKeyBytes lo{};
+  NftKeyBytes hi{};
+  bool range = false;
+  uint8_t prefix = 0xff;
+  NftVerdictData data;
+};
+
+class NftSet {
+ public:
+  NftSet(std::string name, const NftSetSpec& spec, bool anonymous);
+  ~NftSet();
+  NftSet(const NftSet&) = delete;
+  NftSet& operator=(const NftSet&) = delete;
+
+  const std::string& name() const { return name_; }
+  const NftSetSpec& spec() const { return spec_; }
+  bool anonymous() const { return anonymous_; }
+  unsigned key_len() const { return klen_; }
+  size_t size() const { return count_; }
+  uint64_t handle = 0;
+  int use = 0;  // rules that reference it (writer's count)
+
+  // Read side (datapath): the element whose key (or range) holds `key`, or nullptr.
+  const NftVerdictData* lookup(const uint8_t* key) const;
+
+  // Write side, under the ruleset's mutex. `data[i]` is elems[i]'s resolved verdict.
+  // All or nothing: a duplicate (without exist_ok), an overlap or the size limit fails
+  // the whole call, naming the element.
+  NftStatus add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok);
+  NftStatus remove(const std::vector<NftElemSpec>& elems);
+  void flush();
+  // Every element, in key order.
+  std::vector<NftElem> elements() const;
+
+ private:
+  struct HNode;
+  struct HTable;
+  struct IvTable;
+  size_t hash(const uint8_t* key) const;
+  const HNode* hfind(const HTable& t, const uint8_t* key) const;
+  void hinsert(HTable& t, HNode* n);
+  void grow();
+
+  std::string name_;
+  NftSetSpec spec_;  // without its elements
+  bool anonymous_;
+  unsigned klen_;
+  size_t count_ = 0;
+  uint64_t seed_;
+  RcuPtr<HTable> ht_;
+  RcuPtr<IvTable> iv_;
+};
+
+}  // namespace pktpath::nf

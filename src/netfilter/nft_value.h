@@ -1,0 +1,40 @@
+// Values of nft's data types as words: set elements (keys, prefixes, ranges,
+// concatenations, a verdict map's verdicts) parsed for a declared key type, and printed
+// back as nft lists them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "netfilter/nft_set.h"
+
+namespace pktpath::nf {
+
+// An element as the parser saw it, before the set's type is known (`add element` names
+// the set, not its type): the key's words ("10.0.0.1", ".", "22"), and for a map the
+// words after ':' ("jump", "sub").
+struct NftRawElem {
+  std::vector<std::string> key;
+  std::vector<std::string> data;
+  size_t index = 0;  // the word it started at
+};
+
+// A decimal or 0x-hexadecimal number.
+std::optional<uint64_t> nft_parse_uint(std::string_view s);
+std::optional<uint32_t> nft_parse_ipv4(std::string_view s);
+bool nft_parse_mac(std::string_view s, uint8_t* out);
+
+// One element for a set of `types` (a verdict map when `map`).
+NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out);
+
+// The key's text as nft prints it ("10.0.0.1 . 22").
+std::string nft_key_str(const std::vector<NftType>& types, const uint8_t* key);
+// An element as nft lists it: key, prefix or range, then " : verdict" for a map.
+std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftElem& e);
+// A verdict as nft prints it: accept, drop, continue, return, jump C, goto C.
+std::string nft_verdict_str(NftRuleVerdict code, const std::string& chain);
+
+}  // namespace pktpath::nf
