@@ -236,10 +236,10 @@ PP_ALWAYS_INLINE static bool rule_eval(const NftRule& r, NftPktInfo& pkt, uint16
   const int n = static_cast<int>(r.spec.matches.size());
   const int counter_at = r.spec.counter_at;
   for (int i = 0; i < n; ++i) {
-    if (i == counter_at) r.counter->add(cpu_id, pkt.p->len);
+    if (i == counter_at) r.counter->add(cpu_id, pkt.len);
     if (!match_one(m[i], pkt)) return false;
   }
-  if (counter_at == n) r.counter->add(cpu_id, pkt.p->len);
+  if (counter_at == n) r.counter->add(cpu_id, pkt.len);
   return true;
 }
 
@@ -252,7 +252,9 @@ bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) { return 
 NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
   const NftChain* c = static_cast<const NftChain*>(priv);
   const NftRuleSnapshot* s = c->snapshot.get();
-  NftPktInfo pkt(p);
+  // On ingress the kernel's skb->data is past the Ethernet header (eth_type_trans), so
+  // counters count the frame without it; on egress it still starts at the MAC header.
+  NftPktInfo pkt(p, st.hook == NfHookNum::INGRESS && p->len >= kEthHlen ? kEthHlen : 0);
   const uint16_t cpu = st.cpu->id();
   struct Frame {
     const NftRuleSnapshot* s;

@@ -151,8 +151,9 @@ struct NftRule {
 
 // Headers parsed lazily, at most once per packet per chain walk (nft_pktinfo).
 struct NftPktInfo {
-  explicit NftPktInfo(const Packet* pkt) : p(pkt) {}
+  explicit NftPktInfo(const Packet* pkt, uint32_t mac_len = 0) : p(pkt), len(pkt->len - mac_len) {}
   const Packet* p;
+  uint32_t len;  // what counters count: skb->len, without the MAC header on ingress
   bool l3_done = false;
   bool ipv4 = false;   // a valid IPv4 header at offset 14
   bool ipv6 = false;   // a valid IPv6 header there

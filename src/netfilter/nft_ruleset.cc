@@ -506,6 +506,7 @@ NftStatus NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSp
     for (NftKey k : lk.keys) types.push_back(*nft_key_type(k));
     if (lk.anon) {
       auto set = std::make_unique<NftSet>("__set" + std::to_string(t.next_anon++), *lk.anon, true);
+      set->handle = t.next_handle++;  // the kernel's anonymous set takes a handle before its rule
       std::vector<NftVerdictData> data;
       if (NftStatus st = resolve_data(t, *set, lk.anon->elements, data); !st.ok) return st;
       if (NftStatus st = set->add(lk.anon->elements, data, true); !st.ok) return st;
