@@ -145,7 +145,10 @@ bool match_lookup(const NftMatch& m, NftPktInfo& k) {
     std::memset(key + off + len, 0, stride - len);
     off += stride;
   }
-  const NftVerdictData* d = m.set->lookup(key);
+  uint64_t now = 0;
+  if (PP_UNLIKELY(m.set->has_timeouts()))
+    now = k.cpu ? k.cpu->clock().now_ns() : MonotonicClock::instance().now_ns();
+  const NftVerdictData* d = m.set->lookup(key, now);
   if (m.lookup->vmap) {
     if (!d) return false;
     k.vmap = *d;
@@ -245,55 +248,81 @@ PP_ALWAYS_INLINE static bool rule_eval(const NftRule& r, NftPktInfo& pkt, uint16
 
 bool nft_rule_eval(const NftRule& r, NftPktInfo& pkt, uint16_t cpu_id) { return rule_eval(r, pkt, cpu_id); }
 
-// mirrors nft_do_chain for a netdev base chain: rules in order, the first verdict wins,
-// else the chain policy. jump pushes the rest of the chain (NFT_JUMP_STACK_SIZE deep),
-// goto does not, return or a regular chain's end pops. Reads only published snapshots;
-// allocates nothing.
-NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
-  const NftChain* c = static_cast<const NftChain*>(priv);
-  const NftRuleSnapshot* s = c->snapshot.get();
-  // On ingress the kernel's skb->data is past the Ethernet header (eth_type_trans), so
-  // counters count the frame without it; on egress it still starts at the MAC header.
-  NftPktInfo pkt(p, st.hook == NfHookNum::INGRESS && p->len >= kEthHlen ? kEthHlen : 0);
-  const uint16_t cpu = st.cpu->id();
+// The policy of the base chain a walk started in.
+static NfVerdict chain_policy(const NftChain* base) {
+  return static_cast<NfVerdict>(base->policy.load(std::memory_order_relaxed));
+}
+
+// The rest of nft_do_chain once a rule said jump, goto, return or a verdict map's element
+// did: `v` is that verdict, from rule i of snapshot s. jump pushes the rest of the chain
+// (NFT_JUMP_STACK_SIZE deep), goto does not, return or a regular chain's end pops; the
+// base chain's end is its policy. Out of line: chains without jumps never come here.
+PP_NOINLINE static NfVerdict chain_walk(const NftChain* base, const NftRuleSnapshot* s, size_t i, NftVerdictData v,
+                                        NftPktInfo& pkt, uint16_t cpu) {
   struct Frame {
     const NftRuleSnapshot* s;
     size_t i;
   } stack[kNftJumpStack];
   unsigned sp = 0;
-  size_t i = 0;
   for (;;) {
-    const size_t n = s->rules.size();
-    for (; i < n; ++i) {
-      const NftRule* r = s->rules[i];
-      if (!rule_eval(*r, pkt, cpu)) continue;
-      const NftVerdictData& v = r->verdict.code == NftRuleVerdict::VMAP ? pkt.vmap : r->verdict;
-      switch (v.code) {
-        case NftRuleVerdict::CONTINUE: continue;
-        case NftRuleVerdict::ACCEPT: return NfVerdict::ACCEPT;
-        case NftRuleVerdict::DROP: return NfVerdict::DROP;
-        case NftRuleVerdict::JUMP:
-          if (PP_UNLIKELY(sp == kNftJumpStack)) return NfVerdict::DROP;  // refused when added; never here
-          stack[sp++] = {s, i + 1};
-          [[fallthrough]];
-        case NftRuleVerdict::GOTO:
-          s = v.chain->snapshot.get();
-          i = 0;
-          goto next_chain;
-        case NftRuleVerdict::RETURN:
-        case NftRuleVerdict::VMAP:
-          i = n;
-          break;
-      }
-      break;
+    switch (v.code) {
+      case NftRuleVerdict::ACCEPT: return NfVerdict::ACCEPT;
+      case NftRuleVerdict::DROP: return NfVerdict::DROP;
+      case NftRuleVerdict::CONTINUE: ++i; break;
+      case NftRuleVerdict::JUMP:
+        if (PP_UNLIKELY(sp == kNftJumpStack)) return NfVerdict::DROP;  // refused when added; never here
+        stack[sp++] = {s, i + 1};
+        s = v.chain->snapshot.get();
+        i = 0;
+        break;
+      case NftRuleVerdict::GOTO:
+        s = v.chain->snapshot.get();
+        i = 0;
+        break;
+      case NftRuleVerdict::RETURN:
+      case NftRuleVerdict::VMAP: i = s->rules.size(); break;
     }
-    if (sp == 0) break;  // the base chain's end (or a return from it): the policy
-    --sp;
-    s = stack[sp].s;
-    i = stack[sp].i;
-  next_chain:;
+    for (;;) {  // the next rule that matches, popping at each chain's end
+      if (i >= s->rules.size()) {
+        if (sp == 0) return chain_policy(base);
+        --sp;
+        s = stack[sp].s;
+        i = stack[sp].i;
+        continue;
+      }
+      const NftRule* r = s->rules[i];
+      if (rule_eval(*r, pkt, cpu)) {
+        v = r->verdict.code == NftRuleVerdict::VMAP ? pkt.vmap : r->verdict;
+        break;
+      }
+      ++i;
+    }
   }
-  return static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed));
+}
+
+// mirrors nft_do_chain for a netdev base chain: rules in order, the first verdict wins,
+// else the chain policy; jumps and verdict maps continue in chain_walk. Reads only
+// published snapshots; allocates nothing.
+NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st) {
+  const NftChain* c = static_cast<const NftChain*>(priv);
+  const NftRuleSnapshot* s = c->snapshot.get();
+  const size_t n = s->rules.size();
+  if (n == 0) return chain_policy(c);
+  // On ingress the kernel's skb->data is past the Ethernet header (eth_type_trans), so
+  // counters count the frame without it; on egress it still starts at the MAC header.
+  NftPktInfo pkt(p, st.hook == NfHookNum::INGRESS && p->len >= kEthHlen ? kEthHlen : 0, st.cpu);
+  const uint16_t cpu = st.cpu->id();
+  for (size_t i = 0; i < n; ++i) {
+    const NftRule* r = s->rules[i];
+    if (!rule_eval(*r, pkt, cpu)) continue;
+    switch (r->verdict.code) {
+      case NftRuleVerdict::CONTINUE: continue;
+      case NftRuleVerdict::ACCEPT: return NfVerdict::ACCEPT;
+      case NftRuleVerdict::DROP: return NfVerdict::DROP;
+      default: return chain_walk(c, s, i, r->verdict.code == NftRuleVerdict::VMAP ? pkt.vmap : r->verdict, pkt, cpu);
+    }
+  }
+  return chain_policy(c);
 }
 
 }  // namespace pktpath::nf

@@ -17,6 +17,10 @@ struct NftNet final : PernetState {
 const PernetRegistrar nft_pernet{{"nftables", [](Net& net) -> std::unique_ptr<PernetState> {
                                     auto s = std::make_unique<NftNet>();
                                     s->ruleset.watch_devices(net.devices().notifier());
+                                    Net* n = &net;  // outlives its pernet state
+                                    s->ruleset.set_time_source([n] {
+                                      return n->clock() ? n->clock()->now_ns() : MonotonicClock::instance().now_ns();
+                                    });
                                     return s;
                                   }}};
 

@@ -293,7 +293,8 @@ class Parser {
           const Tok& f = need("a set flag");
           if (f.text == "interval") s.interval = true;
           else if (f.text == "constant") s.constant = true;
-          else fail(f, "unsupported set flag (interval, constant)");
+          else if (f.text == "timeout") s.timeouts = true;
+          else fail(f, "unsupported set flag (interval, constant, timeout)");
           if (at_end() || peek() != ",") break;
           next();
         }
@@ -304,7 +305,13 @@ class Parser {
         if (eq.text != "=") fail(eq, "expected '=' after elements");
         elems_raw_ = raw_elements();
         s.has_elements = true;
-      } else if (w.text == "timeout" || w.text == "counter" || w.text == "policy" || w.text == "auto-merge" ||
+      } else if (w.text == "timeout") {
+        const Tok& v = need("a timeout (30s, 1h30m)");
+        auto t = nft_parse_time(v.text);
+        if (!t || *t == 0) fail(v, "invalid timeout (30s, 1h30m, 500ms)");
+        s.timeout_ns = *t;
+        s.timeouts = true;
+      } else if (w.text == "counter" || w.text == "policy" || w.text == "auto-merge" ||
                  w.text == "gc-interval" || w.text == "comment" || w.text == "typeof") {
         fail(w, "unsupported in a set description");
       } else {

@@ -151,8 +151,10 @@ struct NftRule {
 
 // Headers parsed lazily, at most once per packet per chain walk (nft_pktinfo).
 struct NftPktInfo {
-  explicit NftPktInfo(const Packet* pkt, uint32_t mac_len = 0) : p(pkt), len(pkt->len - mac_len) {}
+  explicit NftPktInfo(const Packet* pkt, uint32_t mac_len = 0, Cpu* c = nullptr)
+      : p(pkt), cpu(c), len(pkt->len - mac_len) {}
   const Packet* p;
+  Cpu* cpu;      // whose clock set timeouts read (null: the monotonic clock)
   uint32_t len;  // what counters count: skb->len, without the MAC header on ingress
   bool l3_done = false;
   bool ipv4 = false;   // a valid IPv4 header at offset 14

@@ -179,13 +179,13 @@ nlohmann::json selector_json(NftKey k) {
 std::string chain_name(const NftChain* c) { return c ? c->name : std::string(); }
 
 // `{ a, b, c }` as nft prints an anonymous set or a set's elements on one line.
-std::string elems_inline(const NftSet& set) {
+std::string elems_inline(const NftSet& set, uint64_t now) {
   std::string s = "{ ";
   bool first = true;
-  for (const NftElem& e : set.elements()) {
+  for (const NftElem& e : set.elements(now)) {
     if (!first) s += ", ";
     first = false;
-    s += nft_elem_str(set.spec().types, set.spec().map, e);
+    s += nft_elem_str(set.spec().types, set.spec().map, e, now);
   }
   return s + " }";
 }
@@ -193,7 +193,7 @@ std::string elems_inline(const NftSet& set) {
 // A named set's elements as nft lists them (set_expr_print's calculate_delim): 2 IPv4
 // addresses or 5 numbers (ports, protocols, marks) per line, one per line for every
 // other type and for concatenations; continuation lines start with 3 tabs and 5 spaces.
-std::string elems_wrapped(const NftSet& set) {
+std::string elems_wrapped(const NftSet& set, uint64_t now) {
   const std::vector<NftType>& ty = set.spec().types;
   size_t per_line = 1;
   if (ty.size() == 1 && ty[0] == NftType::IPV4_ADDR) per_line = 2;
@@ -201,9 +201,9 @@ std::string elems_wrapped(const NftSet& set) {
     per_line = 5;
   std::string s = "{ ";
   size_t n = 0;
-  for (const NftElem& e : set.elements()) {
+  for (const NftElem& e : set.elements(now)) {
     if (n) s += n % per_line == 0 ? ",\n\t\t\t     " : ", ";
-    s += nft_elem_str(ty, set.spec().map, e);
+    s += nft_elem_str(ty, set.spec().map, e, now);
     ++n;
   }
   return s + " }";
@@ -211,13 +211,13 @@ std::string elems_wrapped(const NftSet& set) {
 
 // A set lookup as nft lists it: "ip saddr . tcp dport @s", "tcp dport { 22, 80 }",
 // "ip daddr vmap @m".
-std::string lookup_str(const NftMatch& m) {
+std::string lookup_str(const NftMatch& m, uint64_t now) {
   std::string s;
   for (size_t i = 0; i < m.lookup->keys.size(); ++i) s += (i ? " . " : "") + selector_str(m.lookup->keys[i]);
   if (m.lookup->vmap) s += " vmap";
   else if (m.neg) s += " !=";
   s += " ";
-  s += m.set->anonymous() ? elems_inline(*m.set) : "@" + m.set->name();
+  s += m.set->anonymous() ? elems_inline(*m.set, now) : "@" + m.set->name();
   return s;
 }
 
@@ -259,17 +259,23 @@ nlohmann::json key_json(const std::vector<NftType>& types, const NftElem& e) {
   return parts[0];
 }
 
-nlohmann::json elems_json(const NftSet& set) {
+nlohmann::json elems_json(const NftSet& set, uint64_t now) {
   nlohmann::json out = nlohmann::json::array();
-  for (const NftElem& e : set.elements()) {
+  for (const NftElem& e : set.elements(now)) {
     nlohmann::json k = key_json(set.spec().types, e);
+    if (e.timeout_ns || e.expires) {
+      nlohmann::json el = {{"val", k}};
+      if (e.timeout_ns) el["timeout"] = e.timeout_ns / 1000000000ull;
+      if (e.expires) el["expires"] = (e.expires > now ? e.expires - now : 0) / 1000000000ull;
+      k = {{"elem", el}};
+    }
     if (set.spec().map) out.push_back(nlohmann::json::array({k, verdict_json(e.data)}));
     else out.push_back(k);
   }
   return out;
 }
 
-nlohmann::json lookup_json(const NftMatch& m) {
+nlohmann::json lookup_json(const NftMatch& m, uint64_t now) {
   using nlohmann::json;
   json left;
   if (m.lookup->keys.size() == 1) {
@@ -279,7 +285,7 @@ nlohmann::json lookup_json(const NftMatch& m) {
     for (NftKey k : m.lookup->keys) parts.push_back(selector_json(k));
     left = {{"concat", parts}};
   }
-  json right = m.set->anonymous() ? json{{"set", elems_json(*m.set)}} : json("@" + m.set->name());
+  json right = m.set->anonymous() ? json{{"set", elems_json(*m.set, now)}} : json("@" + m.set->name());
   if (m.lookup->vmap) return {{"vmap", {{"key", left}, {"data", right}}}};
   return {{"match", {{"op", m.neg ? "!=" : "=="}, {"left", left}, {"right", right}}}};
 }
@@ -291,21 +297,25 @@ std::string types_str(const std::vector<NftType>& types) {
 }
 
 // The set block of `list ruleset` / `list set`.
-std::string set_block(const NftSet& set, bool handles) {
+std::string set_block(const NftSet& set, bool handles, uint64_t now) {
   const NftSetSpec& sp = set.spec();
   std::string o = std::string("\t") + (sp.map ? "map " : "set ") + set.name() + " {" +
                   (handles ? " # handle " + std::to_string(set.handle) : std::string()) + "\n";
   o += "\t\ttype " + types_str(sp.types) + (sp.map ? " : verdict" : "") + "\n";
+  // nft prints the flags when one besides timeout is set, or timeout without a default.
   std::string flags;
   if (sp.constant) flags += "constant";
   if (sp.interval) flags += std::string(flags.empty() ? "" : ",") + "interval";
+  const bool show_flags = !flags.empty() || (sp.timeouts && !sp.timeout_ns);
+  if (sp.timeouts) flags += std::string(flags.empty() ? "" : ",") + "timeout";
   if (sp.size) o += "\t\tsize " + std::to_string(sp.size) + "\n";
-  if (!flags.empty()) o += "\t\tflags " + flags + "\n";
-  if (set.size()) o += "\t\telements = " + elems_wrapped(set) + "\n";
+  if (show_flags) o += "\t\tflags " + flags + "\n";
+  if (sp.timeout_ns) o += "\t\ttimeout " + nft_time_str(sp.timeout_ns) + "\n";
+  if (!set.elements(now).empty()) o += "\t\telements = " + elems_wrapped(set, now) + "\n";
   return o + "\t}\n";
 }
 
-nlohmann::json set_json(const NftTable& t, const NftSet& set) {
+nlohmann::json set_json(const NftTable& t, const NftSet& set, uint64_t now) {
   using nlohmann::json;
   const NftSetSpec& sp = set.spec();
   json j = {{"family", "netdev"}, {"name", set.name()}, {"table", t.name}};
@@ -320,13 +330,15 @@ nlohmann::json set_json(const NftTable& t, const NftSet& set) {
   json flags = json::array();
   if (sp.constant) flags.push_back("constant");
   if (sp.interval) flags.push_back("interval");
+  if (sp.timeouts) flags.push_back("timeout");
   if (!flags.empty()) j["flags"] = flags;
   if (sp.size) j["size"] = sp.size;
-  if (set.size()) j["elem"] = elems_json(set);
+  if (sp.timeout_ns) j["timeout"] = sp.timeout_ns / 1000000000ull;
+  if (!set.elements(now).empty()) j["elem"] = elems_json(set, now);
   return {{sp.map ? "map" : "set", j}};
 }
 
-std::string rule_str(const NftRule& r) {
+std::string rule_str(const NftRule& r, uint64_t now) {
   std::string s;
   auto add = [&](const std::string& w) {
     if (!s.empty()) s += ' ';
@@ -337,7 +349,7 @@ std::string rule_str(const NftRule& r) {
     if (i == r.spec.counter_at)
       add("counter packets " + std::to_string(r.counter->packets()) + " bytes " +
           std::to_string(r.counter->bytes()));
-    if (i < n) add(r.spec.matches[i].set ? lookup_str(r.spec.matches[i]) : match_str(r.spec.matches[i]));
+    if (i < n) add(r.spec.matches[i].set ? lookup_str(r.spec.matches[i], now) : match_str(r.spec.matches[i]));
   }
   if (r.verdict.code != NftRuleVerdict::CONTINUE && r.verdict.code != NftRuleVerdict::VMAP)
     add(nft_verdict_str(r.verdict.code, chain_name(r.verdict.chain)));
@@ -509,7 +521,7 @@ NftStatus NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSp
       set->handle = t.next_handle++;  // the kernel's anonymous set takes a handle before its rule
       std::vector<NftVerdictData> data;
       if (NftStatus st = resolve_data(t, *set, lk.anon->elements, data); !st.ok) return st;
-      if (NftStatus st = set->add(lk.anon->elements, data, true); !st.ok) return st;
+      if (NftStatus st = set->add(lk.anon->elements, data, true, now()); !st.ok) return st;
       for (const NftVerdictData& d : data)
         if (d.chain) targets.push_back(d.chain);
       m.set = set.get();
@@ -709,12 +721,12 @@ NftStatus NftRuleset::add_set(const std::string& table, const std::string& set, 
       return NftStatus::fail("set '" + set + "' exists in table '" + table + "' with another type or flags (File exists)");
     std::vector<NftVerdictData> data;
     if (NftStatus st = resolve_data(*t, *old, spec.elements, data); !st.ok) return st;
-    return old->add(spec.elements, data, true);
+    return old->add(spec.elements, data, true, now());
   }
   auto s = std::make_unique<NftSet>(set, spec, false);
   std::vector<NftVerdictData> data;
   if (NftStatus st = resolve_data(*t, *s, spec.elements, data); !st.ok) return st;
-  if (NftStatus st = s->add(spec.elements, data, true); !st.ok) return st;
+  if (NftStatus st = s->add(spec.elements, data, true, now()); !st.ok) return st;
   s->handle = t->next_handle++;
   t->sets.push_back(std::move(s));
   return {};
@@ -788,7 +800,7 @@ NftStatus NftRuleset::add_elements(const std::string& table, const std::string& 
           for (const NftVerdictData& d : data)
             if (d.chain)
               if (NftStatus st = check_jump(*c, d.chain); !st.ok) return st;
-  return s->add(elems, data, true);
+  return s->add(elems, data, true, now());
 }
 
 NftStatus NftRuleset::delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
@@ -798,7 +810,7 @@ NftStatus NftRuleset::delete_elements(const std::string& table, const std::strin
   NftSet* s;
   std::vector<NftElemSpec> elems;
   if (NftStatus st = writable_set(table, set, t, s, &raw, &elems); !st.ok) return st;
-  return s->remove(elems);
+  return s->remove(elems, now());
 }
 
 NftStatus NftRuleset::delete_table(const std::string& table) {
@@ -841,14 +853,14 @@ void NftRuleset::netdev_event(void* self, NetdevEvent ev, NetDevice& dev) {
 }
 
 namespace {
-std::string table_block(const NftTable& t, bool handles) {
+std::string table_block(const NftTable& t, bool handles, uint64_t now) {
   auto handle = [handles](uint64_t h) { return handles ? " # handle " + std::to_string(h) : std::string(); };
   std::string o = "table netdev " + t.name + " {" + handle(t.handle) + "\n";
   bool first = true;
   for (const auto& set : t.sets) {
     if (!first) o += "\n";
     first = false;
-    o += set_block(*set, handles);
+    o += set_block(*set, handles, now);
   }
   for (const auto& c : t.chains) {
     if (!first) o += "\n";
@@ -860,7 +872,7 @@ std::string table_block(const NftTable& t, bool handles) {
            nf_verdict_name(static_cast<NfVerdict>(c->policy.load(std::memory_order_relaxed))) + ";\n";
     }
     for (const auto& r : c->rules)
-      o += "\t\t" + rule_str(*r) + handle(r->handle) + "\n";
+      o += "\t\t" + rule_str(*r, now) + handle(r->handle) + "\n";
     o += "\t}\n";
   }
   return o + "}\n";
@@ -871,7 +883,8 @@ std::string NftRuleset::list(bool handles) const {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   std::string o;
-  for (const auto& t : tables_) o += table_block(*t, handles);
+  const uint64_t t_now = now();
+  for (const auto& t : tables_) o += table_block(*t, handles, t_now);
   return o;
 }
 
@@ -880,7 +893,7 @@ NftStatus NftRuleset::list_table(const std::string& table, bool handles, std::st
   std::lock_guard<std::mutex> g(mu_);
   const NftTable* t = find_table(table);
   if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
-  if (out) *out += table_block(*t, handles);
+  if (out) *out += table_block(*t, handles, now());
   return {};
 }
 
@@ -891,7 +904,7 @@ NftStatus NftRuleset::list_set(const std::string& table, const std::string& set,
   if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
   for (const auto& s : t->sets)
     if (s->name() == set) {
-      if (out) *out += "table netdev " + t->name + " {\n" + set_block(*s, false) + "}\n";
+      if (out) *out += "table netdev " + t->name + " {\n" + set_block(*s, false, now()) + "}\n";
       return {};
     }
   return NftStatus::fail("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
@@ -903,9 +916,10 @@ nlohmann::json NftRuleset::list_json() const {
   std::lock_guard<std::mutex> g(mu_);
   json items = json::array();
   items.push_back({{"metainfo", {{"json_schema_version", 1}}}});
+  const uint64_t t_now = now();
   for (const auto& t : tables_) {
     items.push_back({{"table", {{"family", "netdev"}, {"name", t->name}, {"handle", t->handle}}}});
-    for (const auto& set : t->sets) items.push_back(set_json(*t, *set));
+    for (const auto& set : t->sets) items.push_back(set_json(*t, *set, t_now));
     for (const auto& c : t->chains) {
       json ch = {{"family", "netdev"}, {"table", t->name}, {"name", c->name}, {"handle", c->handle}};
       if (c->spec.base) {
@@ -926,7 +940,7 @@ nlohmann::json NftRuleset::list_json() const {
             expr.push_back({{"counter", {{"packets", r->counter->packets()}, {"bytes", r->counter->bytes()}}}});
           if (i < n) {
             const NftMatch& m = r->spec.matches[i];
-            expr.push_back(m.set ? lookup_json(m) : match_json(m));
+            expr.push_back(m.set ? lookup_json(m, t_now) : match_json(m));
           }
         }
         if (r->verdict.code != NftRuleVerdict::CONTINUE && r->verdict.code != NftRuleVerdict::VMAP)

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/netdev_notifier.h"
 #include "core/rcu.h"
 #include "netfilter/nf_hooks.h"
@@ -112,6 +114,9 @@ class NftRuleset {
   // `nft -j list ruleset` document.
   nlohmann::json list_json() const;
 
+  // Where set timeouts read the time (the Net's clock); the monotonic clock by default.
+  void set_time_source(std::function<uint64_t()> now) { now_ = std::move(now); }
+
   // Apply a parsed command; list output goes to *out.
   NftStatus apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out);
 
@@ -132,6 +137,9 @@ class NftRuleset {
 
   static void netdev_event(void* self, NetdevEvent ev, NetDevice& dev);
 
+  uint64_t now() const { return now_ ? now_() : MonotonicClock::instance().now_ns(); }
+
+  std::function<uint64_t()> now_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<NftTable>> tables_;
   uint64_t next_table_handle_ = 1;

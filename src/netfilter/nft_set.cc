@@ -47,17 +47,25 @@ std::optional<NftType> nft_key_type(NftKey k) {
   return std::nullopt;
 }
 
-// A hash node: the chain link, the element's data, then key_len() bytes of key.
+// A hash node: the chain link, the element's data, then key_len() bytes of key, and in
+// a set with timeouts the element's own timeout and its expiry (8-byte aligned).
 struct NftSet::HNode {
   std::atomic<HNode*> next{nullptr};
   NftVerdictData data;
   uint8_t* key() { return reinterpret_cast<uint8_t*>(this + 1); }
   const uint8_t* key() const { return reinterpret_cast<const uint8_t*>(this + 1); }
-  static HNode* make(const uint8_t* k, unsigned klen, const NftVerdictData& d) {
-    void* mem = ::operator new(sizeof(HNode) + klen);
+  static size_t times_at(unsigned klen) { return sizeof(HNode) + ((klen + 7u) & ~7u); }
+  uint64_t* times(unsigned klen) { return reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(this) + times_at(klen)); }
+  const uint64_t* times(unsigned klen) const {
+    return reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(this) + times_at(klen));
+  }
+  static HNode* make(const uint8_t* k, unsigned klen, const NftVerdictData& d, bool timed, uint64_t timeout,
+                     uint64_t expires) {
+    void* mem = ::operator new(timed ? times_at(klen) + 16 : sizeof(HNode) + klen);
     HNode* n = new (mem) HNode;
     n->data = d;
     std::memcpy(n->key(), k, klen);
+    if (timed) n->times(klen)[0] = timeout, n->times(klen)[1] = expires;
     return n;
   }
   static void destroy(HNode* n) {
@@ -88,6 +96,7 @@ struct NftSet::IvTable {
   std::vector<uint8_t> lo, hi;
   std::vector<NftVerdictData> data;
   std::vector<uint8_t> prefix;  // as written, for listing
+  std::vector<uint64_t> timeout, expires;  // sets with timeouts only
 };
 
 NftSet::NftSet(std::string name, const NftSetSpec& spec, bool anonymous)
@@ -118,11 +127,17 @@ const NftSet::HNode* NftSet::hfind(const HTable& t, const uint8_t* key) const {
   return nullptr;
 }
 
-// mirrors nft_lookup_eval -> ops->lookup (nft_rhash_lookup / nft_rbtree_lookup).
-const NftVerdictData* NftSet::lookup(const uint8_t* key) const {
+NftSet::HNode* NftSet::make_node(const uint8_t* key, const NftVerdictData& d, uint64_t timeout, uint64_t expires) const {
+  return HNode::make(key, klen_, d, spec_.timeouts, timeout, expires);
+}
+
+// mirrors nft_lookup_eval -> ops->lookup (nft_rhash_lookup / nft_rbtree_lookup), which
+// pass over an element nft_set_elem_expired says is gone.
+const NftVerdictData* NftSet::lookup(const uint8_t* key, uint64_t now) const {
   if (const HTable* t = ht_.get()) {
     const HNode* n = hfind(*t, key);
-    return n ? &n->data : nullptr;
+    if (!n || (spec_.timeouts && expired(n->times(klen_)[1], now))) return nullptr;
+    return &n->data;
   }
   const IvTable* iv = iv_.get();
   // The last range whose lo <= key, then key <= its hi.
@@ -134,7 +149,50 @@ const NftVerdictData* NftSet::lookup(const uint8_t* key) const {
   }
   if (lo == 0) return nullptr;
   const size_t i = lo - 1;
-  return key_cmp(key, &iv->hi[i * klen_], klen_) <= 0 ? &iv->data[i] : nullptr;
+  if (key_cmp(key, &iv->hi[i * klen_], klen_) > 0) return nullptr;
+  if (spec_.timeouts && expired(iv->expires[i], now)) return nullptr;
+  return &iv->data[i];
+}
+
+// The kernel's set gc (nft_rhash_gc, nft_rbtree_gc) removes what has expired; here the
+// next command on the set does, before it looks at the elements.
+void NftSet::collect_expired(uint64_t now) {
+  if (!spec_.timeouts) return;
+  if (!spec_.interval) {
+    HTable& t = const_cast<HTable&>(*ht_.get());
+    std::vector<HNode*> gone;
+    for (size_t b = 0; b <= t.mask; ++b) {
+      std::atomic<HNode*>* link = &t.b[b];
+      for (HNode* n = link->load(std::memory_order_relaxed); n; n = link->load(std::memory_order_relaxed)) {
+        if (expired(n->times(klen_)[1], now)) {
+          link->store(n->next.load(std::memory_order_relaxed), std::memory_order_release);
+          gone.push_back(n);
+          --count_;
+          continue;
+        }
+        link = &n->next;
+      }
+    }
+    if (!gone.empty()) rcu_synchronize();
+    for (HNode* n : gone) HNode::destroy(n);
+    return;
+  }
+  const IvTable* old = iv_.get();
+  bool any = false;
+  for (uint64_t e : old->expires) any = any || expired(e, now);
+  if (!any) return;
+  auto t = std::make_unique<IvTable>();
+  for (size_t j = 0; j < old->data.size(); ++j) {
+    if (expired(old->expires[j], now)) continue;
+    t->lo.insert(t->lo.end(), &old->lo[j * klen_], &old->lo[j * klen_] + klen_);
+    t->hi.insert(t->hi.end(), &old->hi[j * klen_], &old->hi[j * klen_] + klen_);
+    t->data.push_back(old->data[j]);
+    t->prefix.push_back(old->prefix[j]);
+    t->timeout.push_back(old->timeout[j]);
+    t->expires.push_back(old->expires[j]);
+  }
+  count_ = t->data.size();
+  iv_.replace(std::unique_ptr<const IvTable>(t.release()));
 }
 
 void NftSet::hinsert(HTable& t, HNode* n) {
@@ -150,12 +208,24 @@ void NftSet::grow() {
   auto t = std::make_unique<HTable>((old->mask + 1) * 2);
   for (size_t i = 0; i <= old->mask; ++i)
     for (const HNode* n = old->b[i].load(std::memory_order_relaxed); n; n = n->next.load(std::memory_order_relaxed))
-      hinsert(*t, HNode::make(n->key(), klen_, n->data));
+      hinsert(*t, HNode::make(n->key(), klen_, n->data, spec_.timeouts, spec_.timeouts ? n->times(klen_)[0] : 0,
+                              spec_.timeouts ? n->times(klen_)[1] : 0));
   ht_.replace(std::unique_ptr<const HTable>(t.release()));
 }
 
-NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok) {
+NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok,
+                      uint64_t now) {
   const uint32_t limit = spec_.size ? spec_.size : kNftMaxSetSize;
+  for (size_t i = 0; i < elems.size(); ++i)
+    if (elems[i].timeout_ns && !spec_.timeouts)
+      return NftStatus::fail(elem_word(i) + ": set '" + name_ + "' has no timeouts (flags timeout)");
+  collect_expired(now);
+  // An element's expiry: now + its own timeout, else the set's (0: never).
+  auto expiry = [&](const NftElemSpec& e) {
+    const uint64_t t = e.timeout_ns ? e.timeout_ns : spec_.timeout_ns;
+    return t ? now + t : 0;
+  };
+  auto own_timeout = [&](const NftElemSpec& e) { return e.timeout_ns != spec_.timeout_ns ? e.timeout_ns : 0; };
   if (!spec_.interval) {
     const HTable* t = ht_.get();
     // Check first, so a failing command changes nothing (nft's transaction).
@@ -181,7 +251,8 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
     for (size_t i = 0; i < elems.size(); ++i) {
       if (skip[i]) continue;
       if (count_ + 1 > (ht_.get()->mask + 1)) grow();  // load factor 1, as rhashtable grows at 75 %
-      hinsert(const_cast<HTable&>(*ht_.get()), HNode::make(elems[i].lo.data(), klen_, data[i]));
+      hinsert(const_cast<HTable&>(*ht_.get()),
+              make_node(elems[i].lo.data(), data[i], own_timeout(elems[i]), expiry(elems[i])));
       ++count_;
     }
     return {};
@@ -189,15 +260,17 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
   // Interval: merge the new ranges into a copy, refusing overlaps (nft_rbtree_insert's
   // -EEXIST / -ENOTEMPTY).
   const IvTable* old = iv_.get();
-  struct R { const uint8_t* lo; const uint8_t* hi; NftVerdictData d; uint8_t prefix; long src; };
+  struct R { const uint8_t* lo; const uint8_t* hi; NftVerdictData d; uint8_t prefix; long src; uint64_t timeout, expires; };
   std::vector<R> all;
   all.reserve(old->data.size() + elems.size());
   for (size_t i = 0; i < old->data.size(); ++i)
-    all.push_back({&old->lo[i * klen_], &old->hi[i * klen_], old->data[i], old->prefix[i], -1});
+    all.push_back({&old->lo[i * klen_], &old->hi[i * klen_], old->data[i], old->prefix[i], -1,
+                   spec_.timeouts ? old->timeout[i] : 0, spec_.timeouts ? old->expires[i] : 0});
   for (size_t i = 0; i < elems.size(); ++i) {
     if (key_cmp(elems[i].lo.data(), elems[i].hi.data(), klen_) > 0)
       return NftStatus::fail(elem_word(i) + ": range's first value is above its last");
-    all.push_back({elems[i].lo.data(), elems[i].hi.data(), data[i], elems[i].prefix, static_cast<long>(i)});
+    all.push_back({elems[i].lo.data(), elems[i].hi.data(), data[i], elems[i].prefix, static_cast<long>(i),
+                   own_timeout(elems[i]), expiry(elems[i])});
   }
   std::stable_sort(all.begin(), all.end(), [&](const R& a, const R& b) { return key_cmp(a.lo, b.lo, klen_) < 0; });
   std::vector<R> keep;
@@ -224,13 +297,15 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
     std::memcpy(&t->hi[i * klen_], keep[i].hi, klen_);
     t->data.push_back(keep[i].d);
     t->prefix.push_back(keep[i].prefix);
+    if (spec_.timeouts) t->timeout.push_back(keep[i].timeout), t->expires.push_back(keep[i].expires);
   }
   count_ = keep.size();
   iv_.replace(std::unique_ptr<const IvTable>(t.release()));
   return {};
 }
 
-NftStatus NftSet::remove(const std::vector<NftElemSpec>& elems) {
+NftStatus NftSet::remove(const std::vector<NftElemSpec>& elems, uint64_t now) {
+  collect_expired(now);
   if (!spec_.interval) {
     HTable& t = const_cast<HTable&>(*ht_.get());
     for (size_t i = 0; i < elems.size(); ++i)
@@ -275,6 +350,7 @@ NftStatus NftSet::remove(const std::vector<NftElemSpec>& elems) {
     t->hi.insert(t->hi.end(), &old->hi[j * klen_], &old->hi[j * klen_] + klen_);
     t->data.push_back(old->data[j]);
     t->prefix.push_back(old->prefix[j]);
+    if (spec_.timeouts) t->timeout.push_back(old->timeout[j]), t->expires.push_back(old->expires[j]);
   }
   count_ = t->data.size();
   iv_.replace(std::unique_ptr<const IvTable>(t.release()));
@@ -287,7 +363,7 @@ void NftSet::flush() {
   count_ = 0;
 }
 
-std::vector<NftElem> NftSet::elements() const {
+std::vector<NftElem> NftSet::elements(uint64_t now) const {
   std::vector<NftElem> out;
   out.reserve(count_);
   if (const HTable* t = ht_.get()) {
@@ -297,6 +373,11 @@ std::vector<NftElem> NftSet::elements() const {
         std::memcpy(e.lo.data(), n->key(), klen_);
         e.hi = e.lo;
         e.data = n->data;
+        if (spec_.timeouts) {
+          e.timeout_ns = n->times(klen_)[0];
+          e.expires = n->times(klen_)[1];
+          if (expired(e.expires, now)) continue;
+        }
         out.push_back(e);
       }
     std::sort(out.begin(), out.end(), [&](const NftElem& a, const NftElem& b) { return key_cmp(a.lo.data(), b.lo.data(), klen_) < 0; });
@@ -310,6 +391,11 @@ std::vector<NftElem> NftSet::elements() const {
     e.range = true;
     e.prefix = iv->prefix[i];
     e.data = iv->data[i];
+    if (spec_.timeouts) {
+      e.timeout_ns = iv->timeout[i];
+      e.expires = iv->expires[i];
+      if (expired(e.expires, now)) continue;
+    }
     out.push_back(e);
   }
   return out;

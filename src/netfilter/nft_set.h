@@ -62,6 +62,7 @@ struct NftElemSpec {
   uint8_t prefix = 0xff;  // prefix length when written as ADDR/LEN (for printing)
   NftRuleVerdict verdict = NftRuleVerdict::CONTINUE;
   std::string target;     // jump/goto chain name
+  uint64_t timeout_ns = 0;  // `timeout T` of its own (0: the set's)
 };
 
 // What `add set|map` declares.
@@ -70,6 +71,8 @@ struct NftSetSpec {
   bool map = false;            // `type K : verdict`
   bool interval = false;       // flags interval
   bool constant = false;       // flags constant
+  bool timeouts = false;       // flags timeout, or a `timeout T` default
+  uint64_t timeout_ns = 0;     // the elements' default timeout (0: none)
   uint32_t size = 0;           // 0: no limit
   bool has_elements = false;   // the declaration listed `elements = { ... }`
   std::vector<NftElemSpec> elements;
@@ -82,6 +85,8 @@ struct NftElem {
   bool range = false;
   uint8_t prefix = 0xff;
   NftVerdictData data;
+  uint64_t timeout_ns = 0;  // its own timeout when not the set's (listed as `timeout T`)
+  uint64_t expires = 0;     // clock time it expires at (0: never)
 };
 
 class NftSet {
@@ -99,17 +104,22 @@ class NftSet {
   uint64_t handle = 0;
   int use = 0;  // rules that reference it (writer's count)
 
-  // Read side (datapath): the element whose key (or range) holds `key`, or nullptr.
-  const NftVerdictData* lookup(const uint8_t* key) const;
+  // Read side (datapath): the element whose key (or range) holds `key` and has not
+  // expired at `now` (the clock's ns; read only by sets with timeouts), or nullptr.
+  const NftVerdictData* lookup(const uint8_t* key, uint64_t now = 0) const;
+  bool has_timeouts() const { return spec_.timeouts; }
 
-  // Write side, under the ruleset's mutex. `data[i]` is elems[i]'s resolved verdict.
+  // Write side, under the ruleset's mutex; `now` is the clock's time (timeouts start
+  // from it; expired elements are gone first, as the kernel's gc and its
+  // nft_set_elem_expired checks make them). `data[i]` is elems[i]'s resolved verdict.
   // All or nothing: a duplicate (without exist_ok), an overlap or the size limit fails
   // the whole call, naming the element.
-  NftStatus add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok);
-  NftStatus remove(const std::vector<NftElemSpec>& elems);
+  NftStatus add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok,
+                uint64_t now = 0);
+  NftStatus remove(const std::vector<NftElemSpec>& elems, uint64_t now = 0);
   void flush();
-  // Every element, in key order.
-  std::vector<NftElem> elements() const;
+  // Every element not expired at `now`, in key order.
+  std::vector<NftElem> elements(uint64_t now = 0) const;
 
  private:
   struct HNode;
@@ -119,6 +129,9 @@ class NftSet {
   const HNode* hfind(const HTable& t, const uint8_t* key) const;
   void hinsert(HTable& t, HNode* n);
   void grow();
+  HNode* make_node(const uint8_t* key, const NftVerdictData& d, uint64_t timeout, uint64_t expires) const;
+  bool expired(uint64_t expires, uint64_t now) const { return spec_.timeouts && expires != 0 && now >= expires; }
+  void collect_expired(uint64_t now);  // unlink (hash) or drop (interval) what has expired
 
   std::string name_;
   NftSetSpec spec_;  // without its elements

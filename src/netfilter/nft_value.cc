@@ -162,16 +162,28 @@ bool nft_parse_mac(std::string_view s, uint8_t* out) {
 
 NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out) {
   out = NftElemSpec{};
+  // KEY [timeout T]: the key is the words before `timeout`.
+  size_t nkey = raw.key.size();
+  for (size_t i = 0; i < raw.key.size(); ++i) {
+    if (raw.key[i] != "timeout") continue;
+    if (i + 2 != raw.key.size()) return NftStatus::fail("'timeout' needs one duration (30s, 1h30m) after the key");
+    auto t = nft_parse_time(raw.key[i + 1]);
+    if (!t || *t == 0) return NftStatus::fail("'" + raw.key[i + 1] + "': not a duration (30s, 1h30m, 500ms)");
+    out.timeout_ns = *t;
+    nkey = i;
+    break;
+  }
   // Components are separated by "." words.
   std::vector<std::string_view> comps;
-  for (size_t i = 0; i < raw.key.size(); ++i) {
+  for (size_t i = 0; i < nkey; ++i) {
     if (i % 2 == 1) {
       if (raw.key[i] != ".") return NftStatus::fail("'" + raw.key[i] + "': expected ',' or '.' between values");
       continue;
     }
     comps.push_back(raw.key[i]);
   }
-  if (comps.size() != types.size() || raw.key.size() % 2 == 0)
+  if (comps.empty()) return NftStatus::fail("an element needs a value");
+  if (comps.size() != types.size() || nkey % 2 == 0)
     return NftStatus::fail("element '" + (raw.key.empty() ? std::string() : raw.key[0]) + "' has " +
                            std::to_string(comps.size()) + " value(s), the set's type has " + std::to_string(types.size()));
   unsigned off = 0;
@@ -265,7 +277,47 @@ std::string nft_verdict_str(NftRuleVerdict code, const std::string& chain) {
   return "?";
 }
 
-std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftElem& e) {
+std::string nft_time_str(uint64_t ns) {
+  uint64_t ms = ns / 1000000;
+  static constexpr struct { uint64_t ms; const char* unit; } kUnits[] = {
+      {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+  std::string s;
+  for (const auto& u : kUnits) {
+    if (ms >= u.ms) {
+      s += std::to_string(ms / u.ms) + u.unit;
+      ms %= u.ms;
+    }
+  }
+  return s.empty() ? "0s" : s;
+}
+
+std::optional<uint64_t> nft_parse_time(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  if (auto secs = nft_parse_uint(s)) {
+    if (*secs > UINT64_MAX / 1000000000ull) return std::nullopt;
+    return *secs * 1000000000ull;
+  }
+  uint64_t total = 0;
+  while (!s.empty()) {
+    size_t d = 0;
+    while (d < s.size() && std::isdigit(static_cast<unsigned char>(s[d]))) ++d;
+    if (d == 0 || d > 12) return std::nullopt;
+    const uint64_t v = *nft_parse_uint(s.substr(0, d));
+    s.remove_prefix(d);
+    uint64_t unit;
+    if (s.rfind("ms", 0) == 0) unit = 1000000ull, s.remove_prefix(2);
+    else if (!s.empty() && s[0] == 'd') unit = 86400000000000ull, s.remove_prefix(1);
+    else if (!s.empty() && s[0] == 'h') unit = 3600000000000ull, s.remove_prefix(1);
+    else if (!s.empty() && s[0] == 'm') unit = 60000000000ull, s.remove_prefix(1);
+    else if (!s.empty() && s[0] == 's') unit = 1000000000ull, s.remove_prefix(1);
+    else return std::nullopt;
+    if (v > (UINT64_MAX - total) / unit) return std::nullopt;
+    total += v * unit;
+  }
+  return total;
+}
+
+std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftElem& e, uint64_t now) {
   std::string s;
   if (e.range && types.size() == 1 && std::memcmp(e.lo.data(), e.hi.data(), nft_type_info(types[0]).len) != 0) {
     const unsigned len = nft_type_info(types[0]).len;
@@ -275,6 +327,8 @@ std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftE
   } else {
     s = nft_key_str(types, e.lo.data());
   }
+  if (e.timeout_ns) s += " timeout " + nft_time_str(e.timeout_ns);
+  if (e.expires) s += " expires " + nft_time_str(e.expires > now ? e.expires - now : 0);
   if (map) s += " : " + nft_verdict_str(e.data.code, e.data.chain ? e.data.chain->name : std::string());
   return s;
 }

@@ -30,10 +30,16 @@ bool nft_parse_mac(std::string_view s, uint8_t* out);
 // One element for a set of `types` (a verdict map when `map`).
 NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out);
 
+// A duration as nft prints it: 1d2h3m4s5ms, zero components left out.
+std::string nft_time_str(uint64_t ns);
+// A duration as nft reads it (`30s`, `1h30m`, `500ms`, `2d`; a bare number is seconds).
+std::optional<uint64_t> nft_parse_time(std::string_view s);
+
 // The key's text as nft prints it ("10.0.0.1 . 22").
 std::string nft_key_str(const std::vector<NftType>& types, const uint8_t* key);
-// An element as nft lists it: key, prefix or range, then " : verdict" for a map.
-std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftElem& e);
+// An element as nft lists it: key, prefix or range, its own timeout and what is left of
+// it at `now`, then " : verdict" for a map.
+std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftElem& e, uint64_t now = 0);
 // A verdict as nft prints it: accept, drop, continue, return, jump C, goto C.
 std::string nft_verdict_str(NftRuleVerdict code, const std::string& chain);
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "core/clock.h"
 #include "netfilter/nf_hooks.h"
 #include "netfilter/nft_set.h"
 #include "netfilter/nft_value.h"
@@ -280,6 +281,43 @@ TEST_F(NftSetRules, RefusesWhatTheKernelRefuses) {
   EXPECT_NE(fails("add element netdev t s { 10.0.0.300 }").find("not a valid ipv4_addr"), std::string::npos);
   EXPECT_NE(fails("add set netdev t x '{ type ipv4_addr : verdict; }'").find("declare a map"), std::string::npos);
   EXPECT_NE(fails("add rule netdev t c ip daddr { } drop").find("at least one"), std::string::npos);
+}
+
+// Element timeouts on the Net's clock (here a virtual one, read by the control plane and
+// the datapath's Cpu alike): an element stops matching and leaves the listing once it
+// expires; the listing says what is left, as nft.
+TEST_F(NftSetRules, ElementTimeoutsOnTheVirtualClock) {
+  VirtualClock clock(1000000000ull);
+  cpu.set_clock(&clock);
+  rs.set_time_source([&clock] { return clock.now_ns(); });
+  base();
+  ok("add set netdev t seen '{ type ipv4_addr; timeout 10s; }'");
+  ok("add set netdev t iv '{ type ipv4_addr; flags interval,timeout; }'");
+  ok("add element netdev t seen { 10.0.0.2, 10.0.0.3 timeout 1h }");
+  ok("add element netdev t iv { 10.9.0.0/16 timeout 90s }");
+  ok("add rule netdev t c ip daddr @seen drop");
+  ok("add rule netdev t c ip saddr @iv drop");
+  clock.advance(4500000000ull);  // 4.5 s
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000002}), NfVerdict::DROP);
+  const std::string list = nft("list ruleset").out;
+  EXPECT_NE(list.find("\t\ttimeout 10s\n\t\telements = { 10.0.0.2 expires 5s500ms, 10.0.0.3 timeout 1h expires 59m55s500ms }"),
+            std::string::npos) << list;
+  EXPECT_NE(list.find("\t\tflags interval,timeout\n\t\telements = { 10.9.0.0/16 timeout 1m30s expires 1m25s500ms }"),
+            std::string::npos) << list;
+  clock.advance(6000000000ull);  // 10.5 s: 10.0.0.2 has expired, 10.0.0.3 has not
+  cpu.set_clock(&clock);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000002}), NfVerdict::ACCEPT);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000003}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.saddr = 0x0a090001, .daddr = 0x0a000009}), NfVerdict::DROP);
+  EXPECT_EQ(nft("list set netdev t seen").out.find("10.0.0.2"), std::string::npos);
+  ok("add element netdev t seen { 10.0.0.2 }");  // an expired element is gone: added again
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000002}), NfVerdict::DROP);
+  clock.advance(90000000000ull);
+  EXPECT_EQ(send(Pkt{.saddr = 0x0a090001, .daddr = 0x0a000009}), NfVerdict::ACCEPT);
+  ok("add set netdev t plain '{ type ipv4_addr; }'");
+  EXPECT_NE(fails("add element netdev t plain { 10.0.0.1 timeout 5s }").find("flags timeout"), std::string::npos);
+  EXPECT_NE(fails("add element netdev t seen { 10.0.0.1 timeout soon }").find("not a duration"), std::string::npos);
+  cpu.set_clock(nullptr);
 }
 
 class NftFileTest : public NftSetRules {
