@@ -26,8 +26,17 @@ struct FTok {
   bool nl = false;  // an end of line
 };
 
+// Where a word came from, for error messages.
+struct Loc {
+  int src = -1;
+  int line = 0, col = 0, width = 1;
+};
+Loc loc(const FTok& t) { return {t.src, t.line, t.col, t.text.empty() ? 1 : static_cast<int>(t.text.size())}; }
+
 struct FileError {
-  FTok at;
+  FileError(const FTok& t, std::string m) : at(loc(t)), message(std::move(m)) {}
+  FileError(const Loc& l, std::string m) : at(l), message(std::move(m)) {}
+  Loc at;
   std::string message;
 };
 
@@ -59,6 +68,7 @@ class Reader {
     const int src = static_cast<int>(sources.size());
     sources.push_back({path, {}});
     std::vector<FTok> raw = lex(text, src);
+    out.reserve(out.size() + raw.size());
     // Directives: include "F", define NAME = words to the end of the line.
     for (size_t i = 0; i < raw.size(); ++i) {
       const FTok& t = raw[i];
@@ -115,6 +125,7 @@ class Reader {
 
   std::vector<FTok> lex(const std::string& text, int src) {
     std::vector<FTok> out;
+    out.reserve(text.size() / 8);  // a word and a separator per ~16 bytes in a big set
     Source& s = sources[static_cast<size_t>(src)];
     std::string line;
     int ln = 1, col = 0;
@@ -183,7 +194,7 @@ class Reader {
 // One flat command and where each of its words came from.
 struct Stmt {
   std::vector<std::string> words;
-  std::vector<FTok> at;
+  std::vector<Loc> at;
 };
 
 class Unfolder {
@@ -210,6 +221,10 @@ class Unfolder {
     return t_[i_++];
   }
   static void add(Stmt& s, const std::string& w, const FTok& at) {
+    s.words.push_back(w);
+    s.at.push_back(loc(at));
+  }
+  static void add(Stmt& s, const std::string& w, const Loc& at) {
     s.words.push_back(w);
     s.at.push_back(at);
   }
@@ -322,13 +337,13 @@ class Unfolder {
   std::vector<Stmt> chains_, sets_, rules_;  // of the table block being read
 };
 
-void print_error(std::ostream& err, const std::vector<Source>& sources, const FTok& at, const std::string& msg) {
+void print_error(std::ostream& err, const std::vector<Source>& sources, const Loc& at, const std::string& msg) {
   if (at.src < 0 || static_cast<size_t>(at.src) >= sources.size()) {
     err << "Error: " << msg << "\n";
     return;
   }
   const Source& s = sources[static_cast<size_t>(at.src)];
-  const int width = at.text.empty() ? 1 : static_cast<int>(at.text.size());
+  const int width = at.width;
   err << s.path << ":" << at.line << ":" << at.col;
   if (width > 1) err << "-" << at.col + width - 1;
   err << ": Error: " << msg << "\n";
@@ -347,23 +362,28 @@ namespace {
 int run(const std::string& path, const std::string* text, NftRuleset& ruleset, NftDeviceResolver& resolver,
         std::ostream& out, std::ostream& err, bool json) {
   Reader rd;
-  std::vector<Stmt> stmts;
   std::vector<NftCommand> cmds;
+  std::vector<Loc> first;  // each command's first word
   try {
-    std::vector<FTok> toks;
-    if (text) rd.read_text(path, *text, 0, toks);
-    else rd.read(path, nullptr, 0, toks);
-    stmts = Unfolder(toks).run();
-    for (const Stmt& s : stmts) {
+    std::vector<Stmt> stmts;
+    {
+      std::vector<FTok> toks;
+      if (text) rd.read_text(path, *text, 0, toks);
+      else rd.read(path, nullptr, 0, toks);
+      stmts = Unfolder(toks).run();
+    }  // the tokens go before the statements are parsed (a million-element set: ~100 MB)
+    for (Stmt& s : stmts) {
       NftParseResult r = nft_parse(s.words);
       if (auto* e = std::get_if<NftParseError>(&r)) {
-        const FTok& at = e->index < s.at.size() ? s.at[e->index] : s.at.back();
+        const Loc& at = e->index < s.at.size() ? s.at[e->index] : s.at.back();
         throw FileError{at, e->message};
       }
       NftCommand& c = std::get<NftCommand>(r);
       if (c.op == NftOp::RUN_FILE) throw FileError{s.at[0], "-f inside a file"};
       c.json = c.json || json;
       cmds.push_back(std::move(c));
+      first.push_back(s.at[0]);
+      s = Stmt{};  // its words are in the command now
     }
   } catch (const FileError& e) {
     print_error(err, rd.sources, e.at, e.message);
@@ -373,7 +393,7 @@ int run(const std::string& path, const std::string* text, NftRuleset& ruleset, N
     std::string listing;
     NftStatus st = ruleset.apply(cmds[k], resolver, &listing);
     if (!st.ok) {
-      print_error(err, rd.sources, stmts[k].at[0], st.error);
+      print_error(err, rd.sources, first[k], st.error);
       return 1;
     }
     out << listing;

@@ -303,7 +303,8 @@ class Parser {
       } else if (w.text == "elements") {
         const Tok& eq = need("'='");
         if (eq.text != "=") fail(eq, "expected '=' after elements");
-        elems_raw_ = raw_elements();
+        if (s.types.empty()) elems_raw_ = raw_elements();  // parsed once the type is known
+        else raw_elements(&s.types, map, &s.elements);     // parsed as read: no raw copy kept
         s.has_elements = true;
       } else if (w.text == "timeout") {
         const Tok& v = need("a timeout (30s, 1h30m)");
@@ -335,11 +336,14 @@ class Parser {
     return e;
   }
 
-  // '{' E [, E]* '}' where E := words [':' words]
-  std::vector<NftRawElem> raw_elements() {
+  // '{' E [, E]* '}' where E := words [':' words]. With types, each element is parsed
+  // into *parsed as soon as it is read and none is returned.
+  std::vector<NftRawElem> raw_elements(const std::vector<NftType>* types = nullptr, bool map = false,
+                                       std::vector<NftElemSpec>* parsed = nullptr) {
     const Tok& open = need("'{' and the elements");
     if (open.text != "{") fail(open, "expected '{' before the elements");
     std::vector<NftRawElem> out;
+    if (parsed) parsed->reserve(parsed->size() + (t_.size() - i_) / 2);  // a value and a comma each
     NftRawElem cur;
     bool data = false;
     for (;;) {
@@ -347,12 +351,13 @@ class Parser {
       const Tok& w = need("'}' to close the elements");
       if (w.text == "}" || w.text == ",") {
         if (cur.key.empty()) {
-          if (w.text == "}" && out.empty()) break;
+          if (w.text == "}" && out.empty() && (!parsed || parsed->empty())) break;
           if (w.text == "}" && !data) break;  // a trailing comma
           fail(w, "missing element before '" + w.text + "'");
         }
         if (data && cur.data.empty()) fail(w, "missing verdict after ':'");
-        out.push_back(std::move(cur));
+        if (types) parsed->push_back(elem(*types, map, cur));
+        else out.push_back(std::move(cur));
         cur = NftRawElem{};
         data = false;
         if (w.text == "}") break;
@@ -367,7 +372,7 @@ class Parser {
       if (cur.key.empty()) cur.index = at;
       (data ? cur.data : cur.key).push_back(w.text);
     }
-    if (out.size() > kNftMaxSetSize) fail(open, "too many elements");
+    if (out.size() > kNftMaxSetSize || (parsed && parsed->size() > kNftMaxSetSize)) fail(open, "too many elements");
     return out;
   }
 
@@ -444,10 +449,8 @@ class Parser {
       auto spec = std::make_shared<NftSetSpec>();
       spec->types = types;
       spec->map = lk->vmap;
-      for (const NftRawElem& r : raw_elements()) {
-        spec->elements.push_back(elem(types, lk->vmap, r));
-        spec->interval = spec->interval || spec->elements.back().range;
-      }
+      raw_elements(&types, lk->vmap, &spec->elements);
+      for (const NftElemSpec& e : spec->elements) spec->interval = spec->interval || e.range;
       if (spec->elements.empty()) fail(v, "an anonymous set needs at least one element");
       if (spec->interval && types.size() > 1) fail(v, "unsupported: ranges in a concatenation");
       spec->has_elements = true;

@@ -100,8 +100,16 @@ struct NftSet::IvTable {
 };
 
 NftSet::NftSet(std::string name, const NftSetSpec& spec, bool anonymous)
-    : name_(std::move(name)), spec_(spec), anonymous_(anonymous), klen_(0), seed_(std::random_device{}()) {
-  spec_.elements.clear();
+    : name_(std::move(name)), anonymous_(anonymous), klen_(0), seed_(std::random_device{}()) {
+  // The declaration without its elements (a million of them are not copied to be dropped).
+  spec_.types = spec.types;
+  spec_.map = spec.map;
+  spec_.interval = spec.interval;
+  spec_.constant = spec.constant;
+  spec_.timeouts = spec.timeouts;
+  spec_.timeout_ns = spec.timeout_ns;
+  spec_.size = spec.size;
+  spec_.has_elements = spec.has_elements;
   for (NftType t : spec_.types) klen_ += nft_type_stride(t);
   if (spec_.interval) iv_.exchange(std::make_unique<const IvTable>());
   else ht_.exchange(std::make_unique<const HTable>(16));

@@ -167,6 +167,79 @@ TEST(NfHookStress, ReplaceNftChainUnderTraffic) {
   EXPECT_EQ(pool.available(), pool.capacity());
 }
 
+// Sets changed under traffic: readers look destination addresses up in a hash set (which
+// grows, and whose deleted nodes are freed after a grace period) and in an interval set
+// (republished whole per command) while a writer adds and deletes elements.
+void set_reader(PacketPool& pool, NfDeviceHooks& dev, std::atomic<bool>& stop, ReaderResult& out) {
+  Cpu cpu(pool);
+  {
+    RcuReader rcu;
+    uint32_t n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      Packet* p = test::make_packet(cpu, test::Pkt{.daddr = 0x0a000000u | (n++ & 1023)});
+      if (!p) break;
+      ++out.run;
+      switch (nf_hook_egress(dev, p, cpu)) {
+        case NfVerdict::ACCEPT: ++out.accepted; cpu.free(p); break;
+        case NfVerdict::DROP: ++out.dropped; break;
+        default: ++out.other; break;
+      }
+      rcu_quiescent();
+    }
+  }
+  out.counted_drops = cpu.stats().drops[static_cast<unsigned>(DropReason::NETFILTER_DROP)].get();
+  cpu.drain_cache();
+}
+
+TEST(NfHookStress, SetElementsChangeUnderTraffic) {
+  PacketPool pool(PacketPool::Options{.capacity = 2048});
+  test::TestResolver devs;
+  NfDeviceHooks& foo = devs.add("foo");
+  NftRuleset rs;
+  auto nft = [&](const std::vector<std::string>& w) { return test::nft(rs, devs, w).rc; };
+  ASSERT_EQ(nft({"add", "table", "netdev", "t"}), 0);
+  ASSERT_EQ(nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device foo priority 0; }"}), 0);
+  ASSERT_EQ(nft({"add", "set", "netdev", "t", "h", "{ type ipv4_addr; }"}), 0);
+  ASSERT_EQ(nft({"add", "set", "netdev", "t", "iv", "{ type ipv4_addr; flags interval; }"}), 0);
+  ASSERT_EQ(nft({"add", "rule", "netdev", "t", "c", "ip", "daddr", "@h", "counter", "drop"}), 0);
+  ASSERT_EQ(nft({"add", "rule", "netdev", "t", "c", "ip", "daddr", "@iv", "drop"}), 0);
+
+  std::atomic<bool> stop{false};
+  ReaderResult res[2];
+  std::thread r0(set_reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[0]));
+  std::thread r1(set_reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[1]));
+  std::thread writer([&] {
+    StopGuard guard{stop};
+    auto addr = [](uint32_t i) { return "10.0." + std::to_string(i >> 8 & 3) + "." + std::to_string(i & 255); };
+    for (int i = 0; i < kReplacements / 10; ++i) {
+      // 16 addresses into the hash set, the previous 16 out; a range in, the last one out.
+      std::string in = "{ ", out = "{ ";
+      for (int k = 0; k < 16; ++k) {
+        in += addr(static_cast<uint32_t>(i * 16 + k) % 1024) + (k < 15 ? ", " : " }");
+        out += addr(static_cast<uint32_t>((i - 1) * 16 + k) % 1024) + (k < 15 ? ", " : " }");
+      }
+      ASSERT_EQ(nft({"add", "element", "netdev", "t", "h", in}), 0);
+      if (i > 0 && (i - 1) % 50 != 49) {
+        ASSERT_EQ(nft({"delete", "element", "netdev", "t", "h", out}), 0);
+      }
+      const uint32_t lo = static_cast<uint32_t>(i * 37) % 1000;
+      const std::string range = "{ " + addr(lo) + "-" + addr(lo + 7) + " }";
+      ASSERT_EQ(nft({"add", "element", "netdev", "t", "iv", range}), 0);
+      ASSERT_EQ(nft({"delete", "element", "netdev", "t", "iv", range}), 0);
+      if (i % 50 == 49) {
+        ASSERT_EQ(nft({"flush", "set", "netdev", "t", "h"}), 0);
+      }
+      if (i % 20 == 0) (void)rs.list();
+    }
+  });
+  writer.join();
+  r0.join();
+  r1.join();
+  check(res, 2);
+  rs.flush();
+  EXPECT_EQ(pool.available(), pool.capacity());
+}
+
 // Datapath threads that also change the configuration (a script runner thread that sends,
 // say): each is a registered, online reader that takes the writer mutex while the other
 // holds it and waits for a grace period. RcuWriterScope keeps this from deadlocking.
