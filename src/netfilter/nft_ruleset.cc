@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include "core/netdevice.h"
 #include "core/rcu.h"
@@ -466,9 +467,15 @@ static void successors(const NftChain& c, std::vector<const NftChain*>& out) {
 static NftStatus check_jump(const NftChain& from, const NftChain* to) {
   std::vector<std::pair<const NftChain*, unsigned>> work{{to, 1}};
   std::vector<const NftChain*> next;
+  // A chain is walked again only when reached deeper than before: at most 16 times, so
+  // rules that jump to the same chains many times over cost no more than a path each.
+  std::unordered_map<const NftChain*, unsigned> deepest;
   while (!work.empty()) {
     auto [c, depth] = work.back();
     work.pop_back();
+    unsigned& seen = deepest[c];
+    if (seen >= depth) continue;
+    seen = depth;
     if (c == &from)
       return NftStatus::fail("jump to chain '" + to->name + "' would make a loop back to '" + from.name +
                              "' (Too many levels of symbolic links)");

@@ -320,6 +320,24 @@ TEST_F(NftSetRules, ElementTimeoutsOnTheVirtualClock) {
   cpu.set_clock(nullptr);
 }
 
+// Many rules jumping to the same chains: the loop check walks each chain a bounded number
+// of times (a walk of every path would be 8^14 here).
+TEST_F(NftSetRules, LoopCheckOverManyJumpsToTheSameChainsIsQuick) {
+  base();
+  for (int i = 0; i < 15; ++i) ok("add chain netdev t x" + std::to_string(i));
+  for (int i = 0; i < 14; ++i)
+    for (int k = 0; k < 8; ++k) ok("add rule netdev t x" + std::to_string(i) + " meta mark " + std::to_string(k) + " jump x" + std::to_string(i + 1));
+  ok("add rule netdev t c jump x0");
+  EXPECT_NE(fails("add rule netdev t x14 jump x0").find("loop"), std::string::npos);
+  EXPECT_NE(fails("add rule netdev t x14 jump c").find("Operation not supported"), std::string::npos);
+  ok("add chain netdev t x15");
+  ok("add rule netdev t x14 jump x15");  // c -> x0 -> ... -> x15: 16 jumps, the stack's depth
+  ok("add chain netdev t y0");
+  ok("add chain netdev t y1");
+  ok("add rule netdev t y0 jump y1");
+  EXPECT_NE(fails("add rule netdev t y1 jump x0").find("deeper than 16"), std::string::npos);
+}
+
 class NftFileTest : public NftSetRules {
  protected:
   std::string dir = ::testing::TempDir();
