@@ -676,6 +676,10 @@ void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t
       const uint8_t opt = *p++;
       uint32_t len = 1;
       if (opt > 1) {
+        if (left < 2) {  // the kind is the options' last byte: no room for its length
+          o += "[bad opt]]";
+          return;
+        }
         len = *p++;
         if (len < 2 || len > left) {
           o += "[bad opt]]";

@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/script.h"
 #include "cli/tcpdump_args.h"
+#include "cli/tcpdump_print.h"
 
 namespace pktpath::testing {
 namespace {
@@ -568,6 +569,31 @@ TEST(TcpdumpRead, LinesAsTcpdumpNPrintsThem) {
   std::remove(cooked.c_str());
   std::remove(dns_file.c_str());
   std::remove(verbose_file.c_str());
+}
+
+// A TCP option kind in the header's last byte has no length byte: a bad option, unnamed as
+// tcpdump prints it, never read past the header (the frame ends there; ASan sees over-reads).
+TEST(TcpdumpPrint, OptionKindInTheLastByteIsABadOption) {
+  Bytes tcp;
+  put16(tcp, 40000);
+  put16(tcp, 80);
+  put32(tcp, 1);
+  put32(tcp, 0);
+  tcp.push_back(6 << 4);  // 24-byte header: four option bytes
+  tcp.push_back(0x02);    // SYN
+  put16(tcp, 512);
+  put16(tcp, 0);
+  put16(tcp, 0);
+  for (uint8_t b : {1, 1, 1, 2}) tcp.push_back(b);  // nop, nop, nop, then mss with no length
+  const Bytes frame = eth(kMacB, kMacA, 0x0800, ipv4(0x0a000001, 0x0a000002, 6, tcp));
+  auto exact = std::make_unique<uint8_t[]>(frame.size());
+  std::copy(frame.begin(), frame.end(), exact.get());
+  pcap_pkthdr h{};
+  h.caplen = h.len = static_cast<uint32_t>(frame.size());
+  cli::PacketPrinter printer(DLT_EN10MB, false);
+  const std::string line = printer.format(h, exact.get());
+  EXPECT_NE(line.find("options [nop,nop,nop,[bad opt]]"), std::string::npos) << line;
+  EXPECT_EQ(line.back(), '\n');
 }
 
 // -r with -w copies what passes the filter (and -c) to a new file.
