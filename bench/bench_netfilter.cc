@@ -99,9 +99,12 @@ NfVerdict accept_fn(void*, Packet*, const NfHookState&) { return NfVerdict::ACCE
 void BM_hook_cpp_accept(benchmark::State& st) {
   Fixture f({});
   NfHookOps ops{accept_fn, nullptr, 0, NfHookNum::EGRESS};
-  nf_register_hook(f.dev.hooks, &ops);
+  if (Status s = nf_register_hook(f.dev.hooks, &ops); !s) {
+    st.SkipWithError(s.error().msg.c_str());
+    return;
+  }
   f.loop(st);
-  nf_unregister_hook(f.dev.hooks, &ops);
+  (void)nf_unregister_hook(f.dev.hooks, &ops);
 }
 BENCHMARK(BM_hook_cpp_accept);
 

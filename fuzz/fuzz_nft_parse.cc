@@ -55,9 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     if (words.empty()) continue;
-    nf::NftParseResult r = nf::nft_parse(words);
-    if (auto* pe = std::get_if<nf::NftParseError>(&r)) {
-      if (pe->message.empty() || pe->to_string().empty()) std::abort();
+    Result<nf::NftCommand> r = nf::nft_parse(words);
+    if (!r) {
+      if (r.error().msg.empty() || r.error().index == Error::kNoIndex) std::abort();
       continue;
     }
     std::ostringstream out, err;

@@ -36,10 +36,11 @@ struct NftLine final : ExtLine {
 }  // namespace
 
 std::optional<bool> parse_nft_ext(const std::vector<std::string>& w, ExtCommand& out, ScriptError& err) {
-  nf::NftParseResult pr = nf::nft_parse(w);
-  if (auto* e = std::get_if<nf::NftParseError>(&pr)) {
-    const std::string word = e->word.empty() ? (w.empty() ? "nft" : w.back()) : e->word;
-    return fail(err, word, "nft: " + e->to_string());
+  Result<nf::NftCommand> pr = nf::nft_parse(w);
+  if (!pr) {
+    const Error& e = pr.error();
+    const std::string word = e.word.empty() ? (w.empty() ? "nft" : w.back()) : e.word;
+    return fail(err, word, "nft: " + nf::nft_error_text(e));
   }
   auto line = std::make_shared<NftLine>();
   line->words = w;

@@ -38,7 +38,7 @@ struct SysctlLine final : ExtLine {
     for (const auto& [s, value] : items) {
       if (value) {
         r.drain_pending();  // no traffic runs between lines; settle queued work first
-        if (auto e = s->set(r.net(), *value)) return fail(err, *value, "sysctl: " + *e);
+        if (Status st = s->set(r.net(), *value); !st) return fail(err, *value, "sysctl: " + st.error().msg);
         if (quiet) continue;
       }
       print(r, *s, value ? &*value : nullptr);
@@ -48,7 +48,7 @@ struct SysctlLine final : ExtLine {
 };
 
 // A value's check: applied to a Net of its own that nothing else sees.
-std::optional<std::string> check_value(const Sysctl& s, const std::string& value) {
+Status check_value(const Sysctl& s, const std::string& value) {
   PacketPool pool(PacketPool::Options{.capacity = 64});
   Cpu cpu(pool);
   Net scratch(cpu);
@@ -94,7 +94,7 @@ std::optional<bool> parse_sysctl_ext(const std::vector<std::string>& w, ExtComma
     std::optional<std::string> value;
     if (write) {
       value = word.substr(eq + 1);
-      if (auto e = check_value(*s, *value)) return fail(err, word, "sysctl: " + *e);
+      if (Status st = check_value(*s, *value); !st) return fail(err, word, "sysctl: " + st.error().msg);
     }
     line->items.emplace_back(s, std::move(value));
   }

@@ -40,12 +40,12 @@ std::vector<BpfEngineReloadFn>& users() {
 const SysctlRegistrar engine_sysctl{
     {"net.pktpath.bpf_engine", "bpf_engine", "switch|threaded|jit",
      [](Net& n) { return std::string(bpf::engine_name(net_bpf_engine(n))); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        auto e = bpf::parse_engine(v);
-       if (!e) return "net.pktpath.bpf_engine: expected switch, threaded or jit, not '" + v + "'";
+       if (!e) return unexpected("net.pktpath.bpf_engine: expected switch, threaded or jit, not '" + v + "'", v);
        std::string err;
-       if (!net_set_bpf_engine(n, *e, &err)) return "net.pktpath.bpf_engine: " + err;
-       return std::nullopt;
+       if (!net_set_bpf_engine(n, *e, &err)) return unexpected("net.pktpath.bpf_engine: " + err);
+       return {};
      }}};
 
 // 1: programs load on the JIT; 0: on the threaded interpreter (Linux runs its
@@ -53,14 +53,14 @@ const SysctlRegistrar engine_sysctl{
 const SysctlRegistrar jit_enable_sysctl{
     {"net.core.bpf_jit_enable", nullptr, "0|1",
      [](Net& n) { return std::string(net_bpf_engine(n) == bpf::Engine::Jit ? "1" : "0"); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        uint32_t on = 0;
-       if (auto e = sysctl_parse_uint("net.core.bpf_jit_enable", v, 0, 1, &on)) return e;
+       if (Status st = sysctl_parse_uint("net.core.bpf_jit_enable", v, 0, 1, &on); !st) return st;
        const bpf::Engine cur = net_bpf_engine(n);
        const bpf::Engine want = on ? bpf::Engine::Jit : (cur == bpf::Engine::Jit ? bpf::Engine::Threaded : cur);
        std::string err;
-       if (want != cur && !net_set_bpf_engine(n, want, &err)) return "net.core.bpf_jit_enable: " + err;
-       return std::nullopt;
+       if (want != cur && !net_set_bpf_engine(n, want, &err)) return unexpected("net.core.bpf_jit_enable: " + err);
+       return {};
      }}};
 
 // Constant blinding for programs loaded from now on. Linux blinds unprivileged
@@ -69,11 +69,11 @@ const SysctlRegistrar jit_enable_sysctl{
 const SysctlRegistrar jit_harden_sysctl{
     {"net.core.bpf_jit_harden", nullptr, "0|1|2",
      [](Net& n) { return std::to_string(bpf_net(n).harden.load()); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        uint32_t h = 0;
-       if (auto e = sysctl_parse_uint("net.core.bpf_jit_harden", v, 0, 2, &h)) return e;
+       if (Status st = sysctl_parse_uint("net.core.bpf_jit_harden", v, 0, 2, &h); !st) return st;
        bpf_net(n).harden.store(h);
-       return std::nullopt;
+       return {};
      }}};
 
 // The JIT's code shape for programs loaded from now on (bpf/jit.h JitForm): auto
@@ -90,7 +90,7 @@ const SysctlRegistrar jit_form_sysctl{
                           : f == bpf::JitForm::Split      ? "split"
                                                            : "auto");
      },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        bpf::JitForm f;
        if (v == "auto")
          f = bpf::JitForm::Auto;
@@ -101,9 +101,9 @@ const SysctlRegistrar jit_form_sysctl{
        else if (v == "split")
          f = bpf::JitForm::Split;
        else
-         return "net.pktpath.bpf_jit_form: expected auto, branching, predicated or split, not '" + v + "'";
+         return unexpected("net.pktpath.bpf_jit_form: expected auto, branching, predicated or split, not '" + v + "'", v);
        bpf_net(n).jit_form.store(static_cast<int>(f));
-       return std::nullopt;
+       return {};
      }}};
 
 }  // namespace

@@ -30,11 +30,11 @@ HostNet& host_net(Net& net) { return net.generic<HostNet>(host_pernet.id); }
 const SysctlRegistrar echo_ignore_all{
     {"net.ipv4.icmp_echo_ignore_all", nullptr, "0|1",
      [](Net& n) { return std::string(host_net(n).echo_ignore_all.load() ? "1" : "0"); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        uint32_t x = 0;
-       if (auto e = sysctl_parse_uint("net.ipv4.icmp_echo_ignore_all", v, 0, 1, &x)) return e;
+       if (Status st = sysctl_parse_uint("net.ipv4.icmp_echo_ignore_all", v, 0, 1, &x); !st) return st;
        host_net(n).echo_ignore_all.store(x != 0);
-       return std::nullopt;
+       return {};
      }}};
 
 constexpr uint32_t kEth = 14;

@@ -11,8 +11,10 @@
 namespace pktpath {
 
 struct Error {
+  static constexpr size_t kNoIndex = static_cast<size_t>(-1);
   std::string msg;
   std::string word;  // the input word the error is about; may be empty
+  size_t index = kNoIndex;  // that word's position in its line, where a parser knows it
 };
 
 // What a failing function returns (std::unexpected's role).

@@ -43,20 +43,20 @@ std::string sysctl_alias_names() {
   return out;
 }
 
-std::optional<std::string> sysctl_parse_on_off(const char* name, const std::string& value, bool* out) {
+Status sysctl_parse_on_off(const char* name, const std::string& value, bool* out) {
   if (value != "on" && value != "off")
-    return std::string(name) + ": expected on or off, not '" + value + "'";
+    return unexpected(std::string(name) + ": expected on or off, not '" + value + "'", value);
   *out = value == "on";
-  return std::nullopt;
+  return {};
 }
 
 // proc_dointvec_minmax's range check, on an unsigned number in base 0 as the kernel reads
 // it (kstrtoul: 16, 0x10 and 020 are all sixteen).
-std::optional<std::string> sysctl_parse_uint(const char* name, const std::string& value, uint32_t lo, uint32_t hi,
-                                             uint32_t* out) {
+Status sysctl_parse_uint(const char* name, const std::string& value, uint32_t lo, uint32_t hi, uint32_t* out) {
   const auto bad = [&] {
-    return std::string(name) + ": expected a number " + std::to_string(lo) + ".." + std::to_string(hi) +
-           ", not '" + value + "'";
+    return unexpected(std::string(name) + ": expected a number " + std::to_string(lo) + ".." + std::to_string(hi) +
+                          ", not '" + value + "'",
+                      value);
   };
   if (value.empty() || value.size() > 20 || !std::isdigit(static_cast<unsigned char>(value[0]))) return bad();
   char* end = nullptr;
@@ -64,7 +64,7 @@ std::optional<std::string> sysctl_parse_uint(const char* name, const std::string
   const unsigned long long v = std::strtoull(value.c_str(), &end, 0);
   if (*end != '\0' || errno == ERANGE || v < lo || v > hi) return bad();
   *out = static_cast<uint32_t>(v);
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace pktpath

@@ -5,10 +5,11 @@
 // pktgen's `--ab KEY=A|B` reach a Net's values only through it.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/result.h"
 
 namespace pktpath {
 
@@ -20,8 +21,8 @@ struct Sysctl {
   const char* values;  // for messages, e.g. "on|off", "0|1", "N"
   // The value as `sysctl KEY` prints it.
   std::string (*get)(Net& net);
-  // Applies a value to this Net: nullopt, or what is wrong with the value.
-  std::optional<std::string> (*set)(Net& net, const std::string& value);
+  // Applies a value to this Net, or says what is wrong with it (the value as the word).
+  Status (*set)(Net& net, const std::string& value);
 };
 
 // Registers a sysctl (static initialisation only).
@@ -37,9 +38,8 @@ std::vector<const Sysctl*> sysctl_all();
 // The aliases, comma-separated, sorted (for messages).
 std::string sysctl_alias_names();
 
-// Value parsers for set(): the error message, or nullopt with *out set.
-std::optional<std::string> sysctl_parse_on_off(const char* name, const std::string& value, bool* out);
-std::optional<std::string> sysctl_parse_uint(const char* name, const std::string& value, uint32_t lo, uint32_t hi,
-                                             uint32_t* out);
+// Value parsers for set(): *out set, or what is wrong with the value.
+Status sysctl_parse_on_off(const char* name, const std::string& value, bool* out);
+Status sysctl_parse_uint(const char* name, const std::string& value, uint32_t lo, uint32_t hi, uint32_t* out);
 
 }  // namespace pktpath

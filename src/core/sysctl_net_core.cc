@@ -17,11 +17,11 @@ constexpr uint32_t kIntMax = std::numeric_limits<int32_t>::max();
 #define PP_CORE_UINT(var, key, lo)                                                         \
   const SysctlRegistrar var{                                                               \
       {key, nullptr, "N", [](Net& n) { return std::to_string(n.core().var.load()); },      \
-       [](Net& n, const std::string& v) -> std::optional<std::string> {                    \
+       [](Net& n, const std::string& v) -> Status {                    \
          uint32_t x = 0;                                                                   \
-         if (auto e = sysctl_parse_uint(key, v, lo, kIntMax, &x)) return e;                \
+         if (Status st = sysctl_parse_uint(key, v, lo, kIntMax, &x); !st) return st;                \
          n.core().var.store(x);                                                            \
-         return std::nullopt;                                                              \
+         return {};                                                              \
        }}};
 
 // proc_dointvec_minmax with the kernel's minimums (dev_weight and netdev_budget >= 1).
@@ -38,23 +38,23 @@ std::string on_off(bool on) { return on ? "on" : "off"; }
 const SysctlRegistrar qdisc_bypass{
     {"net.pktpath.qdisc_bypass", "bypass", "on|off",
      [](Net& n) { return on_off(n.xmit_config().bypass.load()); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        bool on = false;
-       if (auto e = sysctl_parse_on_off("net.pktpath.qdisc_bypass", v, &on)) return e;
+       if (Status st = sysctl_parse_on_off("net.pktpath.qdisc_bypass", v, &on); !st) return st;
        n.xmit_config().bypass.store(on);
-       return std::nullopt;
+       return {};
      }}};
 
 // Document 002's A/B: frees on a remote Cpu go through the allocator's defer list.
 const SysctlRegistrar defer_free{
     {"net.pktpath.defer_free", "defer_free", "on|off",
      [](Net& n) { return on_off(n.core().defer_free.load()); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        bool on = false;
-       if (auto e = sysctl_parse_on_off("net.pktpath.defer_free", v, &on)) return e;
+       if (Status st = sysctl_parse_on_off("net.pktpath.defer_free", v, &on); !st) return st;
        n.core().defer_free.store(on);
        if (CpuSet* s = n.cpu_set()) s->set_defer_free(on);
-       return std::nullopt;
+       return {};
      }}};
 
 }  // namespace

@@ -1,9 +1,9 @@
 // Hook registry (write side) and nf_hook_slow (read side).
 #include "netfilter/nf_hooks.h"
 
-#include <cerrno>
 #include <mutex>
 #include <new>
+#include <string>
 
 #include "core/rcu.h"
 
@@ -61,6 +61,10 @@ void publish(std::atomic<const NfHookEntries*>& head, const NfHookEntries* old,
   (void)old;  // what the head holds: rcu_replace frees it
   rcu_replace(head, NfHookEntriesPtr(next));
 }
+constexpr const char* kNoHookFunction = "hook without a function";
+constexpr const char* kAlreadyThere = "hook already registered on the device";
+constexpr const char* kNotThere = "hook not registered on the device";
+
 }  // namespace
 
 const char* nf_verdict_name(NfVerdict v) {
@@ -94,40 +98,41 @@ NfDeviceHooks::~NfDeviceHooks() {
   NfHookEntries::destroy(egress.load(std::memory_order_relaxed));
 }
 
-int nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
-  if (!ops || !ops->hook) return -EINVAL;
+Status nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
+  if (!ops || !ops->hook) return unexpected(kNoHookFunction);
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
-  if (contains(old, ops)) return -EEXIST;
-  if (old && old->size() >= NfHookEntries::kMaxEntries) return -E2BIG;
+  if (contains(old, ops)) return unexpected(kAlreadyThere);
+  if (old && old->size() >= NfHookEntries::kMaxEntries)
+    return unexpected("too many hooks on the device (at most " + std::to_string(NfHookEntries::kMaxEntries) + ")");
   publish(head, old, rebuild(old, nullptr, ops));
-  return 0;
+  return {};
 }
 
-int nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
-  if (!ops) return -EINVAL;
+Status nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops) {
+  if (!ops) return unexpected(kNoHookFunction);
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
-  if (!contains(old, ops)) return -ENOENT;
+  if (!contains(old, ops)) return unexpected(kNotThere);
   publish(head, old, rebuild(old, ops, nullptr));
-  return 0;
+  return {};
 }
 
-int nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOps* new_ops) {
-  if (!old_ops || !new_ops || !new_ops->hook) return -EINVAL;
-  if (old_ops->hooknum != new_ops->hooknum) return -EINVAL;
+Status nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOps* new_ops) {
+  if (!old_ops || !new_ops || !new_ops->hook) return unexpected(kNoHookFunction);
+  if (old_ops->hooknum != new_ops->hooknum) return unexpected("the replacement is for another hook");
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(hook_mutex());
   auto& head = dev.head(old_ops->hooknum);
   const NfHookEntries* old = head.load(std::memory_order_relaxed);
-  if (!contains(old, old_ops)) return -ENOENT;
-  if (old_ops != new_ops && contains(old, new_ops)) return -EEXIST;
+  if (!contains(old, old_ops)) return unexpected(kNotThere);
+  if (old_ops != new_ops && contains(old, new_ops)) return unexpected(kAlreadyThere);
   publish(head, old, rebuild(old, old_ops, new_ops));
-  return 0;
+  return {};
 }
 
 void nf_unregister_all(NfDeviceHooks& dev) {

@@ -28,6 +28,7 @@
 #include "base/compiler.h"
 #include "core/cpu.h"
 #include "core/packet.h"
+#include "core/result.h"
 
 namespace pktpath::nf {
 
@@ -126,15 +127,15 @@ struct NfDeviceHooks {
 };
 
 // --- write side (mirrors nf_register_net_hook / nf_unregister_net_hook).
-// 0 on success; -EEXIST if ops is already registered there, -E2BIG past kMaxEntries,
-// -EINVAL if ops->hook is null.
-int nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops);
-// -ENOENT if ops is not registered there. Returns after a grace period.
-int nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops);
+// Fails (the kernel's -EEXIST, -E2BIG, -EINVAL) if ops is already registered there, the
+// device holds kMaxEntries hooks, or ops->hook is null.
+Status nf_register_hook(NfDeviceHooks& dev, const NfHookOps* ops);
+// Fails (-ENOENT) if ops is not registered there. Returns after a grace period.
+Status nf_unregister_hook(NfDeviceHooks& dev, const NfHookOps* ops);
 // Atomically swap one registration for another (same hook number) in a single publication:
 // readers see either the old or the new hook, never neither. The new ops takes its own
 // priority's place. Returns after a grace period (old_ops's priv may then be freed).
-int nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOps* new_ops);
+Status nf_replace_hook(NfDeviceHooks& dev, const NfHookOps* old_ops, const NfHookOps* new_ops);
 // Remove every hook of the device (device teardown). Returns after a grace period.
 void nf_unregister_all(NfDeviceHooks& dev);
 

@@ -373,12 +373,13 @@ int run(const std::string& path, const std::string* text, NftRuleset& ruleset, N
       stmts = Unfolder(toks).run();
     }  // the tokens go before the statements are parsed (a million-element set: ~100 MB)
     for (Stmt& s : stmts) {
-      NftParseResult r = nft_parse(s.words);
-      if (auto* e = std::get_if<NftParseError>(&r)) {
-        const Loc& at = e->index < s.at.size() ? s.at[e->index] : s.at.back();
-        throw FileError{at, e->message};
+      Result<NftCommand> r = nft_parse(s.words);
+      if (!r) {
+        const Error& e = r.error();
+        const Loc& at = e.index < s.at.size() ? s.at[e.index] : s.at.back();
+        throw FileError{at, e.msg};
       }
-      NftCommand& c = std::get<NftCommand>(r);
+      NftCommand& c = *r;
       if (c.op == NftOp::RUN_FILE) throw FileError{s.at[0], "-f inside a file"};
       c.json = c.json || json;
       cmds.push_back(std::move(c));
@@ -391,9 +392,9 @@ int run(const std::string& path, const std::string* text, NftRuleset& ruleset, N
   }
   for (size_t k = 0; k < cmds.size(); ++k) {
     std::string listing;
-    NftStatus st = ruleset.apply(cmds[k], resolver, &listing);
-    if (!st.ok) {
-      print_error(err, rd.sources, first[k], st.error);
+    Status st = ruleset.apply(cmds[k], resolver, &listing);
+    if (!st) {
+      print_error(err, rd.sources, first[k], st.error().msg);
       return 1;
     }
     out << listing;

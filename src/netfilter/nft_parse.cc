@@ -48,7 +48,7 @@ std::vector<Tok> tokenize(const std::vector<std::string>& words, size_t first) {
 }
 
 struct ParseFail {
-  NftParseError err;
+  Error err;
 };
 
 class Parser {
@@ -171,10 +171,10 @@ class Parser {
   const Tok& next() { return t_[i_++]; }
 
   [[noreturn]] void fail(const Tok& t, std::string msg) {
-    throw ParseFail{NftParseError{t.index, t.text, std::move(msg)}};
+    throw ParseFail{Error{std::move(msg), t.text, t.index}};
   }
   [[noreturn]] void fail_missing(std::string what) {
-    throw ParseFail{NftParseError{nwords_, "", "missing " + std::move(what)}};
+    throw ParseFail{Error{"missing " + std::move(what), "", nwords_}};
   }
   const Tok& need(const std::string& what) {
     if (at_end()) fail_missing(what);
@@ -331,8 +331,8 @@ class Parser {
   // An element parsed for known types; an error names the element's first word.
   NftElemSpec elem(const std::vector<NftType>& types, bool map, const NftRawElem& r) {
     NftElemSpec e;
-    NftStatus st = nft_parse_elem(types, map, r, e);
-    if (!st.ok) fail(t_[r.index], st.error);
+    Status st = nft_parse_elem(types, map, r, e);
+    if (!st) fail(t_[r.index], st.error().msg);
     return e;
   }
 
@@ -744,17 +744,17 @@ class Parser {
 
 }  // namespace
 
-std::string NftParseError::to_string() const {
-  if (word.empty()) return "word " + std::to_string(index) + ": " + message;
-  return "word " + std::to_string(index) + " '" + word + "': " + message;
+std::string nft_error_text(const Error& e) {
+  if (e.word.empty()) return "word " + std::to_string(e.index) + ": " + e.msg;
+  return "word " + std::to_string(e.index) + " '" + e.word + "': " + e.msg;
 }
 
-NftParseResult nft_parse(const std::vector<std::string>& words) {
+Result<NftCommand> nft_parse(const std::vector<std::string>& words) {
   const size_t first = !words.empty() && words[0] == "nft" ? 1 : 0;
   try {
     return Parser(tokenize(words, first), words.size()).parse();
-  } catch (const ParseFail& f) {
-    return f.err;
+  } catch (ParseFail& f) {
+    return unexpected(std::move(f.err));
   }
 }
 

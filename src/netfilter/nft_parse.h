@@ -81,17 +81,10 @@ struct NftCommand {
   bool handles = false; // -a / --handle: `# handle N` after each object listed
 };
 
-struct NftParseError {
-  size_t index = 0;  // index of the offending word in the input (words.size() when missing)
-  std::string word;  // the word, or "" when something is missing at the end
-  std::string message;
-  // "word 5 'egres': unknown hook (expected ingress or egress)"
-  std::string to_string() const;
-};
-
-using NftParseResult = std::variant<NftCommand, NftParseError>;
-
-// `words` may start with "nft" or not.
-NftParseResult nft_parse(const std::vector<std::string>& words);
+// `words` may start with "nft" or not. An error names the offending word and its index in
+// `words` (words.size() and no word when something is missing at the end).
+Result<NftCommand> nft_parse(const std::vector<std::string>& words);
+// A parse error as nft's one-line form: "word 5 'egres': unknown hook (...)".
+std::string nft_error_text(const Error& e);
 
 }  // namespace pktpath::nf

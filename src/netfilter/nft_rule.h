@@ -19,6 +19,7 @@
 #include "core/counter.h"
 #include "core/cpu.h"
 #include "core/packet.h"
+#include "core/result.h"
 
 namespace pktpath::nf {
 
@@ -95,13 +96,6 @@ struct NftChain;
 struct NftVerdictData {
   NftRuleVerdict code = NftRuleVerdict::CONTINUE;
   const NftChain* chain = nullptr;  // JUMP, GOTO
-};
-
-// Outcome of a mutating call: ok, or an error message.
-struct NftStatus {
-  bool ok = true;
-  std::string error;
-  static NftStatus fail(std::string m) { return NftStatus{false, std::move(m)}; }
 };
 
 // counter statement: one slot per Cpu id, each written only by that Cpu's thread (as the

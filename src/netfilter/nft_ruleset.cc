@@ -427,7 +427,7 @@ NftTable* NftRuleset::find_table(const std::string& name) {
   return nullptr;
 }
 
-NftStatus NftRuleset::add_table(const std::string& table) {
+Status NftRuleset::add_table(const std::string& table) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   if (find_table(table)) return {};  // `add` of an existing table is not an error in nft
@@ -464,7 +464,7 @@ static void successors(const NftChain& c, std::vector<const NftChain*>& out) {
 
 // mirrors nf_tables_check_loops / nft_chain_validate: a jump from `from` to `to` must
 // not lead back to `from`, nor nest deeper than the jump stack.
-static NftStatus check_jump(const NftChain& from, const NftChain* to) {
+static Status check_jump(const NftChain& from, const NftChain* to) {
   std::vector<std::pair<const NftChain*, unsigned>> work{{to, 1}};
   std::vector<const NftChain*> next;
   // A chain is walked again only when reached deeper than before: at most 16 times, so
@@ -477,10 +477,10 @@ static NftStatus check_jump(const NftChain& from, const NftChain* to) {
     if (seen >= depth) continue;
     seen = depth;
     if (c == &from)
-      return NftStatus::fail("jump to chain '" + to->name + "' would make a loop back to '" + from.name +
+      return unexpected("jump to chain '" + to->name + "' would make a loop back to '" + from.name +
                              "' (Too many levels of symbolic links)");
     if (depth >= kNftJumpStack)
-      return NftStatus::fail("jump to chain '" + to->name + "' nests deeper than " +
+      return unexpected("jump to chain '" + to->name + "' nests deeper than " +
                              std::to_string(kNftJumpStack) + " chains (Too many links)");
     next.clear();
     successors(*c, next);
@@ -489,7 +489,7 @@ static NftStatus check_jump(const NftChain& from, const NftChain* to) {
   return {};
 }
 
-NftStatus NftRuleset::resolve_data(NftTable& t, const NftSet& set, const std::vector<NftElemSpec>& elems,
+Status NftRuleset::resolve_data(NftTable& t, const NftSet& set, const std::vector<NftElemSpec>& elems,
                                    std::vector<NftVerdictData>& data) {
   data.assign(elems.size(), NftVerdictData{});
   if (!set.spec().map) return {};
@@ -497,8 +497,8 @@ NftStatus NftRuleset::resolve_data(NftTable& t, const NftSet& set, const std::ve
     data[i].code = elems[i].verdict;
     if (elems[i].verdict != NftRuleVerdict::JUMP && elems[i].verdict != NftRuleVerdict::GOTO) continue;
     NftChain* c = find_chain(t, elems[i].target);
-    if (!c) return NftStatus::fail("chain '" + elems[i].target + "' does not exist in table '" + t.name + "'");
-    if (c->spec.base) return NftStatus::fail("cannot jump to base chain '" + c->name + "' (Operation not supported)");
+    if (!c) return unexpected("chain '" + elems[i].target + "' does not exist in table '" + t.name + "'");
+    if (c->spec.base) return unexpected("cannot jump to base chain '" + c->name + "' (Operation not supported)");
     data[i].chain = c;
   }
   return {};
@@ -513,7 +513,7 @@ static std::string selector_types_str(const std::vector<NftKey>& keys) {
   return s;
 }
 
-NftStatus NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSpec& spec,
+Status NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSpec& spec,
                                  std::unique_ptr<NftRule>& out) {
   auto r = std::make_unique<NftRule>();
   r->spec = spec;
@@ -527,8 +527,8 @@ NftStatus NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSp
       auto set = std::make_unique<NftSet>("__set" + std::to_string(t.next_anon++), *lk.anon, true);
       set->handle = t.next_handle++;  // the kernel's anonymous set takes a handle before its rule
       std::vector<NftVerdictData> data;
-      if (NftStatus st = resolve_data(t, *set, lk.anon->elements, data); !st.ok) return st;
-      if (NftStatus st = set->add(lk.anon->elements, data, true, now()); !st.ok) return st;
+      if (Status st = resolve_data(t, *set, lk.anon->elements, data); !st) return st;
+      if (Status st = set->add(lk.anon->elements, data, true, now()); !st) return st;
       for (const NftVerdictData& d : data)
         if (d.chain) targets.push_back(d.chain);
       m.set = set.get();
@@ -536,12 +536,12 @@ NftStatus NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSp
       continue;
     }
     NftSet* set = find_set(t, lk.set);
-    if (!set) return NftStatus::fail("set '" + lk.set + "' does not exist in table '" + t.name + "' (No such file or directory)");
+    if (!set) return unexpected("set '" + lk.set + "' does not exist in table '" + t.name + "' (No such file or directory)");
     if (set->spec().types != types)
-      return NftStatus::fail("set '" + lk.set + "' has type " + types_str(set->spec().types) + ", the selector gives " +
+      return unexpected("set '" + lk.set + "' has type " + types_str(set->spec().types) + ", the selector gives " +
                              selector_types_str(lk.keys) + " (datatype mismatch)");
     if (lk.vmap != set->spec().map)
-      return NftStatus::fail(lk.vmap ? "'" + lk.set + "' is a set, not a verdict map" : "'" + lk.set + "' is a map: use vmap @" + lk.set);
+      return unexpected(lk.vmap ? "'" + lk.set + "' is a set, not a verdict map" : "'" + lk.set + "' is a map: use vmap @" + lk.set);
     m.set = set;
     if (lk.vmap)
       for (const NftElem& e : set->elements())
@@ -550,13 +550,13 @@ NftStatus NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSp
   r->verdict.code = spec.verdict;
   if (spec.verdict == NftRuleVerdict::JUMP || spec.verdict == NftRuleVerdict::GOTO) {
     NftChain* to = find_chain(t, spec.target);
-    if (!to) return NftStatus::fail("chain '" + spec.target + "' does not exist in table '" + t.name + "'");
-    if (to->spec.base) return NftStatus::fail("cannot jump to base chain '" + to->name + "' (Operation not supported)");
+    if (!to) return unexpected("chain '" + spec.target + "' does not exist in table '" + t.name + "'");
+    if (to->spec.base) return unexpected("cannot jump to base chain '" + to->name + "' (Operation not supported)");
     r->verdict.chain = to;
     targets.push_back(to);
   }
   for (const NftChain* to : targets)
-    if (NftStatus st = check_jump(c, to); !st.ok) return st;
+    if (Status st = check_jump(c, to); !st) return st;
   if (spec.counter_at >= 0) {
     r->counter = std::make_unique<NftCounter>();
     r->counter->set_initial(spec.counter_packets, spec.counter_bytes);
@@ -572,18 +572,18 @@ static NftChain* find_chain(NftTable& t, const std::string& name) {
   return nullptr;
 }
 
-NftStatus NftRuleset::add_chain(const std::string& table, const std::string& chain,
+Status NftRuleset::add_chain(const std::string& table, const std::string& chain,
                                 const NftChainSpec& spec, NftDeviceResolver& resolver) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  if (!t) return unexpected("table '" + table + "' does not exist");
   if (NftChain* c = find_chain(*t, chain)) {
     // nft `add` of an existing chain updates it: only the policy may change.
     if (!spec.base) return {};
     if (!c->spec.base || c->spec.hook != spec.hook || c->spec.device != spec.device ||
         c->spec.priority != spec.priority)
-      return NftStatus::fail("chain '" + chain + "' exists in table '" + table +
+      return unexpected("chain '" + chain + "' exists in table '" + table +
                              "' with a different type/hook/device/priority");
     if (spec.has_policy) {
       c->spec.policy = spec.policy;
@@ -598,11 +598,10 @@ NftStatus NftRuleset::add_chain(const std::string& table, const std::string& cha
   c->snapshot.exchange(std::make_unique<const NftRuleSnapshot>());
   if (spec.base) {
     NfDeviceHooks* dev = resolver.find_device(spec.device);
-    if (!dev) return NftStatus::fail("device '" + spec.device + "' not found");
+    if (!dev) return unexpected("device '" + spec.device + "' not found");
     c->ops = NfHookOps{nft_chain_hook, c.get(), spec.priority, spec.hook};
-    if (int rc = nf_register_hook(*dev, &c->ops); rc != 0)
-      return NftStatus::fail("cannot attach chain '" + chain + "' to device '" + spec.device +
-                             "' (error " + std::to_string(rc) + ")");
+    if (Status st = nf_register_hook(*dev, &c->ops); !st)
+      return unexpected("cannot attach chain '" + chain + "' to device '" + spec.device + "': " + st.error().msg);
     c->dev = dev;
   }
   c->handle = t->next_handle++;
@@ -617,16 +616,16 @@ void NftRuleset::publish_rules(NftChain& c) {
   c.snapshot.replace(std::move(s));
 }
 
-NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chain,
+Status NftRuleset::add_rule(const std::string& table, const std::string& chain,
                                const NftRuleSpec& spec, bool front, uint64_t* handle) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  if (!t) return unexpected("table '" + table + "' does not exist");
   NftChain* c = find_chain(*t, chain);
-  if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  if (!c) return unexpected("chain '" + chain + "' does not exist in table '" + table + "'");
   std::unique_ptr<NftRule> r;
-  if (NftStatus st = build_rule(*t, *c, spec, r); !st.ok) return st;
+  if (Status st = build_rule(*t, *c, spec, r); !st) return st;
   if (handle) *handle = r->handle;
   if (front) c->rules.insert(c->rules.begin(), std::move(r));
   else c->rules.push_back(std::move(r));
@@ -634,20 +633,20 @@ NftStatus NftRuleset::add_rule(const std::string& table, const std::string& chai
   return {};
 }
 
-NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
+Status NftRuleset::replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
                                    const NftRuleSpec& spec, uint64_t* new_handle) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  if (!t) return unexpected("table '" + table + "' does not exist");
   NftChain* c = find_chain(*t, chain);
-  if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  if (!c) return unexpected("chain '" + chain + "' does not exist in table '" + table + "'");
   auto it = std::find_if(c->rules.begin(), c->rules.end(),
                          [&](const auto& r) { return r->handle == handle; });
   if (it == c->rules.end())
-    return NftStatus::fail("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
+    return unexpected("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
   std::unique_ptr<NftRule> fresh;
-  if (NftStatus st = build_rule(*t, *c, spec, fresh); !st.ok) return st;
+  if (Status st = build_rule(*t, *c, spec, fresh); !st) return st;
   std::unique_ptr<NftRule> gone = std::move(*it);
   *it = std::move(fresh);
   if (new_handle) *new_handle = (*it)->handle;
@@ -655,17 +654,17 @@ NftStatus NftRuleset::replace_rule(const std::string& table, const std::string& 
   return {};
 }
 
-NftStatus NftRuleset::delete_rule(const std::string& table, const std::string& chain, uint64_t handle) {
+Status NftRuleset::delete_rule(const std::string& table, const std::string& chain, uint64_t handle) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  if (!t) return unexpected("table '" + table + "' does not exist");
   NftChain* c = find_chain(*t, chain);
-  if (!c) return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+  if (!c) return unexpected("chain '" + chain + "' does not exist in table '" + table + "'");
   auto it = std::find_if(c->rules.begin(), c->rules.end(),
                          [&](const auto& r) { return r->handle == handle; });
   if (it == c->rules.end())
-    return NftStatus::fail("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
+    return unexpected("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
   std::unique_ptr<NftRule> gone = std::move(*it);
   c->rules.erase(it);
   publish_rules(*c);  // after the grace period no reader sees `gone`
@@ -673,30 +672,30 @@ NftStatus NftRuleset::delete_rule(const std::string& table, const std::string& c
 }
 
 void NftRuleset::destroy_chain(std::unique_ptr<NftChain> c) {
-  if (c->dev) nf_unregister_hook(*c->dev, &c->ops);  // waits for a grace period
+  if (c->dev) (void)nf_unregister_hook(*c->dev, &c->ops);  // registered: cannot fail; waits for a grace period
   // Unattached chains are never read by the datapath: free at once.
 }
 
-NftStatus NftRuleset::delete_chain(const std::string& table, const std::string& chain) {
+Status NftRuleset::delete_chain(const std::string& table, const std::string& chain) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist");
+  if (!t) return unexpected("table '" + table + "' does not exist");
   auto it = std::find_if(t->chains.begin(), t->chains.end(),
                          [&](const auto& c) { return c->name == chain; });
   if (it == t->chains.end())
-    return NftStatus::fail("chain '" + chain + "' does not exist in table '" + table + "'");
+    return unexpected("chain '" + chain + "' does not exist in table '" + table + "'");
   const NftChain* gone = it->get();
   for (const auto& other : t->chains) {
     std::vector<const NftChain*> next;
     successors(*other, next);
     if (other.get() != gone && std::find(next.begin(), next.end(), gone) != next.end())
-      return NftStatus::fail("chain '" + chain + "' is in use: chain '" + other->name + "' jumps to it (Device or resource busy)");
+      return unexpected("chain '" + chain + "' is in use: chain '" + other->name + "' jumps to it (Device or resource busy)");
   }
   for (const auto& set : t->sets)
     for (const NftElem& e : set->elements())
       if (e.data.chain == gone)
-        return NftStatus::fail("chain '" + chain + "' is in use: map '" + set->name() + "' jumps to it (Device or resource busy)");
+        return unexpected("chain '" + chain + "' is in use: map '" + set->name() + "' jumps to it (Device or resource busy)");
   std::unique_ptr<NftChain> c = std::move(*it);
   t->chains.erase(it);
   destroy_chain(std::move(c));
@@ -712,28 +711,28 @@ static void release_chains(NftTable& t, void (*unhook)(NftChain&)) {
 
 static void unhook_chain(NftChain& c) {
   if (c.dev) {
-    nf_unregister_hook(*c.dev, &c.ops);
+    (void)nf_unregister_hook(*c.dev, &c.ops);  // registered: cannot fail
     c.dev = nullptr;
   }
 }
 
-NftStatus NftRuleset::add_set(const std::string& table, const std::string& set, const NftSetSpec& spec) {
+Status NftRuleset::add_set(const std::string& table, const std::string& set, const NftSetSpec& spec) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  if (!t) return unexpected("table '" + table + "' does not exist (No such file or directory)");
   if (NftSet* old = find_set(*t, set)) {
     // `add` of an existing set with the same declaration adds its elements (nft's add).
     if (old->spec().types != spec.types || old->spec().map != spec.map || old->spec().interval != spec.interval)
-      return NftStatus::fail("set '" + set + "' exists in table '" + table + "' with another type or flags (File exists)");
+      return unexpected("set '" + set + "' exists in table '" + table + "' with another type or flags (File exists)");
     std::vector<NftVerdictData> data;
-    if (NftStatus st = resolve_data(*t, *old, spec.elements, data); !st.ok) return st;
+    if (Status st = resolve_data(*t, *old, spec.elements, data); !st) return st;
     return old->add(spec.elements, data, true, now());
   }
   auto s = std::make_unique<NftSet>(set, spec, false);
   std::vector<NftVerdictData> data;
-  if (NftStatus st = resolve_data(*t, *s, spec.elements, data); !st.ok) return st;
-  if (NftStatus st = s->add(spec.elements, data, true, now()); !st.ok) return st;
+  if (Status st = resolve_data(*t, *s, spec.elements, data); !st) return st;
+  if (Status st = s->add(spec.elements, data, true, now()); !st) return st;
   s->handle = t->next_handle++;
   t->sets.push_back(std::move(s));
   return {};
@@ -750,55 +749,55 @@ static bool set_in_use(const NftTable& t, const NftSet* s, std::string* who) {
   return false;
 }
 
-NftStatus NftRuleset::delete_set(const std::string& table, const std::string& set) {
+Status NftRuleset::delete_set(const std::string& table, const std::string& set) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  if (!t) return unexpected("table '" + table + "' does not exist (No such file or directory)");
   auto it = std::find_if(t->sets.begin(), t->sets.end(), [&](const auto& s) { return s->name() == set; });
   if (it == t->sets.end())
-    return NftStatus::fail("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
+    return unexpected("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
   std::string who;
   if (set_in_use(*t, it->get(), &who))
-    return NftStatus::fail("set '" + set + "' is in use by a rule of chain '" + who + "' (Device or resource busy)");
+    return unexpected("set '" + set + "' is in use by a rule of chain '" + who + "' (Device or resource busy)");
   t->sets.erase(it);  // no rule reads it: freed at once
   return {};
 }
 
-NftStatus NftRuleset::flush_set(const std::string& table, const std::string& set) {
+Status NftRuleset::flush_set(const std::string& table, const std::string& set) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t;
   NftSet* s;
-  if (NftStatus st = writable_set(table, set, t, s); !st.ok) return st;
+  if (Status st = writable_set(table, set, t, s); !st) return st;
   s->flush();
   return {};
 }
 
-NftStatus NftRuleset::writable_set(const std::string& table, const std::string& set, NftTable*& t, NftSet*& s,
+Status NftRuleset::writable_set(const std::string& table, const std::string& set, NftTable*& t, NftSet*& s,
                                    const std::vector<NftRawElem>* raw, std::vector<NftElemSpec>* elems) {
   t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  if (!t) return unexpected("table '" + table + "' does not exist (No such file or directory)");
   s = find_set(*t, set);
-  if (!s) return NftStatus::fail("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
-  if (s->spec().constant) return NftStatus::fail("set '" + set + "' is constant (Operation not supported)");
+  if (!s) return unexpected("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
+  if (s->spec().constant) return unexpected("set '" + set + "' is constant (Operation not supported)");
   if (!raw) return {};
   elems->resize(raw->size());
   for (size_t i = 0; i < raw->size(); ++i)
-    if (NftStatus st = nft_parse_elem(s->spec().types, s->spec().map, (*raw)[i], (*elems)[i]); !st.ok)
-      return NftStatus::fail("element " + std::to_string(i + 1) + " of set '" + set + "': " + st.error);
+    if (Status st = nft_parse_elem(s->spec().types, s->spec().map, (*raw)[i], (*elems)[i]); !st)
+      return unexpected("element " + std::to_string(i + 1) + " of set '" + set + "': " + st.error().msg);
   return {};
 }
 
-NftStatus NftRuleset::add_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
+Status NftRuleset::add_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t;
   NftSet* s;
   std::vector<NftElemSpec> elems;
-  if (NftStatus st = writable_set(table, set, t, s, &raw, &elems); !st.ok) return st;
+  if (Status st = writable_set(table, set, t, s, &raw, &elems); !st) return st;
   std::vector<NftVerdictData> data;
-  if (NftStatus st = resolve_data(*t, *s, elems, data); !st.ok) return st;
+  if (Status st = resolve_data(*t, *s, elems, data); !st) return st;
   // A jump added to a map must not loop back to a chain that looks the map up.
   for (const auto& c : t->chains)
     for (const auto& r : c->rules)
@@ -806,25 +805,25 @@ NftStatus NftRuleset::add_elements(const std::string& table, const std::string& 
         if (m.set == s)
           for (const NftVerdictData& d : data)
             if (d.chain)
-              if (NftStatus st = check_jump(*c, d.chain); !st.ok) return st;
+              if (Status st = check_jump(*c, d.chain); !st) return st;
   return s->add(elems, data, true, now());
 }
 
-NftStatus NftRuleset::delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
+Status NftRuleset::delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   NftTable* t;
   NftSet* s;
   std::vector<NftElemSpec> elems;
-  if (NftStatus st = writable_set(table, set, t, s, &raw, &elems); !st.ok) return st;
+  if (Status st = writable_set(table, set, t, s, &raw, &elems); !st) return st;
   return s->remove(elems, now());
 }
 
-NftStatus NftRuleset::delete_table(const std::string& table) {
+Status NftRuleset::delete_table(const std::string& table) {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   auto it = std::find_if(tables_.begin(), tables_.end(), [&](const auto& t) { return t->name == table; });
-  if (it == tables_.end()) return NftStatus::fail("table '" + table + "' does not exist");
+  if (it == tables_.end()) return unexpected("table '" + table + "' does not exist");
   std::unique_ptr<NftTable> t = std::move(*it);
   tables_.erase(it);
   release_chains(*t, unhook_chain);
@@ -895,26 +894,26 @@ std::string NftRuleset::list(bool handles) const {
   return o;
 }
 
-NftStatus NftRuleset::list_table(const std::string& table, bool handles, std::string* out) const {
+Status NftRuleset::list_table(const std::string& table, bool handles, std::string* out) const {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   const NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  if (!t) return unexpected("table '" + table + "' does not exist (No such file or directory)");
   if (out) *out += table_block(*t, handles, now());
   return {};
 }
 
-NftStatus NftRuleset::list_set(const std::string& table, const std::string& set, std::string* out) const {
+Status NftRuleset::list_set(const std::string& table, const std::string& set, std::string* out) const {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
   const NftTable* t = find_table(table);
-  if (!t) return NftStatus::fail("table '" + table + "' does not exist (No such file or directory)");
+  if (!t) return unexpected("table '" + table + "' does not exist (No such file or directory)");
   for (const auto& s : t->sets)
     if (s->name() == set) {
       if (out) *out += "table netdev " + t->name + " {\n" + set_block(*s, false, now()) + "}\n";
       return {};
     }
-  return NftStatus::fail("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
+  return unexpected("set '" + set + "' does not exist in table '" + table + "' (No such file or directory)");
 }
 
 nlohmann::json NftRuleset::list_json() const {
@@ -960,7 +959,7 @@ nlohmann::json NftRuleset::list_json() const {
   return {{"nftables", items}};
 }
 
-NftStatus NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out) {
+Status NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out) {
   switch (c.op) {
     case NftOp::ADD_TABLE: return add_table(c.table);
     case NftOp::ADD_CHAIN: return add_chain(c.table, c.chain, c.chain_spec, resolver);
@@ -981,9 +980,9 @@ NftStatus NftRuleset::apply(const NftCommand& c, NftDeviceResolver& resolver, st
     case NftOp::DELETE_ELEMENT: return delete_elements(c.table, c.set, c.elems);
     case NftOp::LIST_SET: return list_set(c.table, c.set, out);
     case NftOp::LIST_TABLE: return list_table(c.table, c.handles, out);
-    case NftOp::RUN_FILE: return NftStatus::fail("-f FILE is read by nft_command");
+    case NftOp::RUN_FILE: return unexpected("-f FILE is read by nft_command");
   }
-  return NftStatus::fail("unknown command");
+  return unexpected("unknown command");
 }
 
 }  // namespace pktpath::nf

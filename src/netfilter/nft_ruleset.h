@@ -80,28 +80,28 @@ class NftRuleset {
   NftRuleset(const NftRuleset&) = delete;
   NftRuleset& operator=(const NftRuleset&) = delete;
 
-  NftStatus add_table(const std::string& table);
-  NftStatus add_chain(const std::string& table, const std::string& chain, const NftChainSpec& spec,
+  Status add_table(const std::string& table);
+  Status add_chain(const std::string& table, const std::string& chain, const NftChainSpec& spec,
                       NftDeviceResolver& resolver);
   // Append (or, with front, prepend) a rule; its handle goes to *handle when given.
-  NftStatus add_rule(const std::string& table, const std::string& chain, const NftRuleSpec& spec,
+  Status add_rule(const std::string& table, const std::string& chain, const NftRuleSpec& spec,
                      bool front = false, uint64_t* handle = nullptr);
   // Replace the rule with `handle` by a new rule (new handle, fresh counter) in the same
   // position, in one publication: readers see the old rule or the new one, never neither.
-  NftStatus replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
+  Status replace_rule(const std::string& table, const std::string& chain, uint64_t handle,
                          const NftRuleSpec& spec, uint64_t* new_handle = nullptr);
-  NftStatus delete_table(const std::string& table);
+  Status delete_table(const std::string& table);
   // Sets and maps (nf_tables_newset / delset, newsetelem / delsetelem).
-  NftStatus add_set(const std::string& table, const std::string& set, const NftSetSpec& spec);
-  NftStatus delete_set(const std::string& table, const std::string& set);
-  NftStatus flush_set(const std::string& table, const std::string& set);
-  NftStatus add_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& elems);
-  NftStatus delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& elems);
+  Status add_set(const std::string& table, const std::string& set, const NftSetSpec& spec);
+  Status delete_set(const std::string& table, const std::string& set);
+  Status flush_set(const std::string& table, const std::string& set);
+  Status add_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& elems);
+  Status delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& elems);
   // `nft list set netdev T S`, `nft list table netdev T`.
-  NftStatus list_set(const std::string& table, const std::string& set, std::string* out) const;
-  NftStatus list_table(const std::string& table, bool handles, std::string* out) const;
-  NftStatus delete_chain(const std::string& table, const std::string& chain);
-  NftStatus delete_rule(const std::string& table, const std::string& chain, uint64_t handle);
+  Status list_set(const std::string& table, const std::string& set, std::string* out) const;
+  Status list_table(const std::string& table, bool handles, std::string* out) const;
+  Status delete_chain(const std::string& table, const std::string& chain);
+  Status delete_rule(const std::string& table, const std::string& chain, uint64_t handle);
   void flush();
   // mirrors nft_netdev_event on NETDEV_UNREGISTER: every base chain hooked on dev is
   // released (__nft_release_basechain: hook unregistered, rules and chain deleted).
@@ -118,19 +118,19 @@ class NftRuleset {
   void set_time_source(std::function<uint64_t()> now) { now_ = std::move(now); }
 
   // Apply a parsed command; list output goes to *out.
-  NftStatus apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out);
+  Status apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out);
 
  private:
   NftTable* find_table(const std::string& name);
   const NftTable* find_table(const std::string& name) const;
   // The table and set a set command names, refusing a constant set; with raw, its
   // elements parsed for the set's type into *elems (errors name the element).
-  NftStatus writable_set(const std::string& table, const std::string& set, NftTable*& t, NftSet*& s,
+  Status writable_set(const std::string& table, const std::string& set, NftTable*& t, NftSet*& s,
                          const std::vector<NftRawElem>* raw = nullptr, std::vector<NftElemSpec>* elems = nullptr);
   // A rule from its spec: sets bound (anonymous ones built), jump targets resolved.
-  NftStatus build_rule(NftTable& t, const NftChain& c, const NftRuleSpec& spec, std::unique_ptr<NftRule>& out);
+  Status build_rule(NftTable& t, const NftChain& c, const NftRuleSpec& spec, std::unique_ptr<NftRule>& out);
   // Element verdicts resolved to chains of t (a verdict map's jump/goto).
-  NftStatus resolve_data(NftTable& t, const NftSet& set, const std::vector<NftElemSpec>& elems,
+  Status resolve_data(NftTable& t, const NftSet& set, const std::vector<NftElemSpec>& elems,
                          std::vector<NftVerdictData>& data);
   void destroy_chain(std::unique_ptr<NftChain> c);  // unregister, wait, free
   void publish_rules(NftChain& c);                  // new snapshot, wait, free the old

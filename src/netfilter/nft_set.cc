@@ -221,12 +221,12 @@ void NftSet::grow() {
   ht_.replace(std::unique_ptr<const HTable>(t.release()));
 }
 
-NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok,
+Status NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok,
                       uint64_t now) {
   const uint32_t limit = spec_.size ? spec_.size : kNftMaxSetSize;
   for (size_t i = 0; i < elems.size(); ++i)
     if (elems[i].timeout_ns && !spec_.timeouts)
-      return NftStatus::fail(elem_word(i) + ": set '" + name_ + "' has no timeouts (flags timeout)");
+      return unexpected(elem_word(i) + ": set '" + name_ + "' has no timeouts (flags timeout)");
   collect_expired(now);
   // An element's expiry: now + its own timeout, else the set's (0: never).
   auto expiry = [&](const NftElemSpec& e) {
@@ -247,15 +247,15 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
     for (size_t k = 0; k < order.size(); ++k) {
       const size_t i = order[k];
       if (elems[i].range)
-        return NftStatus::fail(elem_word(i) + ": set '" + name_ + "': You must add 'flags interval' to your set declaration if you want to add prefix or range elements");
+        return unexpected(elem_word(i) + ": set '" + name_ + "': You must add 'flags interval' to your set declaration if you want to add prefix or range elements");
       const bool dup = hfind(*t, elems[i].lo.data()) != nullptr ||
                        (k > 0 && key_cmp(elems[order[k - 1]].lo.data(), elems[i].lo.data(), klen_) == 0);
-      if (dup && !exist_ok) return NftStatus::fail(elem_word(i) + ": already in set '" + name_ + "' (File exists)");
+      if (dup && !exist_ok) return unexpected(elem_word(i) + ": already in set '" + name_ + "' (File exists)");
       skip[i] = dup;
       fresh += !dup;
     }
     if (count_ + fresh > limit)
-      return NftStatus::fail("set '" + name_ + "' is full: " + std::to_string(limit) + " elements at most (Too many open files in system)");
+      return unexpected("set '" + name_ + "' is full: " + std::to_string(limit) + " elements at most (Too many open files in system)");
     for (size_t i = 0; i < elems.size(); ++i) {
       if (skip[i]) continue;
       if (count_ + 1 > (ht_.get()->mask + 1)) grow();  // load factor 1, as rhashtable grows at 75 %
@@ -276,7 +276,7 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
                    spec_.timeouts ? old->timeout[i] : 0, spec_.timeouts ? old->expires[i] : 0});
   for (size_t i = 0; i < elems.size(); ++i) {
     if (key_cmp(elems[i].lo.data(), elems[i].hi.data(), klen_) > 0)
-      return NftStatus::fail(elem_word(i) + ": range's first value is above its last");
+      return unexpected(elem_word(i) + ": range's first value is above its last");
     all.push_back({elems[i].lo.data(), elems[i].hi.data(), data[i], elems[i].prefix, static_cast<long>(i),
                    own_timeout(elems[i]), expiry(elems[i])});
   }
@@ -288,7 +288,7 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
       const bool same = key_cmp(r.lo, keep.back().lo, klen_) == 0 && key_cmp(r.hi, keep.back().hi, klen_) == 0;
       if (same && exist_ok) continue;
       const long who = r.src >= 0 ? r.src : keep.back().src;
-      return NftStatus::fail((who >= 0 ? elem_word(static_cast<size_t>(who)) + ": " : std::string()) +
+      return unexpected((who >= 0 ? elem_word(static_cast<size_t>(who)) + ": " : std::string()) +
                              (same ? "already in set '" + name_ + "' (File exists)"
                              : r.src >= 0 && keep.back().src >= 0 ? std::string("conflicting intervals specified")
                                                                   : "interval overlaps with an existing one in set '" + name_ + "'"));
@@ -296,7 +296,7 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
     keep.push_back(r);
   }
   if (keep.size() > limit)
-    return NftStatus::fail("set '" + name_ + "' is full: " + std::to_string(limit) + " elements at most (Too many open files in system)");
+    return unexpected("set '" + name_ + "' is full: " + std::to_string(limit) + " elements at most (Too many open files in system)");
   auto t = std::make_unique<IvTable>();
   t->lo.resize(keep.size() * klen_);
   t->hi.resize(keep.size() * klen_);
@@ -312,13 +312,13 @@ NftStatus NftSet::add(const std::vector<NftElemSpec>& elems, const std::vector<N
   return {};
 }
 
-NftStatus NftSet::remove(const std::vector<NftElemSpec>& elems, uint64_t now) {
+Status NftSet::remove(const std::vector<NftElemSpec>& elems, uint64_t now) {
   collect_expired(now);
   if (!spec_.interval) {
     HTable& t = const_cast<HTable&>(*ht_.get());
     for (size_t i = 0; i < elems.size(); ++i)
       if (!hfind(t, elems[i].lo.data()))
-        return NftStatus::fail(elem_word(i) + ": not in set '" + name_ + "' (No such file or directory)");
+        return unexpected(elem_word(i) + ": not in set '" + name_ + "' (No such file or directory)");
     std::vector<HNode*> gone;
     for (const NftElemSpec& e : elems) {
       std::atomic<HNode*>* link = &t.b[hash(e.lo.data()) & t.mask];
@@ -348,7 +348,7 @@ NftStatus NftSet::remove(const std::vector<NftElemSpec>& elems, uint64_t now) {
     const bool found = lo < old->data.size() && !drop[lo] &&
                        key_cmp(&old->lo[lo * klen_], elems[i].lo.data(), klen_) == 0 &&
                        key_cmp(&old->hi[lo * klen_], elems[i].hi.data(), klen_) == 0;
-    if (!found) return NftStatus::fail(elem_word(i) + ": not in set '" + name_ + "' (No such file or directory)");
+    if (!found) return unexpected(elem_word(i) + ": not in set '" + name_ + "' (No such file or directory)");
     drop[lo] = true;
   }
   auto t = std::make_unique<IvTable>();

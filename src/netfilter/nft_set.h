@@ -114,9 +114,9 @@ class NftSet {
   // nft_set_elem_expired checks make them). `data[i]` is elems[i]'s resolved verdict.
   // All or nothing: a duplicate (without exist_ok), an overlap or the size limit fails
   // the whole call, naming the element.
-  NftStatus add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok,
+  Status add(const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data, bool exist_ok,
                 uint64_t now = 0);
-  NftStatus remove(const std::vector<NftElemSpec>& elems, uint64_t now = 0);
+  Status remove(const std::vector<NftElemSpec>& elems, uint64_t now = 0);
   void flush();
   // Every element not expired at `now`, in key order.
   std::vector<NftElem> elements(uint64_t now = 0) const;

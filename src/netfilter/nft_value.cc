@@ -160,15 +160,15 @@ bool nft_parse_mac(std::string_view s, uint8_t* out) {
   return s.empty();
 }
 
-NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out) {
+Status nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out) {
   out = NftElemSpec{};
   // KEY [timeout T]: the key is the words before `timeout`.
   size_t nkey = raw.key.size();
   for (size_t i = 0; i < raw.key.size(); ++i) {
     if (raw.key[i] != "timeout") continue;
-    if (i + 2 != raw.key.size()) return NftStatus::fail("'timeout' needs one duration (30s, 1h30m) after the key");
+    if (i + 2 != raw.key.size()) return unexpected("'timeout' needs one duration (30s, 1h30m) after the key");
     auto t = nft_parse_time(raw.key[i + 1]);
-    if (!t || *t == 0) return NftStatus::fail("'" + raw.key[i + 1] + "': not a duration (30s, 1h30m, 500ms)");
+    if (!t || *t == 0) return unexpected("'" + raw.key[i + 1] + "': not a duration (30s, 1h30m, 500ms)");
     out.timeout_ns = *t;
     nkey = i;
     break;
@@ -177,14 +177,14 @@ NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftR
   std::vector<std::string_view> comps;
   for (size_t i = 0; i < nkey; ++i) {
     if (i % 2 == 1) {
-      if (raw.key[i] != ".") return NftStatus::fail("'" + raw.key[i] + "': expected ',' or '.' between values");
+      if (raw.key[i] != ".") return unexpected("'" + raw.key[i] + "': expected ',' or '.' between values");
       continue;
     }
     comps.push_back(raw.key[i]);
   }
-  if (comps.empty()) return NftStatus::fail("an element needs a value");
+  if (comps.empty()) return unexpected("an element needs a value");
   if (comps.size() != types.size() || nkey % 2 == 0)
-    return NftStatus::fail("element '" + (raw.key.empty() ? std::string() : raw.key[0]) + "' has " +
+    return unexpected("element '" + (raw.key.empty() ? std::string() : raw.key[0]) + "' has " +
                            std::to_string(comps.size()) + " value(s), the set's type has " + std::to_string(types.size()));
   unsigned off = 0;
   for (size_t c = 0; c < comps.size(); ++c) {
@@ -197,9 +197,9 @@ NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftR
     if (slash != std::string_view::npos && is_addr(t)) {
       const unsigned max = len * 8;
       auto l = number(w.substr(slash + 1), max);
-      if (!l) return NftStatus::fail("'" + std::string(w) + "': invalid prefix length (0.." + std::to_string(max) + ")");
+      if (!l) return unexpected("'" + std::string(w) + "': invalid prefix length (0.." + std::to_string(max) + ")");
       if (!parse_value(t, w.substr(0, slash), out.lo.data() + off))
-        return NftStatus::fail("'" + std::string(w) + "': not a valid " + what);
+        return unexpected("'" + std::string(w) + "': not a valid " + what);
       for (unsigned b = 0; b < len; ++b) {
         const unsigned bits = *l > b * 8 ? std::min<unsigned>(8, static_cast<unsigned>(*l) - b * 8) : 0;
         const uint8_t m = static_cast<uint8_t>(bits ? 0xff << (8 - bits) : 0);
@@ -211,30 +211,30 @@ NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftR
     } else if (dash != std::string_view::npos && (is_addr(t) || t == NftType::INET_SERVICE || t == NftType::MARK ||
                                                   t == NftType::INET_PROTO || t == NftType::ETHER_TYPE)) {
       if (!parse_value(t, w.substr(0, dash), out.lo.data() + off) || !parse_value(t, w.substr(dash + 1), out.hi.data() + off))
-        return NftStatus::fail("'" + std::string(w) + "': not a valid " + what + " range");
+        return unexpected("'" + std::string(w) + "': not a valid " + what + " range");
       if (std::memcmp(out.lo.data() + off, out.hi.data() + off, len) > 0)
-        return NftStatus::fail("'" + std::string(w) + "': range's first value is above its last");
+        return unexpected("'" + std::string(w) + "': range's first value is above its last");
       out.range = true;
     } else if (t == NftType::IPV6_ADDR && w.find('-') != std::string_view::npos) {
       const auto d6 = w.find('-');
       if (!parse_value(t, w.substr(0, d6), out.lo.data() + off) || !parse_value(t, w.substr(d6 + 1), out.hi.data() + off))
-        return NftStatus::fail("'" + std::string(w) + "': not a valid " + what + " range");
+        return unexpected("'" + std::string(w) + "': not a valid " + what + " range");
       if (std::memcmp(out.lo.data() + off, out.hi.data() + off, len) > 0)
-        return NftStatus::fail("'" + std::string(w) + "': range's first value is above its last");
+        return unexpected("'" + std::string(w) + "': range's first value is above its last");
       out.range = true;
     } else {
-      if (!parse_value(t, w, out.lo.data() + off)) return NftStatus::fail("'" + std::string(w) + "': not a valid " + what);
+      if (!parse_value(t, w, out.lo.data() + off)) return unexpected("'" + std::string(w) + "': not a valid " + what);
       std::memcpy(out.hi.data() + off, out.lo.data() + off, len);
     }
     off += nft_type_stride(t);
   }
   if (out.range && comps.size() > 1)
-    return NftStatus::fail("'" + raw.key[0] + "': ranges and prefixes in a concatenation are not supported");
+    return unexpected("'" + raw.key[0] + "': ranges and prefixes in a concatenation are not supported");
   if (!map) {
-    if (!raw.data.empty()) return NftStatus::fail("'" + raw.data[0] + "': ':' in a set that is not a map");
+    if (!raw.data.empty()) return unexpected("'" + raw.data[0] + "': ':' in a set that is not a map");
     return {};
   }
-  if (raw.data.empty()) return NftStatus::fail("element '" + raw.key[0] + "' needs ': VERDICT' in a verdict map");
+  if (raw.data.empty()) return unexpected("element '" + raw.key[0] + "' needs ': VERDICT' in a verdict map");
   const std::string& v = raw.data[0];
   size_t want = 1;
   if (v == "accept") out.verdict = NftRuleVerdict::ACCEPT;
@@ -243,13 +243,13 @@ NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftR
   else if (v == "return") out.verdict = NftRuleVerdict::RETURN;
   else if (v == "jump" || v == "goto") {
     out.verdict = v == "jump" ? NftRuleVerdict::JUMP : NftRuleVerdict::GOTO;
-    if (raw.data.size() < 2) return NftStatus::fail("'" + v + "': missing chain name");
+    if (raw.data.size() < 2) return unexpected("'" + v + "': missing chain name");
     out.target = raw.data[1];
     want = 2;
   } else {
-    return NftStatus::fail("'" + v + "': unknown verdict (accept, drop, continue, return, jump CHAIN, goto CHAIN)");
+    return unexpected("'" + v + "': unknown verdict (accept, drop, continue, return, jump CHAIN, goto CHAIN)");
   }
-  if (raw.data.size() > want) return NftStatus::fail("'" + raw.data[want] + "': unexpected after the verdict");
+  if (raw.data.size() > want) return unexpected("'" + raw.data[want] + "': unexpected after the verdict");
   return {};
 }
 

@@ -28,7 +28,7 @@ std::optional<uint32_t> nft_parse_ipv4(std::string_view s);
 bool nft_parse_mac(std::string_view s, uint8_t* out);
 
 // One element for a set of `types` (a verdict map when `map`).
-NftStatus nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out);
+Status nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out);
 
 // A duration as nft prints it: 1d2h3m4s5ms, zero components left out.
 std::string nft_time_str(uint64_t ns);

@@ -136,11 +136,11 @@ const BpfEngineUser tc_engine_user{reload_filters};
 const SysctlRegistrar egress_hooks_sysctl{
     {"net.pktpath.egress_hooks", "egress_hooks", "on|off",
      [](Net& n) { return std::string(tc_net(n).egress_hooks_on.load() ? "on" : "off"); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        bool on = false;
-       if (auto e = sysctl_parse_on_off("net.pktpath.egress_hooks", v, &on)) return e;
+       if (Status st = sysctl_parse_on_off("net.pktpath.egress_hooks", v, &on); !st) return st;
        tc_egress_hooks_enable(n, on);
-       return std::nullopt;
+       return {};
      }}};
 const SysctlRegistrar nf_hook_point_sysctl{
     {"net.pktpath.nf_hook_point", "nf_hook_point", "on|off|before_fix",
@@ -148,13 +148,13 @@ const SysctlRegistrar nf_hook_point_sysctl{
        const int p = tc_net(n).nf_hook_point.load();
        return std::string(p == 1 ? "on" : p == 2 ? "before_fix" : "off");
      },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        if (v != "on" && v != "off" && v != "before_fix")
-         return "net.pktpath.nf_hook_point: expected on, off or before_fix, not '" + v + "'";
+         return unexpected("net.pktpath.nf_hook_point: expected on, off or before_fix, not '" + v + "'", v);
        tc_nf_hook_point_force(n, v == "on"    ? NfHookPoint::On
                                  : v == "off" ? NfHookPoint::Off
                                               : NfHookPoint::BeforeFix);
-       return std::nullopt;
+       return {};
      }}};
 
 }  // namespace

@@ -12,12 +12,12 @@ namespace {
 // is the multiqueue default itself).
 const SysctlRegistrar default_qdisc_sysctl{
     {"net.core.default_qdisc", nullptr, "KIND", [](Net& n) { return n.default_qdisc(); },
-     [](Net& n, const std::string& v) -> std::optional<std::string> {
+     [](Net& n, const std::string& v) -> Status {
        const QdiscOps* ops = qdisc_lookup_ops(v);
        if (!ops || ops->ingress_hook || v == "mq")
-         return "net.core.default_qdisc: unknown or unusable qdisc kind '" + v + "'";
+         return unexpected("net.core.default_qdisc: unknown or unusable qdisc kind '" + v + "'", v);
        n.set_default_qdisc(v);
-       return std::nullopt;
+       return {};
      }}};
 
 }  // namespace

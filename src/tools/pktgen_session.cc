@@ -174,9 +174,9 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
   // Both values must be good before anything runs; the Net's value is put back after.
   const std::string before = s->get(net);
   for (const std::string* v : {&cmd.ab->b, &cmd.ab->a}) {
-    if (auto e = s->set(net, *v)) {
-      s->set(net, before);
-      if (err) *err = "--ab: " + *e;
+    if (Status st = s->set(net, *v); !st) {
+      (void)s->set(net, before);  // the value it had: cannot fail
+      if (err) *err = "--ab: " + st.error().msg;
       return 1;
     }
   }
@@ -191,7 +191,7 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
     const bool is_a = run.side == AbSide::kA;
     const std::string& val = is_a ? cmd.ab->a : cmd.ab->b;
     const char* label = ab_side_name(run.side);
-    s->set(net, val);
+    (void)s->set(net, val);  // checked above
     PktgenResult r = run_once(cmd, dev, pool);
     if (!r.error.empty()) {
       if (err) *err = r.error;
@@ -216,7 +216,7 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
     res.run_labels.push_back(label);
     res.runs.push_back(std::move(r));
   }
-  s->set(net, cmd.ab->a);  // A's value stays applied, as before
+  (void)s->set(net, cmd.ab->a);  // A's value stays applied, as before
   res.ab = ab_analyze(records);
   const AbAnalysis& an = res.ab;
   if (cmd.json) {

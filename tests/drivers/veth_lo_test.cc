@@ -111,7 +111,7 @@ TEST_F(VethLoTest, LoDeliversWhatItSendsOnTheSendingCpu) {
 }
 
 TEST_F(VethLoTest, EchoRequestsOnLoAreAnsweredWithValidChecksums) {
-  ASSERT_FALSE(sysctl_find("net.ipv4.icmp_echo_ignore_all")->set(net, "0"));
+  ASSERT_TRUE(sysctl_find("net.ipv4.icmp_echo_ignore_all")->set(net, "0"));
   NetDevice* lo = net.devices().find("lo");
   up(net, *lo);
   for (uint16_t i = 0; i < 100; ++i) ASSERT_EQ(dev_queue_xmit(cpu, frame(*lo, i)), 0);
@@ -125,7 +125,7 @@ TEST_F(VethLoTest, EchoRequestsOnLoAreAnsweredWithValidChecksums) {
 }
 
 TEST_F(VethLoTest, EchoReplyIsTheRequestTurnedAround) {
-  ASSERT_FALSE(sysctl_find("net.ipv4.icmp_echo_ignore_all")->set(net, "0"));
+  ASSERT_TRUE(sysctl_find("net.ipv4.icmp_echo_ignore_all")->set(net, "0"));
   NetDevice *a = nullptr, *b = nullptr;
   NetDevice::Config ca, cb;
   ca.name = "va";
@@ -150,7 +150,7 @@ TEST(EchoReplyBytes, SwappedAddressesAndValidChecksums) {
   Cpu cpu(pool);
   cpu.bind();
   Net net(cpu);
-  ASSERT_FALSE(sysctl_find("net.ipv4.icmp_echo_ignore_all")->set(net, "0"));
+  ASSERT_TRUE(sysctl_find("net.ipv4.icmp_echo_ignore_all")->set(net, "0"));
   NetDevice::Config c;
   c.name = "d0";
   std::string err;

@@ -78,7 +78,7 @@ TEST_F(NfHooksTest, RunsInPriorityOrderEqualPrioritiesInRegistrationOrder) {
   NfHookOps ob{probe_fn, &b, -5, NfHookNum::EGRESS};
   NfHookOps oc{probe_fn, &c, 10, NfHookNum::EGRESS};
   NfHookOps od{probe_fn, &d, 0, NfHookNum::EGRESS};
-  for (auto* o : {&oa, &ob, &oc, &od}) ASSERT_EQ(nf_register_hook(dev, o), 0);
+  for (auto* o : {&oa, &ob, &oc, &od}) ASSERT_TRUE(nf_register_hook(dev, o).has_value());
   ASSERT_EQ(dev.egress.load()->size(), 4u);
   EXPECT_EQ(dev.ingress.load(), nullptr);  // egress registrations stay on egress
   Packet* p = cpu.alloc();
@@ -87,14 +87,14 @@ TEST_F(NfHooksTest, RunsInPriorityOrderEqualPrioritiesInRegistrationOrder) {
   EXPECT_EQ(a.seen_hook, NfHookNum::EGRESS);
   EXPECT_EQ(a.seen_dev, &dev_token);
   // Unregister the middle one: order of the rest kept.
-  ASSERT_EQ(nf_unregister_hook(dev, &od), 0);
+  ASSERT_TRUE(nf_unregister_hook(dev, &od).has_value());
   trace.clear();
   EXPECT_EQ(nf_hook_egress(dev, p, cpu), NfVerdict::ACCEPT);
   EXPECT_EQ(trace, (std::vector<int>{2, 1, 3}));
   // Ingress is a separate list.
   Probe in{9, NfVerdict::ACCEPT, &trace};
   NfHookOps oin{probe_fn, &in, 0, NfHookNum::INGRESS};
-  ASSERT_EQ(nf_register_hook(dev, &oin), 0);
+  ASSERT_TRUE(nf_register_hook(dev, &oin).has_value());
   trace.clear();
   EXPECT_EQ(nf_hook_ingress(dev, p, cpu), NfVerdict::ACCEPT);
   EXPECT_EQ(trace, (std::vector<int>{9}));
@@ -106,7 +106,7 @@ TEST_F(NfHooksTest, DropStopsFreesAndCountsOnce) {
   Probe a{1, NfVerdict::ACCEPT, &trace}, b{2, NfVerdict::DROP, &trace}, c{3, NfVerdict::ACCEPT, &trace};
   NfHookOps oa{probe_fn, &a, 0, NfHookNum::EGRESS}, ob{probe_fn, &b, 1, NfHookNum::EGRESS},
       oc{probe_fn, &c, 2, NfHookNum::EGRESS};
-  for (auto* o : {&oa, &ob, &oc}) ASSERT_EQ(nf_register_hook(dev, o), 0);
+  for (auto* o : {&oa, &ob, &oc}) ASSERT_TRUE(nf_register_hook(dev, o).has_value());
   const uint32_t avail = pool.available() + cpu.cached();
   Packet* p = cpu.alloc();
   EXPECT_EQ(nf_hook_egress(dev, p, cpu), NfVerdict::DROP);
@@ -121,7 +121,7 @@ TEST_F(NfHooksTest, StolenStopsWithoutDrop) {
   Thief thief;
   NfHookOps oa{probe_fn, &a, 0, NfHookNum::EGRESS}, ot{steal_fn, &thief, 1, NfHookNum::EGRESS},
       oc{probe_fn, &c, 2, NfHookNum::EGRESS};
-  for (auto* o : {&oa, &ot, &oc}) ASSERT_EQ(nf_register_hook(dev, o), 0);
+  for (auto* o : {&oa, &ot, &oc}) ASSERT_TRUE(nf_register_hook(dev, o).has_value());
   Packet* p = cpu.alloc();
   EXPECT_EQ(nf_hook_egress(dev, p, cpu), NfVerdict::STOLEN);
   EXPECT_EQ(trace, (std::vector<int>{1}));
@@ -135,11 +135,11 @@ TEST_F(NfHooksTest, UnsupportedVerdictsDropAndCount) {
   for (NfVerdict v : {NfVerdict::QUEUE, NfVerdict::REPEAT, NfVerdict::STOP, static_cast<NfVerdict>(77)}) {
     Probe a{1, v, &trace};
     NfHookOps oa{probe_fn, &a, 0, NfHookNum::EGRESS};
-    ASSERT_EQ(nf_register_hook(dev, &oa), 0);
+    ASSERT_TRUE(nf_register_hook(dev, &oa).has_value());
     const uint64_t before = nf_drops();
     EXPECT_EQ(nf_hook_egress(dev, cpu.alloc(), cpu), NfVerdict::DROP);
     EXPECT_EQ(nf_drops(), before + 1);
-    ASSERT_EQ(nf_unregister_hook(dev, &oa), 0);
+    ASSERT_TRUE(nf_unregister_hook(dev, &oa).has_value());
   }
   EXPECT_EQ(dev.egress.load(), nullptr);  // the last unregister empties the head
 }
@@ -148,18 +148,19 @@ TEST_F(NfHooksTest, RegistrationErrors) {
   Probe a{1, NfVerdict::ACCEPT, &trace};
   NfHookOps oa{probe_fn, &a, 0, NfHookNum::EGRESS};
   NfHookOps null_fn{nullptr, nullptr, 0, NfHookNum::EGRESS};
-  EXPECT_EQ(nf_register_hook(dev, &null_fn), -EINVAL);
-  EXPECT_EQ(nf_unregister_hook(dev, &oa), -ENOENT);
-  ASSERT_EQ(nf_register_hook(dev, &oa), 0);
-  EXPECT_EQ(nf_register_hook(dev, &oa), -EEXIST);
+  EXPECT_EQ(nf_register_hook(dev, &null_fn).error().msg, "hook without a function");
+  EXPECT_EQ(nf_unregister_hook(dev, &oa).error().msg, "hook not registered on the device");
+  ASSERT_TRUE(nf_register_hook(dev, &oa).has_value());
+  EXPECT_EQ(nf_register_hook(dev, &oa).error().msg, "hook already registered on the device");
   EXPECT_EQ(dev.egress.load()->size(), 1u);
 }
 
 TEST_F(NfHooksTest, TooManyHooks) {
   Probe a{1, NfVerdict::ACCEPT, &trace};
   std::vector<NfHookOps> ops(NfHookEntries::kMaxEntries + 1, NfHookOps{probe_fn, &a, 0, NfHookNum::INGRESS});
-  for (uint32_t i = 0; i < NfHookEntries::kMaxEntries; ++i) ASSERT_EQ(nf_register_hook(dev, &ops[i]), 0);
-  EXPECT_EQ(nf_register_hook(dev, &ops.back()), -E2BIG);
+  for (uint32_t i = 0; i < NfHookEntries::kMaxEntries; ++i) ASSERT_TRUE(nf_register_hook(dev, &ops[i]).has_value());
+  EXPECT_EQ(nf_register_hook(dev, &ops.back()).error().msg,
+            "too many hooks on the device (at most " + std::to_string(NfHookEntries::kMaxEntries) + ")");
   nf_unregister_all(dev);
   EXPECT_EQ(dev.ingress.load(), nullptr);
 }
@@ -168,16 +169,16 @@ TEST_F(NfHooksTest, ReplaceSwapsInOnePublication) {
   Probe a{1, NfVerdict::ACCEPT, &trace}, b{2, NfVerdict::DROP, &trace}, z{9, NfVerdict::ACCEPT, &trace};
   NfHookOps oa{probe_fn, &a, 0, NfHookNum::EGRESS}, ob{probe_fn, &b, -10, NfHookNum::EGRESS},
       oz{probe_fn, &z, 5, NfHookNum::EGRESS};
-  ASSERT_EQ(nf_register_hook(dev, &oa), 0);
-  ASSERT_EQ(nf_register_hook(dev, &oz), 0);
-  ASSERT_EQ(nf_replace_hook(dev, &oa, &ob), 0);
+  ASSERT_TRUE(nf_register_hook(dev, &oa).has_value());
+  ASSERT_TRUE(nf_register_hook(dev, &oz).has_value());
+  ASSERT_TRUE(nf_replace_hook(dev, &oa, &ob).has_value());
   EXPECT_EQ(dev.egress.load()->size(), 2u);
   EXPECT_EQ(nf_hook_egress(dev, cpu.alloc(), cpu), NfVerdict::DROP);
   EXPECT_EQ(trace, (std::vector<int>{2}));
-  EXPECT_EQ(nf_replace_hook(dev, &oa, &ob), -ENOENT);  // oa is gone
-  EXPECT_EQ(nf_replace_hook(dev, &ob, &oz), -EEXIST);  // oz already there
+  EXPECT_EQ(nf_replace_hook(dev, &oa, &ob).error().msg, "hook not registered on the device");  // oa is gone
+  EXPECT_EQ(nf_replace_hook(dev, &ob, &oz).error().msg, "hook already registered on the device");  // oz already there
   NfHookOps wrong_hook{probe_fn, &a, 0, NfHookNum::INGRESS};
-  EXPECT_EQ(nf_replace_hook(dev, &ob, &wrong_hook), -EINVAL);
+  EXPECT_EQ(nf_replace_hook(dev, &ob, &wrong_hook).error().msg, "the replacement is for another hook");
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ TEST_F(NftMatchTest, InsertPrependsAndDeleteByHandle) {
   accept_all.verdict = NftRuleVerdict::ACCEPT;
   NftRuleSpec drop_all;
   drop_all.verdict = NftRuleVerdict::DROP;
-  ASSERT_TRUE(rs.add_rule("t", "c", accept_all, false, &h).ok);
+  ASSERT_TRUE(rs.add_rule("t", "c", accept_all, false, &h).has_value());
   ASSERT_EQ(run({"insert", "rule", "netdev", "t", "c", "drop"}), 0);
   EXPECT_EQ(nf_hook_egress(foo, test::make_packet(cpu, Pkt{}), cpu), NfVerdict::DROP);
   // Delete the drop rule (handle h + 1) and the packet passes.

@@ -49,9 +49,9 @@ TEST(NftSetModel, HashSetAgreesWithAReferenceThroughGrowthAndDeletes) {
         del.push_back(v4(a, a));
       }
     }
-    ASSERT_TRUE(set.add(add, std::vector<NftVerdictData>(add.size()), true).ok);
+    ASSERT_TRUE(set.add(add, std::vector<NftVerdictData>(add.size()), true).has_value());
     for (auto& e : add) ref.insert(uint32_t{e.lo[0]} << 24 | e.lo[1] << 16 | e.lo[2] << 8 | e.lo[3]);
-    ASSERT_TRUE(set.remove(del).ok);
+    ASSERT_TRUE(set.remove(del).has_value());
     for (auto& e : del) ref.erase(uint32_t{e.lo[0]} << 24 | e.lo[1] << 16 | e.lo[2] << 8 | e.lo[3]);
     ASSERT_EQ(set.size(), ref.size());
   }
@@ -59,11 +59,11 @@ TEST(NftSetModel, HashSetAgreesWithAReferenceThroughGrowthAndDeletes) {
   EXPECT_EQ(set.elements().size(), ref.size());
   // A duplicate without exist_ok fails and changes nothing; deleting a missing one too.
   const uint32_t in = *ref.begin();
-  EXPECT_FALSE(set.add({v4(in, in), v4(9999, 9999)}, std::vector<NftVerdictData>(2), false).ok);
+  EXPECT_FALSE(set.add({v4(in, in), v4(9999, 9999)}, std::vector<NftVerdictData>(2), false).has_value());
   EXPECT_EQ(set.lookup(key4(9999).data()), nullptr);
-  EXPECT_FALSE(set.remove({v4(9999, 9999)}).ok);
+  EXPECT_FALSE(set.remove({v4(9999, 9999)}).has_value());
   // A prefix needs flags interval.
-  EXPECT_FALSE(set.add({v4(0x0a000000, 0x0affffff)}, std::vector<NftVerdictData>(1), true).ok);
+  EXPECT_FALSE(set.add({v4(0x0a000000, 0x0affffff)}, std::vector<NftVerdictData>(1), true).has_value());
 }
 
 TEST(NftSetModel, IntervalSetAgreesWithAReferenceAndRefusesOverlaps) {
@@ -80,13 +80,13 @@ TEST(NftSetModel, IntervalSetAgreesWithAReferenceAndRefusesOverlaps) {
   };
   for (int k = 0; k < 400; ++k) {
     const uint32_t lo = rng() % 100000, hi = lo + rng() % 40;
-    const bool ok = set.add({v4(lo, hi)}, {NftVerdictData{}}, false).ok;
+    const bool ok = set.add({v4(lo, hi)}, {NftVerdictData{}}, false).has_value();
     ASSERT_EQ(ok, !overlaps(lo, hi)) << lo << "-" << hi;
     if (ok) ref.push_back({lo, hi});
   }
   // Adjacent ranges are separate elements, both accepted.
   NftSet adj("a", spec, false);
-  EXPECT_TRUE(adj.add({v4(10, 19), v4(20, 29)}, std::vector<NftVerdictData>(2), false).ok);
+  EXPECT_TRUE(adj.add({v4(10, 19), v4(20, 29)}, std::vector<NftVerdictData>(2), false).has_value());
   EXPECT_EQ(adj.size(), 2u);
   for (uint32_t a = 0; a < 100100; ++a) {
     bool in = false;
@@ -95,8 +95,8 @@ TEST(NftSetModel, IntervalSetAgreesWithAReferenceAndRefusesOverlaps) {
   }
   // Delete an element exactly as added; a part of one is not an element.
   auto [l0, h0] = ref[0];
-  EXPECT_FALSE(set.remove({v4(l0, l0 == h0 ? h0 + 1 : h0 - 1)}).ok);
-  EXPECT_TRUE(set.remove({v4(l0, h0)}).ok);
+  EXPECT_FALSE(set.remove({v4(l0, l0 == h0 ? h0 + 1 : h0 - 1)}).has_value());
+  EXPECT_TRUE(set.remove({v4(l0, h0)}).has_value());
   EXPECT_EQ(set.lookup(key4(l0).data()), nullptr);
   EXPECT_EQ(set.size(), ref.size() - 1);
 }
@@ -104,31 +104,31 @@ TEST(NftSetModel, IntervalSetAgreesWithAReferenceAndRefusesOverlaps) {
 TEST(NftSetModel, ValuesParseAndPrintAsNft) {
   NftElemSpec e;
   NftRawElem raw{{"10.0.0.0/8"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).ok);
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).has_value());
   EXPECT_TRUE(e.range);
   NftElem got{e.lo, e.hi, true, e.prefix, {}};
   EXPECT_EQ(nft_elem_str({NftType::IPV4_ADDR}, false, got), "10.0.0.0/8");
   raw = {{"192.168.2.0-192.168.2.10"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).ok);
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).has_value());
   got = {e.lo, e.hi, true, e.prefix, {}};
   EXPECT_EQ(nft_elem_str({NftType::IPV4_ADDR}, false, got), "192.168.2.0-192.168.2.10");
   raw = {{"10.0.0.1", ".", "22"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, false, raw, e).ok);
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, false, raw, e).has_value());
   EXPECT_EQ(nft_key_str({NftType::IPV4_ADDR, NftType::INET_SERVICE}, e.lo.data()), "10.0.0.1 . 22");
   raw = {{"2001:db8::/32"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV6_ADDR}, false, raw, e).ok);
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV6_ADDR}, false, raw, e).has_value());
   got = {e.lo, e.hi, true, e.prefix, {}};
   EXPECT_EQ(nft_elem_str({NftType::IPV6_ADDR}, false, got), "2001:db8::/32");
   // Wrong values, arity and data name what is wrong.
   raw = {{"10.0.0.300"}, {}, 0};
-  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).error.find("not a valid ipv4_addr"), std::string::npos);
+  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).error().msg.find("not a valid ipv4_addr"), std::string::npos);
   raw = {{"10.0.0.1"}, {}, 0};
-  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, false, raw, e).error.find("has 1 value"),
+  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, false, raw, e).error().msg.find("has 1 value"),
             std::string::npos);
   raw = {{"10.0.0.1"}, {"jump"}, 0};
-  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, true, raw, e).error.find("missing chain"), std::string::npos);
+  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, true, raw, e).error().msg.find("missing chain"), std::string::npos);
   raw = {{"70000"}, {}, 0};
-  EXPECT_FALSE(nft_parse_elem({NftType::INET_SERVICE}, false, raw, e).ok);
+  EXPECT_FALSE(nft_parse_elem({NftType::INET_SERVICE}, false, raw, e).has_value());
 }
 
 class NftSetRules : public ::testing::Test {
