@@ -25,28 +25,21 @@ void Qdisc::enable_cpu_stats() {
   flags_ |= TCQ_F_CPUSTATS;
 }
 
-bool Qdisc::init(NetDevice&, const QdiscOptions& opts, std::string& err) {
-  if (!opts.empty()) {
-    err = std::string("qdisc ") + kind_ + " takes no options";
-    return false;
-  }
-  return true;
+Status Qdisc::init(NetDevice&, const QdiscOptions& opts) {
+  if (!opts.empty()) return unexpected(std::string("qdisc ") + kind_ + " takes no options");
+  return {};
 }
 
-std::unique_ptr<Qdisc> Qdisc::graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>,
-                                    std::string& err) {
-  err = std::string("qdisc ") + kind_ + " is classless";
-  return nullptr;
+Result<std::unique_ptr<Qdisc>> Qdisc::graft(NetDevice&, uint32_t, std::unique_ptr<Qdisc>) {
+  return unexpected(std::string("qdisc ") + kind_ + " is classless");
 }
 
-bool Qdisc::class_change(NetDevice&, Cpu&, uint32_t, uint32_t, const KindOptions&, std::string& err, std::string&) {
-  err = std::string("qdisc ") + kind_ + " has no classes to change";
-  return false;
+Status Qdisc::class_change(NetDevice&, Cpu&, uint32_t, uint32_t, const KindOptions&, std::string&) {
+  return unexpected(std::string("qdisc ") + kind_ + " has no classes to change");
 }
 
-bool Qdisc::class_delete(NetDevice&, Cpu&, uint32_t, std::string& err) {
-  err = std::string("qdisc ") + kind_ + " has no classes to delete";
-  return false;
+Status Qdisc::class_delete(NetDevice&, Cpu&, uint32_t) {
+  return unexpected(std::string("qdisc ") + kind_ + " has no classes to delete");
 }
 
 // Default attach (qdisc_graft at the root for a non-mq qdisc): every tx queue uses this

@@ -110,11 +110,9 @@ class Qdisc : public CpuWork {
   virtual Packet* peek(Cpu& cpu) = 0;
   // Drop everything queued (counted on `cpu` under QDISC_DROP) and zero qlen/backlog.
   virtual void reset(Cpu& cpu) = 0;
-  // init/change from typed options; false with a message on bad options (nothing changed).
-  virtual bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err);
-  virtual bool change(NetDevice& dev, const QdiscOptions& opts, std::string& err) {
-    return init(dev, opts, err);
-  }
+  // init/change from typed options; an error on bad options (nothing changed).
+  virtual Status init(NetDevice& dev, const QdiscOptions& opts);
+  virtual Status change(NetDevice& dev, const QdiscOptions& opts) { return init(dev, opts); }
   // The options as the kind's typed struct (ops->dump filling TCA_OPTIONS); empty for a
   // kind without options. The CLI's tc/q_<kind>.cc prints them.
   virtual QdiscOptions dump() const { return {}; }
@@ -137,8 +135,7 @@ class Qdisc : public CpuWork {
   // The i-th child (0-based) for walks over the tree; kinds whose class minors are sparse
   // (htb) override it.
   virtual Qdisc* child_at(unsigned i) const { return child(i + 1); }
-  virtual std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
-                                       std::string& err);
+  virtual Result<std::unique_ptr<Qdisc>> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q);
   virtual void attach(NetDevice& dev);
 
   // ---- classes (Qdisc_class_ops: find, change, delete, dump); classless kinds refuse.
@@ -148,10 +145,10 @@ class Qdisc : public CpuWork {
   }
   // Creates the class or changes it; `warn` gets what the kernel would log.
   // `cpu` is the configuring thread's (its clock starts the buckets, drops count on it).
-  virtual bool class_change(NetDevice& dev, Cpu& cpu, uint32_t parentid, uint32_t classid, const KindOptions& opts,
-                            std::string& err, std::string& warn);
+  virtual Status class_change(NetDevice& dev, Cpu& cpu, uint32_t parentid, uint32_t classid, const KindOptions& opts,
+                              std::string& warn);
   // Drops what the class holds (counted on `cpu`) and removes it.
-  virtual bool class_delete(NetDevice& dev, Cpu& cpu, uint32_t classid, std::string& err);
+  virtual Status class_delete(NetDevice& dev, Cpu& cpu, uint32_t classid);
   virtual std::vector<QdiscClassInfo> class_dump(uint64_t now_ns) const {
     (void)now_ns;
     return {};

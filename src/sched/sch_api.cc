@@ -50,8 +50,7 @@ Result<std::unique_ptr<Qdisc>> qdisc_create(NetDevice& dev, std::string_view kin
   std::unique_ptr<Qdisc> q = ops->create();
   q->set_handle(handle);
   q->set_dev_queue(&dev, &dev.txq(0));
-  std::string err;
-  if (!q->init(dev, opts, err)) return unexpected(err);
+  if (Status st = q->init(dev, opts); !st) return unexpected(st.error());
   return q;
 }
 
@@ -142,7 +141,6 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
     if (existing->handle() == 0 && req.op != QdiscOp::Del) existing = nullptr;
   }
 
-  std::string err;
   if (req.op == QdiscOp::Del) {
     if (!existing || existing->handle() == 0 || (req.parent == TC_H_ROOT && dev.root_is_default()))
       return unexpected("cannot delete a qdisc with handle of zero (the default)");
@@ -158,9 +156,9 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
     } else {
       auto dflt = qdisc_create(dev, "pfifo", QdiscOptions{});
       if (!dflt) return unexpected(dflt.error());
-      std::unique_ptr<Qdisc> old = parent_q->graft(dev, minor, std::move(*dflt), err);
-      if (!old) return unexpected(err);
-      table.retire(std::move(old));
+      auto old = parent_q->graft(dev, minor, std::move(*dflt));
+      if (!old) return unexpected(old.error());
+      table.retire(std::move(*old));
     }
     return {};
   }
@@ -172,8 +170,7 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
     if (req.kind != existing->kind()) return unexpected(wrong_kind(existing->kind(), req.kind));
     if (req.handle_set && req.handle != existing->handle())
       return unexpected("no qdisc with handle " + tc_handle_str(req.handle));
-    if (!existing->change(dev, req.opts, err)) return unexpected(err);
-    return {};
+    return existing->change(dev, req.opts);
   }
 
   if (req.op == QdiscOp::Add && existing)
@@ -194,9 +191,9 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
   } else {
     if (q->flags() & TCQ_F_MQROOT) return unexpected("mq can only be the root qdisc");
     q->set_parent(req.parent);
-    std::unique_ptr<Qdisc> old = parent_q->graft(dev, minor, std::move(q), err);
-    if (!old) return unexpected(err);
-    table.retire(std::move(old));
+    auto old = parent_q->graft(dev, minor, std::move(q));
+    if (!old) return unexpected(old.error());
+    table.retire(std::move(*old));
   }
   return {};
 }
@@ -226,19 +223,18 @@ Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& r
     if ((parent & 0xffff0000u) != maj) return unexpected("parent " + tc_handle_str(parent) + " is not in qdisc " + tc_handle_str(maj));
     if ((parent & 0xffff) == 0) parent = TC_H_ROOT;
   }
-  std::string err, w;
+  std::string w;
   const bool exists = q->class_find(req.classid);
   if (req.op == ClassOp::Del) {
     if (!exists) return unexpected("Cannot find specified class " + tc_handle_str(req.classid));
     if (class_bound(dev, *q, req.classid))  // qdisc_class_in_use: a filter's classid names it
       return unexpected(std::string(q->kind() == std::string_view("htb") ? "HTB class" : "Class") + " in use (a filter's classid is " +
                         tc_handle_str(req.classid) + ")");
-    if (!q->class_delete(dev, table.control_cpu(), req.classid, err)) return unexpected(err);
-    return {};
+    return q->class_delete(dev, table.control_cpu(), req.classid);
   }
   if (req.op == ClassOp::Add && exists) return unexpected("Exclusivity flag on, cannot modify (class " + tc_handle_str(req.classid) + " exists)");
   if (req.op == ClassOp::Change && !exists) return unexpected("Specified class not found (" + tc_handle_str(req.classid) + ")");
-  if (!q->class_change(dev, table.control_cpu(), parent, req.classid, req.opts, err, w)) return unexpected(err);
+  if (Status st = q->class_change(dev, table.control_cpu(), parent, req.classid, req.opts, w); !st) return st;
   if (warn) *warn = w;
   return {};
 }

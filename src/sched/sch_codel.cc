@@ -42,33 +42,29 @@ class CodelQdisc final : public PeekDequeuedQdisc {
   }
 
   // mirrors codel_init
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     limit_ = 1000;  // DEFAULT_CODEL_LIMIT
     params_ = CodelParams{};
     params_.mtu = dev.mtu() + kEthHeaderLen;
-    if (!change(dev, opts, err)) return false;
+    if (Status st = change(dev, opts); !st) return st;
     set_flags(limit_ >= 1 ? (flags() | TCQ_F_CAN_BYPASS) : (flags() & ~TCQ_F_CAN_BYPASS));
-    return true;
+    return {};
   }
 
   // mirrors codel_change; a limit below what is queued is refused (see fq_codel).
-  bool change(NetDevice&, const QdiscOptions& opts, std::string& err) override {
+  Status change(NetDevice&, const QdiscOptions& opts) override {
     const auto* o = opts.get<CodelOptions>();
     if (!o) {
-      if (opts.empty()) return true;
-      err = "bad options for codel";
-      return false;
+      if (opts.empty()) return {};
+      return unexpected("bad options for codel");
     }
-    if (o->limit && *o->limit < qlen_) {
-      err = "codel: limit below the current queue length";
-      return false;
-    }
+    if (o->limit && *o->limit < qlen_) return unexpected("codel: limit below the current queue length");
     if (o->target_us) params_.target = codel_time_from_us(*o->target_us);
     if (o->ce_threshold_us) params_.ce_threshold = codel_time_from_us(*o->ce_threshold_us);
     if (o->interval_us) params_.interval = codel_time_from_us(*o->interval_us);
     if (o->limit) limit_ = *o->limit;
     if (o->ecn) params_.ecn = *o->ecn;
-    return true;
+    return {};
   }
 
   // mirrors codel_dump

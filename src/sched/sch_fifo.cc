@@ -54,7 +54,7 @@ class FifoQdisc final : public Qdisc {
     zero_backlog();
   }
   // mirrors __fifo_init
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     uint64_t limit;
     const auto* f = opts.get<FifoOptions>();
     if (f && f->limit_set) {
@@ -63,14 +63,13 @@ class FifoQdisc final : public Qdisc {
       limit = dev.tx_queue_len();
       if (bytes_) limit *= dev.mtu() + kEthHeaderLen;
     } else {
-      err = std::string("bad options for ") + kind();
-      return false;
+      return unexpected(std::string("bad options for ") + kind());
     }
     if (limit > UINT32_MAX) limit = UINT32_MAX;
     limit_ = static_cast<uint32_t>(limit);
     const bool bypass = bytes_ ? limit_ >= dev.mtu() + kEthHeaderLen : limit_ >= 1;
     set_flags(bypass ? (flags() | TCQ_F_CAN_BYPASS) : (flags() & ~TCQ_F_CAN_BYPASS));
-    return true;
+    return {};
   }
   // mirrors fifo_dump
   QdiscOptions dump() const override {

@@ -147,7 +147,7 @@ class FqQdisc final : public PeekDequeuedQdisc {
   }
 
   // mirrors fq_init: the defaults, then the options.
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     const uint32_t mtu = dev.mtu() + kEthHeaderLen;  // psched_mtu
     limit_ = 10000;
     flow_plimit_ = 100;
@@ -163,37 +163,28 @@ class FqQdisc final : public PeekDequeuedQdisc {
     horizon_ns_ = 10 * kNsPerSec;
     horizon_drop_ = true;
     ce_threshold_ns_ = kNsPerUsec * ~0u;  // 4294 s: off
-    if (!change(dev, opts, err)) return false;
+    if (Status st = change(dev, opts); !st) return st;
     if (buckets_.empty()) buckets_.assign(size_t{1} << trees_log_, nullptr);
     delayed_.reserve(1024);
-    return true;
+    return {};
   }
 
   // mirrors fq_change. Lowering the limit below what is queued is refused (the kernel
   // drops the excess; no traffic runs while the control thread changes a qdisc).
-  bool change(NetDevice&, const QdiscOptions& opts, std::string& err) override {
+  Status change(NetDevice&, const QdiscOptions& opts) override {
     const auto* o = opts.get<FqOptions>();
     if (!o) {
-      if (opts.empty()) return true;
-      err = "bad options for fq";
-      return false;
+      if (opts.empty()) return {};
+      return unexpected("bad options for fq");
     }
     if (o->buckets_log && (*o->buckets_log < 1 || *o->buckets_log > kMaxBucketsLog)) {
-      err = "fq: buckets must be 2..262144";
-      return false;
+      return unexpected("fq: buckets must be 2..262144");
     }
-    if (o->quantum && (*o->quantum == 0 || *o->quantum > (1u << 20))) {
-      err = "fq: invalid quantum";
-      return false;
-    }
+    if (o->quantum && (*o->quantum == 0 || *o->quantum > (1u << 20))) return unexpected("fq: invalid quantum");
     if (o->initial_quantum && *o->initial_quantum > static_cast<uint32_t>(INT32_MAX)) {
-      err = "fq: invalid initial_quantum";
-      return false;
+      return unexpected("fq: invalid initial_quantum");
     }
-    if (o->limit && *o->limit < qlen_) {
-      err = "fq: limit below the current queue length";
-      return false;
-    }
+    if (o->limit && *o->limit < qlen_) return unexpected("fq: limit below the current queue length");
     if (o->limit) limit_ = *o->limit;
     if (o->flow_limit) flow_plimit_ = *o->flow_limit;
     if (o->quantum) quantum_ = *o->quantum;
@@ -208,7 +199,7 @@ class FqQdisc final : public PeekDequeuedQdisc {
     if (o->horizon_us) horizon_ns_ = uint64_t{*o->horizon_us} * kNsPerUsec;
     if (o->horizon_drop) horizon_drop_ = *o->horizon_drop;
     if (o->buckets_log) resize(*o->buckets_log);
-    return true;
+    return {};
   }
 
   // mirrors fq_dump

@@ -135,7 +135,7 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
   }
 
   // mirrors fq_codel_init: defaults, then the options, then the flow tables.
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     const uint32_t mtu = dev.mtu() + kEthHeaderLen;  // psched_mtu
     limit_ = 10 * 1024;
     flows_cnt_ = 1024;
@@ -145,36 +145,26 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
     cparams_ = CodelParams{};
     cparams_.ecn = true;
     cparams_.mtu = mtu;
-    if (!change(dev, opts, err)) return false;
+    if (Status st = change(dev, opts); !st) return st;
     flows_ = std::make_unique<Flow[]>(flows_cnt_);
     backlogs_ = std::make_unique<uint32_t[]>(flows_cnt_);
     set_flags(limit_ >= 1 ? (flags() | TCQ_F_CAN_BYPASS) : (flags() & ~TCQ_F_CAN_BYPASS));
-    return true;
+    return {};
   }
 
   // mirrors fq_codel_change: flows only before the tables exist. Lowering the limit
   // below what is queued is refused (the kernel drops the excess; no traffic runs here).
-  bool change(NetDevice&, const QdiscOptions& opts, std::string& err) override {
+  Status change(NetDevice&, const QdiscOptions& opts) override {
     const auto* o = opts.get<FqCodelOptions>();
     if (!o) {
-      if (opts.empty()) return true;
-      err = "bad options for fq_codel";
-      return false;
+      if (opts.empty()) return {};
+      return unexpected("bad options for fq_codel");
     }
     if (o->flows) {
-      if (flows_) {
-        err = "fq_codel: flows cannot change";
-        return false;
-      }
-      if (*o->flows == 0 || *o->flows > kMaxFlows) {
-        err = "fq_codel: flows must be 1..65536";
-        return false;
-      }
+      if (flows_) return unexpected("fq_codel: flows cannot change");
+      if (*o->flows == 0 || *o->flows > kMaxFlows) return unexpected("fq_codel: flows must be 1..65536");
     }
-    if (o->limit && *o->limit < qlen_) {
-      err = "fq_codel: limit below the current queue length";
-      return false;
-    }
+    if (o->limit && *o->limit < qlen_) return unexpected("fq_codel: limit below the current queue length");
     if (o->flows) flows_cnt_ = *o->flows;
     if (o->target_us) cparams_.target = codel_time_from_us(*o->target_us);
     if (o->ce_threshold_us) cparams_.ce_threshold = codel_time_from_us(*o->ce_threshold_us);
@@ -184,7 +174,7 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
     if (o->quantum) quantum_ = std::max(256u, *o->quantum);
     if (o->drop_batch) drop_batch_ = std::max(1u, *o->drop_batch);
     if (o->memory_limit) memory_limit_ = std::min(1u << 31, *o->memory_limit);
-    return true;
+    return {};
   }
 
   // mirrors fq_codel_dump

@@ -173,22 +173,20 @@ class HtbQdisc final : public PeekDequeuedQdisc {
   }
 
   // mirrors htb_init: r2q, default, direct_qlen (the device's txqueuelen unless given).
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     HtbOptions o;
     if (const auto* h = opts.get<HtbOptions>())
       o = *h;
     else if (!opts.empty()) {
-      err = "bad options for htb";
-      return false;
+      return unexpected("bad options for htb");
     }
     if (o.rate2quantum == 0) o.rate2quantum = 1;
     opts_ = o;
     direct_qlen_ = o.direct_qlen_set ? o.direct_qlen : dev.tx_queue_len();
-    return true;
+    return {};
   }
-  bool change(NetDevice&, const QdiscOptions&, std::string& err) override {
-    err = "htb: change of the qdisc's options is not supported (delete and add)";
-    return false;
+  Status change(NetDevice&, const QdiscOptions&) override {
+    return unexpected("htb: change of the qdisc's options is not supported (delete and add)");
   }
   // mirrors htb_dump
   QdiscOptions dump() const override {
@@ -208,34 +206,22 @@ class HtbQdisc final : public PeekDequeuedQdisc {
   bool class_find(uint32_t classid) const override { return find(classid) != nullptr; }
 
   // mirrors htb_change_class
-  bool class_change(NetDevice& dev, Cpu& cpu, uint32_t parentid, uint32_t classid, const KindOptions& kopts,
-                    std::string& err, std::string& warn) override {
+  Status class_change(NetDevice& dev, Cpu& cpu, uint32_t parentid, uint32_t classid, const KindOptions& kopts, std::string& warn) override {
     const auto* o = kopts.get<HtbClassOptions>();
-    if (!o || o->rate_bytes_ps == 0 || o->ceil_bytes_ps == 0) {
-      err = "htb: class needs rate and ceil";
-      return false;
-    }
+    if (!o || o->rate_bytes_ps == 0 || o->ceil_bytes_ps == 0) return unexpected("htb: class needs rate and ceil");
     HtbClass* cl = find(classid);
     HtbClass* parent = parentid == kHtbRoot || parentid == 0 ? nullptr : find(parentid);
     if (parentid != kHtbRoot && parentid != 0 && !parent) {
-      err = "htb: parent class " + handle_str(parentid) + " not found";
-      return false;
+      return unexpected("htb: parent class " + handle_str(parentid) + " not found");
     }
     const int64_t now = static_cast<int64_t>(cpu.clock().now_ns());
     if (!cl) {
       if ((classid & 0xffff0000u) != (handle() & 0xffff0000u) || (classid & 0xffff) == 0) {
-        err = "htb: classid " + handle_str(classid) + " is not a class of qdisc " + handle_str(handle());
-        return false;
+        return unexpected("htb: classid " + handle_str(classid) + " is not a class of qdisc " + handle_str(handle()));
       }
-      if (parent && parent->parent && parent->parent->level < 2) {
-        err = "htb: tree is too deep";
-        return false;
-      }
+      if (parent && parent->parent && parent->parent->level < 2) return unexpected("htb: tree is too deep");
       auto leaf = qdisc_create(dev, "pfifo", QdiscOptions{});
-      if (!leaf) {
-        err = leaf.error().msg;
-        return false;
-      }
+      if (!leaf) return unexpected(leaf.error().msg);
       auto fresh = std::make_unique<HtbClass>();
       cl = fresh.get();
       cl->classid = classid;
@@ -252,31 +238,22 @@ class HtbQdisc final : public PeekDequeuedQdisc {
       set_params(*cl, *o, warn);
       cl->tokens = cl->buffer;
       cl->ctokens = cl->cbuffer;
-      return true;
+      return {};
     }
-    if (parentid != 0 && parent != cl->parent) {
-      err = "htb: a class cannot move to another parent";
-      return false;
-    }
+    if (parentid != 0 && parent != cl->parent) return unexpected("htb: a class cannot move to another parent");
     // A new prio moves an active leaf between rows: take it out first and put it back.
     const bool active = cl->prio_activity != 0;
     if (active) deactivate(*cl);
     set_params(*cl, *o, warn);
     if (active && cl->leaf && cl->leaf->qlen() != 0) activate(*cl);
-    return true;
+    return {};
   }
 
   // mirrors htb_delete
-  bool class_delete(NetDevice&, Cpu& cpu, uint32_t classid, std::string& err) override {
+  Status class_delete(NetDevice&, Cpu& cpu, uint32_t classid) override {
     HtbClass* cl = find(classid);
-    if (!cl) {
-      err = "htb: class " + handle_str(classid) + " not found";
-      return false;
-    }
-    if (!cl->children.empty()) {
-      err = "HTB class in use (class " + handle_str(classid) + " has children)";
-      return false;
-    }
+    if (!cl) return unexpected("htb: class " + handle_str(classid) + " not found");
+    if (!cl->children.empty()) return unexpected("HTB class in use (class " + handle_str(classid) + " has children)");
     HtbClass* parent = cl->parent;
     const bool last_child = parent && parent->children.size() == 1;
     if (cl->leaf) purge(cpu, *cl->leaf);
@@ -287,7 +264,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
     dump_order_.remove(classid);
     if (last_child) parent_to_leaf(cpu, *parent);
     std::erase_if(owned_, [cl](const std::unique_ptr<HtbClass>& c) { return c.get() == cl; });
-    return true;
+    return {};
   }
 
   // mirrors htb_dump_class / htb_dump_class_stats
@@ -346,12 +323,10 @@ class HtbQdisc final : public PeekDequeuedQdisc {
     return nullptr;
   }
   // mirrors htb_graft: a leaf's qdisc is replaced; the old one's packets leave the tree.
-  std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
-                               std::string& err) override {
+  Result<std::unique_ptr<Qdisc>> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q) override {
     HtbClass* cl = find((handle() & 0xffff0000u) | minor);
     if (!cl || !cl->leaf) {
-      err = "htb: " + handle_str((handle() & 0xffff0000u) | minor) + " is not a leaf class";
-      return nullptr;
+      return unexpected("htb: " + handle_str((handle() & 0xffff0000u) | minor) + " is not a leaf class");
     }
     std::unique_ptr<Qdisc> old = std::move(cl->leaf);
     const QdiscStats os = old->stats();

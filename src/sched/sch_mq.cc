@@ -30,34 +30,24 @@ class MqQdisc final : public Qdisc {
   }
 
   // mirrors mq_init: only for multi-queue devices; a default child per tx queue.
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
-    if (!opts.empty()) {
-      err = "qdisc mq takes no options";
-      return false;
-    }
-    if (dev.num_tx_queues() < 2) {
-      err = "mq needs a multi-queue device (numtxqueues > 1)";
-      return false;
-    }
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
+    if (!opts.empty()) return unexpected("qdisc mq takes no options");
+    if (dev.num_tx_queues() < 2) return unexpected("mq needs a multi-queue device (numtxqueues > 1)");
     children_.clear();
     for (uint16_t i = 0; i < dev.num_tx_queues(); ++i) {
       auto c = qdisc_create(dev, dev.net().default_qdisc(), QdiscOptions{});  // get_default_qdisc_ops
-      if (!c) {
-        err = c.error().msg;
-        return false;
-      }
+      if (!c) return unexpected(c.error().msg);
       setup_child(dev, **c, i);
       children_.push_back(std::move(*c));
     }
-    return true;
+    return {};
   }
 
   // mq has no ->change (mirrors qdisc_change): `replace` of an mq by an mq keeps it and
   // its children (the tx queues point at them); options cannot be changed.
-  bool change(NetDevice&, const QdiscOptions& opts, std::string& err) override {
-    if (opts.empty()) return true;
-    err = "Change operation not supported by specified qdisc";
-    return false;
+  Status change(NetDevice&, const QdiscOptions& opts) override {
+    if (opts.empty()) return {};
+    return unexpected("Change operation not supported by specified qdisc");
   }
 
   // mirrors mq_attach
@@ -75,12 +65,8 @@ class MqQdisc final : public Qdisc {
   unsigned num_children() const override { return static_cast<unsigned>(children_.size()); }
 
   // mirrors mq_graft
-  std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
-                               std::string& err) override {
-    if (minor < 1 || minor > children_.size()) {
-      err = "mq has no class :" + std::to_string(minor);
-      return nullptr;
-    }
+  Result<std::unique_ptr<Qdisc>> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q) override {
+    if (minor < 1 || minor > children_.size()) return unexpected("mq has no class :" + std::to_string(minor));
     setup_child(dev, *q, static_cast<uint16_t>(minor - 1));
     std::unique_ptr<Qdisc> old = std::move(children_[minor - 1]);
     children_[minor - 1] = std::move(q);

@@ -214,35 +214,24 @@ class NetemQdisc final : public PeekDequeuedQdisc {
     watchdog_.cancel();
   }
 
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
-    if (opts.empty()) return change(dev, QdiscOptions(NetemOptions{}), err);
-    return change(dev, opts, err);
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
+    if (opts.empty()) return change(dev, QdiscOptions(NetemOptions{}));
+    return change(dev, opts);
   }
 
   // mirrors netem_change: every field from the options (tc sends them all); the
   // generator reseeded, the correlated generators restarted from it.
-  bool change(NetDevice&, const QdiscOptions& opts, std::string& err) override {
+  Status change(NetDevice&, const QdiscOptions& opts) override {
     const auto* o = opts.get<NetemOptions>();
-    if (!o) {
-      err = "bad options for netem";
-      return false;
-    }
+    if (!o) return unexpected("bad options for netem");
     if (o->delay_dist && (o->delay_dist->empty() || o->delay_dist->size() > kNetemDistMax)) {
-      err = "netem: distribution table size out of range";  // get_dist_table
-      return false;
+      return unexpected("netem: distribution table size out of range");  // get_dist_table
     }
     if (o->slot_min_ns < 0 || o->slot_max_ns < 0) {  // validate_slot
-      err = "netem: negative slot delay";
-      return false;
+      return unexpected("netem: negative slot delay");
     }
-    if (o->slot_min_ns > o->slot_max_ns) {
-      err = "netem: slot min delay greater than max delay";
-      return false;
-    }
-    if (o->slot_packets < 0 || o->slot_bytes < 0) {
-      err = "netem: negative slot limit";
-      return false;
-    }
+    if (o->slot_min_ns > o->slot_max_ns) return unexpected("netem: slot min delay greater than max delay");
+    if (o->slot_packets < 0 || o->slot_bytes < 0) return unexpected("netem: negative slot limit");
     opts_ = *o;
     opts_.seed = o->seed.value_or(kNetemDefaultSeed);
     prng_.seed(*opts_.seed);
@@ -280,7 +269,7 @@ class NetemQdisc final : public PeekDequeuedQdisc {
     slot_packets_left_ = slot_packets_max_;
     slot_bytes_left_ = slot_bytes_max_;
     slot_next_ = (o->slot_min_ns | o->slot_max_ns) ? now_ns() : 0;
-    return true;
+    return {};
   }
 
   // mirrors netem_dump

@@ -67,18 +67,12 @@ class PfifoFastQdisc final : public Qdisc {
       while (Packet* p = r.consume()) cpu.free_reason(p, DropReason::QDISC_DROP);
     zero_backlog();
   }
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
-    if (!opts.empty()) {
-      err = "qdisc pfifo_fast takes no options";
-      return false;
-    }
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
+    if (!opts.empty()) return unexpected("qdisc pfifo_fast takes no options");
     // A zero-length ring would drop everything (pfifo_fast_init refuses it too).
-    if (dev.tx_queue_len() == 0) {
-      err = "pfifo_fast needs txqueuelen > 0";
-      return false;
-    }
+    if (dev.tx_queue_len() == 0) return unexpected("pfifo_fast needs txqueuelen > 0");
     for (MpRing& r : bands_) r.resize(dev.tx_queue_len());
-    return true;
+    return {};
   }
   // mirrors pfifo_fast_dump: a tc_prio_qopt of the fixed map
   QdiscOptions dump() const override {

@@ -56,39 +56,28 @@ class PrioQdisc final : public Qdisc {
 
   // mirrors prio_tune: bands 2..16, every priomap entry < bands. New bands get a pfifo;
   // bands that go away must be empty here (the control thread changes with no traffic).
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     PrioOptions o;
     if (const auto* po = opts.get<PrioOptions>())
       o = *po;
     else if (!opts.empty()) {
-      err = "bad options for prio";
-      return false;
+      return unexpected("bad options for prio");
     }
-    if (o.bands < 2 || o.bands > kPrioMaxBands) {
-      err = "prio: bands must be 2..16";
-      return false;
-    }
+    if (o.bands < 2 || o.bands > kPrioMaxBands) return unexpected("prio: bands must be 2..16");
     for (uint8_t b : o.priomap)
       if (b >= o.bands) {
-        err = "prio: priomap entry " + std::to_string(b) + " is not a band (bands " +
-              std::to_string(o.bands) + ")";
-        return false;
+        return unexpected("prio: priomap entry " + std::to_string(b) + " is not a band (bands " +
+              std::to_string(o.bands) + ")");
       }
     std::vector<std::unique_ptr<Qdisc>> fresh;
     for (uint32_t i = static_cast<uint32_t>(bands_.size()); i < o.bands; ++i) {
       auto c = qdisc_create(dev, "pfifo", QdiscOptions{});
-      if (!c) {
-        err = c.error().msg;
-        return false;
-      }
+      if (!c) return unexpected(c.error().msg);
       fresh.push_back(std::move(*c));
     }
     if (bands_.size() > o.bands) {
       for (size_t i = o.bands; i < bands_.size(); ++i)
-        if (bands_[i]->qlen() != 0) {
-          err = "prio: cannot remove a band that holds packets";
-          return false;
-        }
+        if (bands_[i]->qlen() != 0) return unexpected("prio: cannot remove a band that holds packets");
       bands_.resize(o.bands);
     }
     for (auto& c : fresh) bands_.push_back(std::move(c));
@@ -97,19 +86,15 @@ class PrioQdisc final : public Qdisc {
       bands_[i]->set_parent_qdisc(this);
     }
     opts_ = o;
-    return true;
+    return {};
   }
 
   Qdisc* child(uint32_t minor) const override {
     return minor >= 1 && minor <= bands_.size() ? bands_[minor - 1].get() : nullptr;
   }
   unsigned num_children() const override { return static_cast<unsigned>(bands_.size()); }
-  std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
-                               std::string& err) override {
-    if (minor < 1 || minor > bands_.size()) {
-      err = "prio has no class :" + std::to_string(minor);
-      return nullptr;
-    }
+  Result<std::unique_ptr<Qdisc>> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q) override {
+    if (minor < 1 || minor > bands_.size()) return unexpected("prio has no class :" + std::to_string(minor));
     q->set_dev_queue(&dev, &dev.txq(0));
     q->set_parent((handle() & 0xffff0000u) | minor);
     q->set_parent_qdisc(this);

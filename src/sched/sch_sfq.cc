@@ -140,7 +140,7 @@ class SfqQdisc final : public PeekDequeuedQdisc {
   }
 
   // mirrors sfq_init (+ sfq_change's checks on the options)
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     limit_ = kSfqMaxDepth;
     maxdepth_ = kSfqMaxDepth;
     divisor_ = kSfqDefaultDivisor;
@@ -152,17 +152,10 @@ class SfqQdisc final : public PeekDequeuedQdisc {
     perturbation_ = splitmix64(rng_);
     if (const auto* o = opts.get<SfqOptions>()) {
       if (o->divisor && ((o->divisor & (o->divisor - 1)) != 0 || o->divisor > 65536)) {
-        err = "sfq: divisor must be a power of 2, at most 65536";
-        return false;
+        return unexpected("sfq: divisor must be a power of 2, at most 65536");
       }
-      if (static_cast<int32_t>(o->quantum) < 0) {
-        err = "sfq: invalid quantum";
-        return false;
-      }
-      if (o->perturb_period < 0) {
-        err = "sfq: invalid perturb";
-        return false;
-      }
+      if (static_cast<int32_t>(o->quantum) < 0) return unexpected("sfq: invalid quantum");
+      if (o->perturb_period < 0) return unexpected("sfq: invalid perturb");
       if (o->quantum) quantum_ = o->quantum;
       perturb_period_ = o->perturb_period;
       if (o->flows) maxflows_ = std::min(o->flows, kSfqMaxFlows);
@@ -177,8 +170,7 @@ class SfqQdisc final : public PeekDequeuedQdisc {
         maxflows_ = std::min(maxflows_, limit_);
       }
     } else if (!opts.empty()) {
-      err = "bad options for sfq";
-      return false;
+      return unexpected("bad options for sfq");
     }
     scaled_quantum_ = allot_size(quantum_);
     perturb_ns_ = static_cast<uint64_t>(perturb_period_) * kNsPerSec;
@@ -187,12 +179,11 @@ class SfqQdisc final : public PeekDequeuedQdisc {
     slots_ = std::make_unique<SfqSlot[]>(maxflows_);
     init_tables();
     set_flags(limit_ >= 1 ? (flags() | TCQ_F_CAN_BYPASS) : (flags() & ~TCQ_F_CAN_BYPASS));
-    return true;
+    return {};
   }
   // sfq has no change op in Linux 6.1 (tc qdisc change answers EOPNOTSUPP).
-  bool change(NetDevice&, const QdiscOptions&, std::string& err) override {
-    err = "sfq: change is not supported (delete it and add it again)";
-    return false;
+  Status change(NetDevice&, const QdiscOptions&) override {
+    return unexpected("sfq: change is not supported (delete it and add it again)");
   }
 
   // mirrors sfq_dump

@@ -74,20 +74,11 @@ class TbfQdisc final : public Qdisc {
   }
 
   // mirrors tbf_change: rate and burst required; limit given or derived from latency.
-  bool init(NetDevice& dev, const QdiscOptions& opts, std::string& err) override {
+  Status init(NetDevice& dev, const QdiscOptions& opts) override {
     const auto* o = opts.get<TbfOptions>();
-    if (!o) {
-      err = "tbf: rate and burst are required";
-      return false;
-    }
-    if (o->rate_bytes_ps == 0 || o->burst == 0) {
-      err = "tbf: rate and burst must be > 0";
-      return false;
-    }
-    if (o->limit_set == o->latency_set) {
-      err = "tbf: exactly one of limit or latency is required";
-      return false;
-    }
+    if (!o) return unexpected("tbf: rate and burst are required");
+    if (o->rate_bytes_ps == 0 || o->burst == 0) return unexpected("tbf: rate and burst must be > 0");
+    if (o->limit_set == o->latency_set) return unexpected("tbf: exactly one of limit or latency is required");
     uint64_t limit = o->limit;
     if (o->latency_set) {
       // tc: limit = rate * latency + burst
@@ -105,15 +96,11 @@ class TbfQdisc final : public Qdisc {
       fo.limit = static_cast<uint32_t>(limit);
       fo.limit_set = true;
       auto created = qdisc_create(dev, "bfifo", fo);
-      if (!created) {
-        err = created.error().msg;
-        return false;
-      }
+      if (!created) return unexpected(created.error().msg);
       child = std::move(*created);
     }
     if (!keep && child_ && child_->qlen() != 0) {
-      err = "tbf: change while packets are queued is not supported";
-      return false;
+      return unexpected("tbf: change while packets are queued is not supported");
     }
     opts_ = *o;
     opts_.limit = static_cast<uint32_t>(limit);
@@ -130,18 +117,14 @@ class TbfQdisc final : public Qdisc {
     buffer_ns_ = len_to_ns(o->burst);
     tokens_ = buffer_ns_;
     started_ = false;
-    return true;
+    return {};
   }
 
   Qdisc* child(uint32_t minor) const override { return minor == 1 ? child_.get() : nullptr; }
   unsigned num_children() const override { return 1; }
   // mirrors tbf_graft: class 1 takes any qdisc; the old one leaves with its packets.
-  std::unique_ptr<Qdisc> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q,
-                               std::string& err) override {
-    if (minor != 1) {
-      err = "tbf has no class :" + std::to_string(minor);
-      return nullptr;
-    }
+  Result<std::unique_ptr<Qdisc>> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q) override {
+    if (minor != 1) return unexpected("tbf has no class :" + std::to_string(minor));
     q->set_dev_queue(&dev, &dev.txq(0));
     q->set_parent(handle() | 1u);
     q->set_parent_qdisc(this);

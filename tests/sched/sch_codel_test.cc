@@ -349,9 +349,9 @@ TEST_F(CodelTest, FqCodelOptionsDumpAndErrors) {
   EXPECT_FALSE(qdisc_create(*dev_, "fq_codel", bad));
   FqCodelOptions again;
   again.flows = 16;
-  std::string err;
-  EXPECT_FALSE(q->change(*dev_, again, err));  // flows are fixed once allocated
-  EXPECT_NE(err.find("flows"), std::string::npos);
+  Status st = q->change(*dev_, again);
+  ASSERT_FALSE(st);  // flows are fixed once allocated
+  EXPECT_NE(st.error().msg.find("flows"), std::string::npos);
 }
 
 }  // namespace

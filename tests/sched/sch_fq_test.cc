@@ -196,8 +196,7 @@ TEST_F(FqTest, HorizonDropAndCapWithEdtTimestamps) {
 
   FqOptions cap;
   cap.horizon_drop = false;
-  std::string err;
-  ASSERT_TRUE(q->change(*dev_, cap, err)) << err;
+  ASSERT_TRUE(q->change(*dev_, cap));
   const uint64_t now = clock.now_ns();
   ASSERT_EQ(enq(*q, fpkt(4, 1, 1000, now + 5000 * kMs)), NET_XMIT_SUCCESS);
   EXPECT_EQ(xs(*q).horizon_caps, 1u);

@@ -40,8 +40,8 @@ class HtbUnit : public QdiscUnit {
     o.cbuffer = tc::tc_calc_xmittime(ceil, cburst);
     o.prio = prio;
     o.quantum = quantum;
-    std::string err;
-    ASSERT_TRUE(q->class_change(*dev_, cpu, parent, classid, o, err, warn)) << err;
+    Status st = q->class_change(*dev_, cpu, parent, classid, o, warn);
+    ASSERT_TRUE(st) << st.error().msg;
   }
   // `n` packets of `size` bytes for class `classid` (selected by skb->priority).
   void fill(uint32_t classid, int n, uint32_t size = 1000) {
@@ -124,7 +124,8 @@ TEST_F(HtbUnit, WatchdogDrivesTheDevice) {
   o.rate_bytes_ps = o.ceil_bytes_ps = kMbit;
   o.buffer = o.cbuffer = tc::tc_calc_xmittime(kMbit, 1600);
   std::string err, w;
-  ASSERT_TRUE(d->qdisc()->class_change(*d, cpu, TC_H_ROOT, 0x10010, o, err, w)) << err;
+  Status st = d->qdisc()->class_change(*d, cpu, TC_H_ROOT, 0x10010, o, w);
+  ASSERT_TRUE(st) << st.error().msg;
   for (uint32_t i = 0; i < 300; ++i) send(d, i, 1000, 0x10010);
   EXPECT_EQ(d->stats_sum().tx_packets, 2u);
   for (int step = 0; step < 100000; ++step) {  // 10 us steps to t0 + 1 s
@@ -289,12 +290,12 @@ TEST_F(HtbUnit, ClassDeleteWithPackets) {
   fill(0x10010, 5);
   std::map<uint32_t, uint64_t> b;
   pump(b);
-  std::string err;
-  EXPECT_FALSE(q->class_delete(*dev_, cpu, 0x10001, err));
-  EXPECT_NE(err.find("in use"), std::string::npos) << err;
+  Status st = q->class_delete(*dev_, cpu, 0x10001);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().msg.find("in use"), std::string::npos) << st.error().msg;
   const uint64_t left = q->qlen();
   EXPECT_GT(left, 0u);
-  ASSERT_TRUE(q->class_delete(*dev_, cpu, 0x10010, err)) << err;
+  ASSERT_TRUE(q->class_delete(*dev_, cpu, 0x10010));
   EXPECT_EQ(q->qlen(), 0u);
   EXPECT_EQ(q->stats().drops, left);
   expect_accounted(*q, enqueued, dequeued);
@@ -302,7 +303,7 @@ TEST_F(HtbUnit, ClassDeleteWithPackets) {
   EXPECT_EQ(info(0x10001)->opts.get<HtbClassOptions>()->level, 0u);  // a leaf again
   ASSERT_EQ(enq(*q, pkt(9, 100, 0x10001)), NET_XMIT_SUCCESS);
   EXPECT_EQ(info(0x10001)->stats.qlen, 1u);
-  EXPECT_FALSE(q->class_delete(*dev_, cpu, 0x10099, err));
+  EXPECT_FALSE(q->class_delete(*dev_, cpu, 0x10099));
 }
 
 // Levels: a top class is level 7, its inner child 6, leaves 0; a leaf given a child
@@ -318,11 +319,10 @@ TEST_F(HtbUnit, LevelsAndDepth) {
   EXPECT_EQ(info(0x10003)->parent, 0x10002u);
   HtbClassOptions o;
   o.rate_bytes_ps = o.ceil_bytes_ps = kMbit;
-  std::string err;
   add_class(0x10003, 0x10004, kMbit, kMbit);  // 1:3 becomes inner at level 5
   EXPECT_EQ(info(0x10003)->opts.get<HtbClassOptions>()->level, 5u);
-  EXPECT_FALSE(q->class_change(*dev_, cpu, 0x10099, 0x10005, o, err, warn));  // no such parent
-  EXPECT_FALSE(q->class_change(*dev_, cpu, TC_H_ROOT, 0x20005, o, err, warn));  // another major
+  EXPECT_FALSE(q->class_change(*dev_, cpu, 0x10099, 0x10005, o, warn));    // no such parent
+  EXPECT_FALSE(q->class_change(*dev_, cpu, TC_H_ROOT, 0x20005, o, warn));  // another major
 }
 
 }  // namespace

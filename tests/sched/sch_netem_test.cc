@@ -181,9 +181,8 @@ TEST_F(NetemUnit, LossUnderAParentIsNotQueuedThere) {
   parent->set_handle(0x10000);
   NetemOptions o;
   o.loss = kAll;
-  std::string err;
   // Priority 0 goes to band 1 (minor 2) in the default priomap.
-  ASSERT_TRUE(parent->graft(*dev_, 2, create("netem", o), err)) << err;
+  ASSERT_TRUE(parent->graft(*dev_, 2, create("netem", o)));
   for (uint32_t i = 0; i < 5; ++i) {
     const int rc = enq(*parent, pkt(i));
     EXPECT_EQ(rc & NET_XMIT_BYPASS_BIT, NET_XMIT_BYPASS_BIT);

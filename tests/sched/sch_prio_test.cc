@@ -22,11 +22,11 @@ TEST_F(QdiscUnit, PrioBandsAndPriomap) {
   FifoOptions small;
   small.limit = 1;
   small.limit_set = true;
-  std::string err;
   auto child = qdisc_create(*dev_, "pfifo", small);
   ASSERT_TRUE(child);
-  auto old = q->graft(*dev_, 1, std::move(*child), err);
-  ASSERT_NE(old, nullptr) << err;
+  auto old = q->graft(*dev_, 1, std::move(*child));
+  ASSERT_TRUE(old) << old.error().msg;
+  ASSERT_NE(*old, nullptr);
   EXPECT_EQ(enq(*q, pkt(1, 60, 15)), NET_XMIT_SUCCESS);
   EXPECT_EQ(enq(*q, pkt(2, 60, 15)), NET_XMIT_DROP);
   EXPECT_EQ(q->stats().drops, 1u);

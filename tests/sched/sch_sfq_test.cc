@@ -176,9 +176,9 @@ TEST_F(SfqTest, OptionsDumpAndErrors) {
   SfqOptions bad;
   bad.divisor = 1000;
   EXPECT_FALSE(qdisc_create(*dev_, "sfq", bad));
-  std::string err;
-  EXPECT_FALSE(q->change(*dev_, SfqOptions{}, err));
-  EXPECT_NE(err.find("not supported"), std::string::npos);
+  Status st = q->change(*dev_, SfqOptions{});
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().msg.find("not supported"), std::string::npos);
 }
 
 // skb_get_hash: computed once from the headers and kept; both directions of a flow hash
