@@ -66,11 +66,11 @@ struct Env {
   }
   void clsact_da(NetDevice* d, bpf::Engine e) {
     std::string err;
-    if (!net_set_bpf_engine(net, e, &err) || !tc::clsact_add(*d, &err)) std::abort();
+    if (!net_set_bpf_engine(net, e, &err) || !tc::clsact_add(*d)) std::abort();
     tc::BpfFilterSpec s;
     if (!bpf::parse_bytecode("1,6 0 0 0,", &s.insns, &err)) std::abort();
     s.da = true;
-    if (!tc::filter_add(*d, tc::Dir::Egress, s, false, &err)) std::abort();
+    if (!tc::filter_add(*d, tc::Dir::Egress, s, false)) std::abort();
   }
   Env() {
     cpu.bind();

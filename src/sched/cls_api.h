@@ -114,11 +114,11 @@ class FilterOf : public TcFilter {
   Spec spec_;
 };
 
-// The spec as the kind's type, or nullptr with *err ("KIND: bad options").
+// The spec as the kind's type, or "KIND: bad options".
 template <class Spec>
-const Spec* filter_spec_as(const FilterSpec& s, std::string* err) {
+Result<const Spec*> filter_spec_as(const FilterSpec& s) {
   const auto* t = dynamic_cast<const Spec*>(&s);
-  if (!t && err) *err = std::string(Spec::kKind) + ": bad options";
+  if (!t) return unexpected(std::string(Spec::kKind) + ": bad options");
   return t;
 }
 
@@ -127,15 +127,14 @@ const Spec* filter_spec_as(const FilterSpec& s, std::string* err) {
 // holds every node (shown and deleted by handle), and the datapath runs one object bound
 // from them, rebuilt when the pref changes or updated in place (bind_add, bind_del).
 struct PrefOps {
-  enum class Add { Refused, Nothing, Node };
+  enum class Add { Nothing, Node };
   // Checks a new node against the pref's others (`pref`: in run order) and completes its
-  // handle; Nothing when the line asks only for what exists (an empty u32 line on a
-  // pref that has nodes; never for an empty pref). nullptr: every node is added.
-  Add (*check_add)(FilterSpec& spec, const std::vector<const TcFilter*>& pref, std::string* err);
-  // The handles deleting `handle` removes (a table takes its nodes); false with *err when
-  // the kind refuses (a table still linked to).
-  bool (*del_set)(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone,
-                  std::string* err);
+  // handle, or refuses it; Nothing when the line asks only for what exists (an empty u32
+  // line on a pref that has nodes; never for an empty pref). nullptr: every node is added.
+  Result<Add> (*check_add)(FilterSpec& spec, const std::vector<const TcFilter*>& pref);
+  // The handles deleting `handle` removes (a table takes its nodes); an error when the
+  // kind refuses (a table still linked to).
+  Status (*del_set)(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone);
   // What tcf_classify runs for the pref; it may keep pointers to the nodes, which outlive
   // every list published with them.
   std::unique_ptr<TcFilter> (*bind)(const std::vector<const TcFilter*>& pref);
@@ -153,8 +152,8 @@ struct PrefOps {
 // handle chosen.
 struct FilterOps {
   const char* kind;
-  // mirrors tcf_proto_ops->change for a new node: nullptr with *err on a rejected spec.
-  std::unique_ptr<TcFilter> (*create)(const FilterSpec& spec, Net& net, std::string* err);
+  // mirrors tcf_proto_ops->change for a new node: an error on a rejected spec.
+  Result<std::unique_ptr<TcFilter>> (*create)(const FilterSpec& spec, Net& net);
   // The handle of a new node in a pref whose highest handle is `max` (0: empty pref):
   // 1, 2, ... by default; u32 numbers its nodes 800::800, 800::801, ...
   uint32_t (*new_handle)(uint32_t max) = nullptr;

@@ -10,10 +10,11 @@
 
 namespace pktpath::tc {
 
-std::unique_ptr<BpfFilter> BpfFilter::create(BpfFilterSpec spec, bpf::Engine engine, const bpf::JitOptions& jit,
-                                             std::string* err) {
-  auto prog = bpf::Program::load(spec.insns, engine, jit, err);
-  if (!prog) return nullptr;
+Result<std::unique_ptr<BpfFilter>> BpfFilter::create(BpfFilterSpec spec, bpf::Engine engine,
+                                                     const bpf::JitOptions& jit) {
+  std::string err;
+  auto prog = bpf::Program::load(spec.insns, engine, jit, &err);
+  if (!prog) return unexpected(err);
   std::unique_ptr<BpfFilter> f(new BpfFilter(std::move(spec)));
   f->owned_ = std::make_unique<const bpf::Program>(std::move(*prog));
   f->prog_.store(f->owned_.get(), std::memory_order_release);
@@ -25,21 +26,23 @@ BpfFilter::~BpfFilter() = default;
 namespace {
 
 // cls_bpf_change: load the program as the filter's Net says.
-std::unique_ptr<TcFilter> bpf_create(const FilterSpec& spec, Net& net, std::string* err) {
-  const auto* s = filter_spec_as<BpfFilterSpec>(spec, err);
-  if (!s) return nullptr;
+Result<std::unique_ptr<TcFilter>> bpf_create(const FilterSpec& spec, Net& net) {
+  auto s = filter_spec_as<BpfFilterSpec>(spec);
+  if (!s) return unexpected(s.error());
   const BpfLoadConfig lc = net_bpf_config(net);
-  return BpfFilter::create(*s, lc.engine, lc.jit, err);
+  auto f = BpfFilter::create(**s, lc.engine, lc.jit);
+  if (!f) return unexpected(f.error());
+  return std::unique_ptr<TcFilter>(std::move(*f));
 }
 
 const FilterRegistrar kBpf{{BpfFilterSpec::kKind, bpf_create}};  // cls_bpf_ops
 
 }  // namespace
 
-std::unique_ptr<const bpf::Program> BpfFilter::reload(bpf::Engine engine, const bpf::JitOptions& jit,
-                                                     std::string* err) {
-  auto prog = bpf::Program::load(spec_.insns, engine, jit, err);
-  if (!prog) return nullptr;
+Result<std::unique_ptr<const bpf::Program>> BpfFilter::reload(bpf::Engine engine, const bpf::JitOptions& jit) {
+  std::string err;
+  auto prog = bpf::Program::load(spec_.insns, engine, jit, &err);
+  if (!prog) return unexpected(err);
   auto fresh = std::make_unique<const bpf::Program>(std::move(*prog));
   prog_.store(fresh.get(), std::memory_order_release);
   std::swap(owned_, fresh);

@@ -35,9 +35,8 @@ struct BpfFilterSpec : FilterSpecOf<BpfFilterSpec> {
 class BpfFilter final : public TcFilter {
  public:
   // Loads the program on `engine` with the JIT options of the filter's Net
-  // (Program::load runs the kernel checker); nullptr with *err on a rejected program.
-  static std::unique_ptr<BpfFilter> create(BpfFilterSpec spec, bpf::Engine engine, const bpf::JitOptions& jit,
-                                           std::string* err);
+  // (Program::load runs the kernel checker); the checker's error on a rejected program.
+  static Result<std::unique_ptr<BpfFilter>> create(BpfFilterSpec spec, bpf::Engine engine, const bpf::JitOptions& jit);
   ~BpfFilter();
 
   // mirrors cls_bpf_classify for one program: TC_ACT_UNSPEC to go on with the next
@@ -49,7 +48,7 @@ class BpfFilter final : public TcFilter {
 
   // Writer side: load the program again on another engine and publish it. Returns the
   // program it replaced, for the caller to free after a grace period.
-  std::unique_ptr<const bpf::Program> reload(bpf::Engine engine, const bpf::JitOptions& jit, std::string* err);
+  Result<std::unique_ptr<const bpf::Program>> reload(bpf::Engine engine, const bpf::JitOptions& jit);
 
   const BpfFilterSpec& spec() const { return spec_; }
   bpf::Engine engine() const { return prog_.load(std::memory_order_relaxed)->engine(); }

@@ -318,22 +318,21 @@ void fl_bind_replace(TcFilter& bound, const TcFilter& old, const TcFilter& now, 
 }
 
 // mirrors fl_change: the key is stored masked (fl_set_masked_key).
-std::unique_ptr<TcFilter> fl_create(const FilterSpec& spec, Net&, std::string* err) {
-  const auto* s = filter_spec_as<FlowerSpec>(spec, err);
-  if (!s) return nullptr;
-  FlowerSpec c = *s;
+Result<std::unique_ptr<TcFilter>> fl_create(const FilterSpec& spec, Net&) {
+  auto s = filter_spec_as<FlowerSpec>(spec);
+  if (!s) return unexpected(s.error());
+  FlowerSpec c = **s;
   auto* k = reinterpret_cast<uint8_t*>(&c.key);
   const auto* m = reinterpret_cast<const uint8_t*>(&c.mask);
   for (size_t i = 0; i < sizeof(FlowerKey); ++i) k[i] &= m[i];
-  if ((c.src_range && c.src_min > c.src_max) || (c.dst_range && c.dst_min > c.dst_max)) {
-    if (err) *err = "flower: a port range's min must not exceed its max";
-    return nullptr;
-  }
-  return std::make_unique<FlowerFilter>(c);
+  if ((c.src_range && c.src_min > c.src_max) || (c.dst_range && c.dst_min > c.dst_max))
+    return unexpected("flower: a port range's min must not exceed its max");
+  return std::unique_ptr<TcFilter>(std::make_unique<FlowerFilter>(c));
 }
 
-const PrefOps kFlowerPrefOps{nullptr, [](uint32_t, const std::vector<const TcFilter*>&, std::vector<uint32_t>*,
-                                         std::string*) { return true; },
+const PrefOps kFlowerPrefOps{nullptr, [](uint32_t, const std::vector<const TcFilter*>&, std::vector<uint32_t>*) {
+                               return Status{};
+                             },
                              fl_bind, fl_bind_add, fl_bind_del, fl_bind_replace};
 const FilterRegistrar kFlower{{FlowerSpec::kKind, fl_create, nullptr, &kFlowerPrefOps}};  // cls_fl_ops
 

@@ -14,10 +14,10 @@ class MatchallFilter final : public FilterOf<MatchallSpec> {
   }
 };
 
-std::unique_ptr<TcFilter> mall_create(const FilterSpec& spec, Net&, std::string* err) {
-  const auto* s = filter_spec_as<MatchallSpec>(spec, err);
-  if (!s) return nullptr;
-  return std::make_unique<MatchallFilter>(*s);
+Result<std::unique_ptr<TcFilter>> mall_create(const FilterSpec& spec, Net&) {
+  auto s = filter_spec_as<MatchallSpec>(spec);
+  if (!s) return unexpected(s.error());
+  return std::unique_ptr<TcFilter>(std::make_unique<MatchallFilter>(**s));
 }
 
 const FilterRegistrar kMall{{MatchallSpec::kKind, mall_create}};  // cls_mall_ops

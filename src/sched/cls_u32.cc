@@ -176,12 +176,9 @@ const U32Spec* entry(const std::vector<const TcFilter*>& pref, uint32_t handle) 
 
 // mirrors u32_change for a new table (divisor) or knode: the table and bucket it goes in,
 // its handle (gen_new_htid, gen_new_kid: the lowest free id), its link.
-PrefOps::Add u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>& pref, std::string* err) {
+Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>& pref) {
   auto& s = static_cast<U32Spec&>(base);
-  auto fail = [&](const std::string& m) {
-    if (err) *err = "u32: " + m;
-    return PrefOps::Add::Refused;
-  };
+  auto fail = [](const std::string& m) { return unexpected("u32: " + m); };
   std::unordered_set<uint32_t> handles;  // gen_new_htid/gen_new_kid's idr: one lookup per id tried
   for (const TcFilter* f : pref) handles.insert(f->handle());
   auto used = [&](uint32_t h) { return h == kU32RootHt || handles.count(h) != 0; };
@@ -233,44 +230,31 @@ PrefOps::Add u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>&
 
 // mirrors u32_delete: a knode alone; a table with its knodes, unless it is the root or a
 // knode links to it.
-bool u32_del_set(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone,
-                 std::string* err) {
-  if (u32_key(handle)) return true;
-  if (handle == kU32RootHt) {
-    if (err) *err = "u32: Not allowed to delete root node";
-    return false;
-  }
+Status u32_del_set(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone) {
+  if (u32_key(handle)) return {};
+  if (handle == kU32RootHt) return unexpected("u32: Not allowed to delete root node");
   for (const TcFilter* f : pref)
-    if (node_of(f).spec().link == handle) {
-      if (err) *err = "u32: Can not delete in-use filter (" + ht_str(handle) + " is linked to)";
-      return false;
-    }
+    if (node_of(f).spec().link == handle)
+      return unexpected("u32: Can not delete in-use filter (" + ht_str(handle) + " is linked to)");
   for (const TcFilter* f : pref)
     if (u32_htid(f->handle()) == handle && u32_key(f->handle())) gone->push_back(f->handle());
-  return true;
+  return {};
 }
 
 std::unique_ptr<TcFilter> u32_bind(const std::vector<const TcFilter*>& pref) {
   return std::make_unique<U32Tables>(pref);
 }
 
-std::unique_ptr<TcFilter> u32_create(const FilterSpec& spec, Net&, std::string* err) {
-  const auto* s = filter_spec_as<U32Spec>(spec, err);
-  if (!s) return nullptr;
+Result<std::unique_ptr<TcFilter>> u32_create(const FilterSpec& spec, Net&) {
+  auto r = filter_spec_as<U32Spec>(spec);
+  if (!r) return unexpected(r.error());
+  const U32Spec* s = *r;
   for (const U32Key& k : s->keys)
-    if (k.off % 4 != 0) {
-      if (err) *err = "u32: key offsets must be multiples of 4";
-      return nullptr;
-    }
-  if (s->hoff % 4 != 0) {
-    if (err) *err = "u32: the hash key's offset must be a multiple of 4";
-    return nullptr;
-  }
-  if (s->divisor > 256 || (s->divisor & (s->divisor - 1))) {
-    if (err) *err = "u32: divisor must be a power of 2, 256 at most";
-    return nullptr;
-  }
-  return std::make_unique<U32Node>(*s);
+    if (k.off % 4 != 0) return unexpected("u32: key offsets must be multiples of 4");
+  if (s->hoff % 4 != 0) return unexpected("u32: the hash key's offset must be a multiple of 4");
+  if (s->divisor > 256 || (s->divisor & (s->divisor - 1)))
+    return unexpected("u32: divisor must be a power of 2, 256 at most");
+  return std::unique_ptr<TcFilter>(std::make_unique<U32Node>(*s));
 }
 
 const PrefOps kU32PrefOps{u32_check_add, u32_del_set, u32_bind};

@@ -125,9 +125,13 @@ bool reload_filters(Net& net, const BpfLoadConfig& cfg, std::string* err) {
     for (auto& chain : s->filters)
       chain.for_each_mut([&](TcFilter& f) {
         if (!ok || !f.is_bpf()) return;  // only cls_bpf loads programs
-        auto o = static_cast<BpfFilter&>(f).reload(cfg.engine, cfg.jit, err);
-        if (!o) ok = false;
-        retire(tn, std::move(o));
+        auto o = static_cast<BpfFilter&>(f).reload(cfg.engine, cfg.jit);
+        if (!o) {
+          ok = false;
+          if (err) *err = o.error().msg;
+          return;
+        }
+        retire(tn, std::move(*o));
       });
   return ok;
 }
@@ -206,17 +210,15 @@ Packet* dev_egress_tc_only(Cpu& cpu, Packet* p, NetDevice& dev, void*) {
 
 // --- configuration.
 
-bool clsact_add(NetDevice& dev, std::string* err, bool ingress_only) {
+Status clsact_add(NetDevice& dev, bool ingress_only) {
   RcuWriterScope writer;
   std::lock_guard g(tc_net(dev.net()).mu);
   TcDevState& s = state_of(dev);
-  if (s.clsact) {
-    if (err) *err = "Exclusivity flag on, cannot modify (clsact already present on " + dev.name() + ")";
-    return false;
-  }
+  if (s.clsact)
+    return unexpected("Exclusivity flag on, cannot modify (clsact already present on " + dev.name() + ")");
   s.clsact = true;
   s.ingress_only = ingress_only;
-  return true;
+  return {};
 }
 
 const char* ingress_qdisc_kind(NetDevice& dev) {
@@ -226,20 +228,18 @@ const char* ingress_qdisc_kind(NetDevice& dev) {
   return s->ingress_only ? "ingress" : "clsact";
 }
 
-bool clsact_del(NetDevice& dev, std::string* err) {
+Status clsact_del(NetDevice& dev) {
   RcuWriterScope writer;
   std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
-  if (!s || !s->clsact) {
-    if (err) *err = "Cannot find specified qdisc on specified device (no clsact on " + dev.name() + ")";
-    return false;
-  }
+  if (!s || !s->clsact)
+    return unexpected("Cannot find specified qdisc on specified device (no clsact on " + dev.name() + ")");
   s->clsact = false;
   // Unpublish both lists (publish() waits for readers), then free the filters.
   publish(*s, Dir::Egress);
   publish(*s, Dir::Ingress);
   for (auto& chain : s->filters) chain.clear(s->net.retired);  // unpublished above
-  return true;
+  return {};
 }
 
 void tc_rcu_barrier(Net& net) {
@@ -273,49 +273,37 @@ bool clsact_present(NetDevice& dev) {
   return s && s->clsact;
 }
 
-bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace, std::string* err,
-                uint32_t* pref_out, uint32_t* handle_out) {
+Status filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool replace, uint32_t* pref_out,
+                  uint32_t* handle_out) {
   RcuWriterScope writer;
   std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
-  if (!s || !s->clsact) {
-    if (err) *err = "no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)";
-    return false;
-  }
-  if (dir == Dir::Egress && s->ingress_only) {
-    if (err) *err = "the ingress qdisc on " + dev.name() + " has no egress side (use clsact)";
-    return false;
-  }
+  if (!s || !s->clsact)
+    return unexpected("no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)");
+  if (dir == Dir::Egress && s->ingress_only)
+    return unexpected("the ingress qdisc on " + dev.name() + " has no egress side (use clsact)");
   // What the change unlinks is freed a grace period after the new list is published.
   RcuRetireList staged = RcuRetireList::staging();
   auto added = s->filters[static_cast<int>(dir)].add(dev.net(), spec_in, replace, staged);
-  if (!added) {
-    if (err) *err = added.error().msg;
-    return false;
-  }
+  if (!added) return unexpected(added.error());
   publish(*s, dir);
   s->net.retired.splice(staged);
   if (pref_out) *pref_out = added->pref;
   if (handle_out) *handle_out = added->handle;
-  return true;
+  return {};
 }
 
-bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err) {
+Status filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle) {
   RcuWriterScope writer;
   std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
-  if (!s || !s->clsact) {
-    if (err) *err = "no clsact qdisc on " + dev.name();
-    return false;
-  }
+  if (!s || !s->clsact)
+    return unexpected("no clsact qdisc on " + dev.name());
   RcuRetireList staged = RcuRetireList::staging();
-  if (Status st = s->filters[static_cast<int>(dir)].del(pref, handle, staged); !st) {
-    if (err) *err = st.error().msg;
-    return false;
-  }
+  if (Status st = s->filters[static_cast<int>(dir)].del(pref, handle, staged); !st) return st;
   publish(*s, dir);
   s->net.retired.splice(staged);
-  return true;
+  return {};
 }
 
 // --- a classful qdisc's filter list.
@@ -329,31 +317,25 @@ void block_publish(TcNet& tn, FilterBlock& b, RcuRetireList& staged) {
 }
 }  // namespace
 
-bool block_filter_add(NetDevice& dev, FilterBlock& b, const FilterSpec& spec, bool replace, std::string* err) {
+Status block_filter_add(NetDevice& dev, FilterBlock& b, const FilterSpec& spec, bool replace) {
   RcuWriterScope writer;
   TcNet& tn = tc_net(dev.net());
   std::lock_guard g(tn.mu);
   RcuRetireList staged = RcuRetireList::staging();
   auto added = b.filters.add(dev.net(), spec, replace, staged);
-  if (!added) {
-    if (err) *err = added.error().msg;
-    return false;
-  }
+  if (!added) return unexpected(added.error());
   block_publish(tn, b, staged);
-  return true;
+  return {};
 }
 
-bool block_filter_del(NetDevice& dev, FilterBlock& b, uint32_t pref, uint32_t handle, std::string* err) {
+Status block_filter_del(NetDevice& dev, FilterBlock& b, uint32_t pref, uint32_t handle) {
   RcuWriterScope writer;
   TcNet& tn = tc_net(dev.net());
   std::lock_guard g(tn.mu);
   RcuRetireList staged = RcuRetireList::staging();
-  if (Status st = b.filters.del(pref, handle, staged); !st) {
-    if (err) *err = st.error().msg;
-    return false;
-  }
+  if (Status st = b.filters.del(pref, handle, staged); !st) return st;
   block_publish(tn, b, staged);
-  return true;
+  return {};
 }
 
 void block_filter_walk(NetDevice& dev, const FilterBlock& b, const std::function<void(const TcFilter&)>& fn) {

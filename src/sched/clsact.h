@@ -93,8 +93,8 @@ Packet* dev_egress_hooks_outline(Cpu& cpu, Packet* p, NetDevice& dev, void* ctx)
 
 // --- configuration (control side).
 // ingress_only: the `ingress` kind (sch_ingress), which has no egress list.
-bool clsact_add(NetDevice& dev, std::string* err, bool ingress_only = false);  // EEXIST-style error when present
-bool clsact_del(NetDevice& dev, std::string* err);  // detaches and frees every filter
+Status clsact_add(NetDevice& dev, bool ingress_only = false);  // EEXIST-style error when present
+Status clsact_del(NetDevice& dev);  // detaches and frees every filter
 bool clsact_present(NetDevice& dev);
 // "clsact" or "ingress" when one is attached, else nullptr.
 const char* ingress_qdisc_kind(NetDevice& dev);
@@ -105,17 +105,17 @@ void tc_dev_unregister(NetDevice& dev);
 
 // `tc filter add` (replace=false) or `tc filter replace` (replace=true: the filter at
 // (pref, handle) is swapped in one publication; readers see the old or the new one) of
-// any registered kind (spec.kind(), cls_api.h). Returns false with *err (nothing
-// changed) on a duplicate, a missing clsact, another kind at the same pref, or a spec the
-// kind rejects. On success the pref/handle chosen automatically are returned.
-bool filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec, bool replace, std::string* err,
-                uint32_t* pref_out = nullptr, uint32_t* handle_out = nullptr);
+// any registered kind (spec.kind(), cls_api.h). Fails (nothing changed) on a duplicate,
+// a missing clsact, another kind at the same pref, or a spec the kind rejects. On
+// success the pref/handle chosen automatically are returned.
+Status filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec, bool replace, uint32_t* pref_out = nullptr,
+                  uint32_t* handle_out = nullptr);
 // `tc filter del`: pref 0 = every filter of the direction; handle 0 = every handle of
-// the pref. False with *err when nothing matched.
-bool filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle, std::string* err);
+// the pref. Fails when nothing matched.
+Status filter_del(NetDevice& dev, Dir dir, uint32_t pref, uint32_t handle);
 // The same three for a classful qdisc's filter list (tc filter ... parent MAJ:).
-bool block_filter_add(NetDevice& dev, FilterBlock& b, const FilterSpec& spec, bool replace, std::string* err);
-bool block_filter_del(NetDevice& dev, FilterBlock& b, uint32_t pref, uint32_t handle, std::string* err);
+Status block_filter_add(NetDevice& dev, FilterBlock& b, const FilterSpec& spec, bool replace);
+Status block_filter_del(NetDevice& dev, FilterBlock& b, uint32_t pref, uint32_t handle);
 void block_filter_walk(NetDevice& dev, const FilterBlock& b, const std::function<void(const TcFilter&)>& fn);
 // Calls fn for each filter of the direction in run order, under the config mutex.
 void filter_walk_all(NetDevice& dev, Dir dir, const std::function<void(const TcFilter&)>& fn);

@@ -90,12 +90,10 @@ Status ingress_modify(NetDevice& dev, const QdiscRequest& req) {
   const char* have = tc::ingress_qdisc_kind(dev);
   if (req.handle_set && req.handle != kIngressHandle)
     return unexpected("the " + (req.kind.empty() ? std::string("clsact") : req.kind) + " qdisc's handle is ffff:");
-  std::string err;
   if (req.op == QdiscOp::Del) {
     if (!have) return unexpected("Cannot find specified qdisc on specified device (no clsact or ingress on " + dev.name() + ")");
     if (!req.kind.empty() && req.kind != have) return unexpected(wrong_kind(have, req.kind));
-    if (!tc::clsact_del(dev, &err)) return unexpected(err);
-    return {};
+    return tc::clsact_del(dev);
   }
   if (have) {
     if (req.op == QdiscOp::Add)
@@ -105,8 +103,7 @@ Status ingress_modify(NetDevice& dev, const QdiscRequest& req) {
     return {};  // replace/change with the same kind: nothing to change
   }
   if (req.op == QdiscOp::Change) return unexpected("no qdisc to change");
-  if (!tc::clsact_add(dev, &err, req.kind == "ingress")) return unexpected(err);
-  return {};
+  return tc::clsact_add(dev, req.kind == "ingress");
 }
 
 }  // namespace

@@ -38,10 +38,9 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
   if (pops && pops->check_add) {
     std::vector<const TcFilter*> pref;
     if (tp && tp->ops == ops) pref = nodes_of(*tp);
-    std::string err;
-    switch (pops->check_add(spec, pref, &err)) {
-      case PrefOps::Add::Refused:
-        return unexpected(err);
+    auto checked = pops->check_add(spec, pref);
+    if (!checked) return unexpected(checked.error());
+    switch (*checked) {
       case PrefOps::Add::Nothing:
         return Added{spec.pref, pref.front()->handle()};
       case PrefOps::Add::Node:
@@ -62,9 +61,9 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
   if (exists && !replace)
     return unexpected("Exclusivity flag on, cannot modify (filter pref " + std::to_string(spec.pref) + " handle 0x" +
                       std::to_string(spec.handle) + " exists)");
-  std::string err;
-  std::unique_ptr<TcFilter> f = ops->create(spec, net, &err);
-  if (!f) return unexpected(err);
+  auto created = ops->create(spec, net);
+  if (!created) return unexpected(created.error());
+  std::unique_ptr<TcFilter> f = std::move(*created);
   const Added added{spec.pref, spec.handle};
   if (!tp) tp = &protos_[spec.pref];
   if (tp->nodes.empty()) {
@@ -122,8 +121,7 @@ Status TcfChain::del(uint32_t pref, uint32_t handle, RcuRetireList& retired) {
   }
   std::vector<uint32_t> gone{handle};
   if (pops) {
-    std::string err;
-    if (!pops->del_set(handle, nodes_of(tp), &gone, &err)) return unexpected(err);
+    if (Status st = pops->del_set(handle, nodes_of(tp), &gone); !st) return st;
   }
   size_t removed = 0;
   for (uint32_t h : gone) {

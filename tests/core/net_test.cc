@@ -1,6 +1,7 @@
 // core/net.h: per-Net state through pernet operations, dev.net(), and two Nets in one
 // process that never see each other.
 #include "core/net.h"
+#include "status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,8 @@
 
 namespace pktpath {
 namespace {
+
+using testing::ok;
 
 // A subsystem of the test's own: registered statically, one state per Net.
 struct CounterNet final : PernetState {
@@ -91,14 +94,13 @@ TEST_F(NetTest, TcNftAndSysctlsArePerNet) {
   Net a{cpu}, b{cpu};
   NetDevice* da = add(a, "foo");
   NetDevice* db = add(b, "foo");
-  std::string err;
-  ASSERT_TRUE(tc::clsact_add(*da, &err)) << err;
+  ASSERT_TRUE(ok(tc::clsact_add(*da)));
   EXPECT_FALSE(tc::clsact_present(*db));
   ASSERT_TRUE(sysctl_find("bypass")->set(a, "off").has_value());
   EXPECT_TRUE(b.xmit_config().bypass.load());
   ASSERT_TRUE(sysctl_find("bpf_engine")->set(a, "switch"));
   ASSERT_TRUE(sysctl_find("bpf_engine")->set(b, "threaded"));
-  ASSERT_TRUE(tc::filter_add(*da, tc::Dir::Egress, ret(2), false, &err)) << err;
+  ASSERT_TRUE(ok(tc::filter_add(*da, tc::Dir::Egress, ret(2), false)));
   bool seen = false;
   tc::filter_walk(*da, tc::Dir::Egress, [&](const tc::BpfFilter& f) {
     seen = true;
@@ -117,10 +119,9 @@ TEST_F(NetTest, TwoNetsStress) {
   Net a{cpu}, b{cpu};
   NetDevice* da = add(a, "foo");
   NetDevice* db = add(b, "foo");
-  std::string err;
-  for (NetDevice* d : {da, db}) ASSERT_TRUE(tc::clsact_add(*d, &err)) << err;
-  ASSERT_TRUE(tc::filter_add(*da, tc::Dir::Egress, ret(2), false, &err)) << err;  // TC_ACT_SHOT
-  ASSERT_TRUE(tc::filter_add(*db, tc::Dir::Egress, ret(0), false, &err)) << err;  // TC_ACT_OK
+  for (NetDevice* d : {da, db}) ASSERT_TRUE(ok(tc::clsact_add(*d)));
+  ASSERT_TRUE(ok(tc::filter_add(*da, tc::Dir::Egress, ret(2), false)));  // TC_ACT_SHOT
+  ASSERT_TRUE(ok(tc::filter_add(*db, tc::Dir::Egress, ret(0), false)));  // TC_ACT_OK
   constexpr uint64_t kPerThread = 20000;
   std::atomic<bool> go{false};
   std::vector<std::thread> senders;
@@ -150,7 +151,7 @@ TEST_F(NetTest, TwoNetsStress) {
     });
   go.store(true);
   for (int i = 0; i < 200; ++i) {
-    ASSERT_TRUE(tc::filter_add(*da, tc::Dir::Egress, ret(2), true, &err)) << err;  // replace, same verdict
+    ASSERT_TRUE(ok(tc::filter_add(*da, tc::Dir::Egress, ret(2), true)));  // replace, same verdict
     ASSERT_TRUE(sysctl_find("bpf_engine")->set(a, i % 2 ? "switch" : "threaded"));
     ASSERT_TRUE(sysctl_find("net.core.dev_weight")->set(a, std::to_string(1 + i % 64)));
   }

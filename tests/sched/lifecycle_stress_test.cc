@@ -21,6 +21,7 @@
 #include "sched/clsact.h"
 #include "sched/nf_dev_resolver.h"
 #include "sched/sch_tbf.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -126,9 +127,9 @@ class ClsactNft {
   // clsact, an egress and an ingress filter, a netdev egress chain dropping mark 7.
   void attach(NetDevice* d) {
     std::string err;
-    EXPECT_TRUE(tc::clsact_add(*d, &err)) << err;
-    EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Egress, ret_filter(0, true, 1), false, &err)) << err;
-    EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Ingress, ret_filter(0, true, 1), false, &err)) << err;
+    EXPECT_TRUE(ok(tc::clsact_add(*d)));
+    EXPECT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, ret_filter(0, true, 1), false)));
+    EXPECT_TRUE(ok(tc::filter_add(*d, tc::Dir::Ingress, ret_filter(0, true, 1), false)));
     h_.ops += 3;
     nft({"add", "table", "netdev", "t"});
     nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device " + d->name() + " priority 0; }"});
@@ -146,7 +147,7 @@ class ClsactNft {
     switch (i % 6) {
       case 0: {  // egress: direct-action drop, held until a sender meets it
         const uint64_t before = h_.drops(DropReason::TC_EGRESS);
-        EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Egress, ret_filter(2, true, 1), true, &err)) << err;
+        EXPECT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, ret_filter(2, true, 1), true)));
         ++h_.ops;
         // Bounded: on a slow (sanitized, loaded) run the next change could otherwise
         // replace the filter before any packet passed it.
@@ -156,17 +157,17 @@ class ClsactNft {
         break;
       }
       case 1:  // egress: direct-action ok
-        EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Egress, ret_filter(0, true, 1), true, &err)) << err;
+        EXPECT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, ret_filter(0, true, 1), true)));
         ++h_.ops;
         break;
       case 2:  // ingress: drop, then ok
-        EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Ingress, ret_filter(2, true, 1), true, &err)) << err;
-        EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Ingress, ret_filter(0, true, 1), true, &err)) << err;
+        EXPECT_TRUE(ok(tc::filter_add(*d, tc::Dir::Ingress, ret_filter(2, true, 1), true)));
+        EXPECT_TRUE(ok(tc::filter_add(*d, tc::Dir::Ingress, ret_filter(0, true, 1), true)));
         h_.ops += 2;
         break;
       case 3:  // egress filter deleted and re-added
-        EXPECT_TRUE(tc::filter_del(*d, tc::Dir::Egress, 0, 0, &err)) << err;
-        EXPECT_TRUE(tc::filter_add(*d, tc::Dir::Egress, ret_filter(0, true, 1), false, &err)) << err;
+        EXPECT_TRUE(ok(tc::filter_del(*d, tc::Dir::Egress, 0, 0)));
+        EXPECT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, ret_filter(0, true, 1), false)));
         h_.ops += 2;
         break;
       case 4:  // nft: the chain deleted and re-created with its rule

@@ -7,6 +7,7 @@
 #include "sched/act_police.h"
 #include "sched/cls_matchall.h"
 #include "tc_fixture.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -36,8 +37,7 @@ class PoliceTest : public TcFixture {
     s.classid = classid;
     s.classid_set = classid != 0;
     s.actions = {std::move(a)};
-    std::string err;
-    ASSERT_TRUE(tc::filter_add(*d, dir, s, false, &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_add(*d, dir, s, false)));
   }
   // Sends n packets of `size` bytes on egress; returns how many went out.
   int burst(NetDevice* d, int n, uint32_t size) {
@@ -120,8 +120,7 @@ TEST_F(PoliceTest, ExceedContinuesToTheNextFilter) {
   next.pref = 2;
   next.classid = 0x10002;
   next.classid_set = true;
-  std::string err;
-  ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, next, false, &err)) << err;
+  ASSERT_TRUE(ok(tc::filter_add(*d, Dir::Egress, next, false)));
   const tc::Miniq* mq = d->tc_egress().load();
   std::vector<uint32_t> got;
   for (int i = 0; i < 5; ++i) {

@@ -5,6 +5,7 @@
 #include "core/bpf_engine.h"
 #include "tc_fixture.h"
 #include "core/net.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -108,7 +109,7 @@ TEST_F(TcTest, RejectedProgramIsNotAttached) {
   tc::BpfFilterSpec s;
   s.insns.push_back(bpf::Insn{0x15, 5, 0, 0});  // jeq jumping out of the program, no ret
   std::string err;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, s, false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, s, false));
   EXPECT_FALSE(err.empty());
   EXPECT_EQ(d->egress_hook(), nullptr);
 }

@@ -12,6 +12,7 @@
 #include "sched/cls_matchall.h"
 #include "sched/cls_u32.h"
 #include "tc_fixture.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -90,8 +91,7 @@ class ClsTest : public TcFixture {
     return v;
   }
   void add(NetDevice* d, const tc::FilterSpec& s) {
-    std::string err;
-    ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, s, false, &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_add(*d, Dir::Egress, s, false)));
   }
   template <class T>
   static T with(uint32_t pref, uint16_t protocol, uint32_t classid) {
@@ -150,7 +150,7 @@ TEST_F(ClsTest, OnlyDaIsForALoneBpfFilter) {
   add(d, with<tc::MatchallSpec>(6, tc::kEthPAll, 0));
   EXPECT_EQ(d->tc_egress().load()->only_da, nullptr);
   EXPECT_EQ(d->tc_egress().load()->filters.size(), 2u);
-  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 5, 0, nullptr));
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 5, 0)));
   EXPECT_EQ(d->tc_egress().load()->only_da, nullptr);  // matchall alone: the walk
   EXPECT_EQ(send(d, 0), NET_XMIT_SUCCESS);
 }
@@ -161,10 +161,10 @@ TEST_F(ClsTest, OneKindPerPref) {
   clsact(d);
   add(d, with<tc::MatchallSpec>(3, tc::kEthPAll, 0));
   std::string err;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, spec(ret_prog(0), true, 3), false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, spec(ret_prog(0), true, 3), false));
   EXPECT_NE(err.find("do not match"), std::string::npos) << err;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, with<tc::MatchallSpec>(3, 0x0800, 0), false, &err));
-  EXPECT_TRUE(tc::filter_add(*d, Dir::Egress, with<tc::MatchallSpec>(3, tc::kEthPAll, 0), false, &err)) << err;
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, with<tc::MatchallSpec>(3, 0x0800, 0), false));
+  EXPECT_TRUE(ok(tc::filter_add(*d, Dir::Egress, with<tc::MatchallSpec>(3, tc::kEthPAll, 0), false)));
 }
 
 tc::U32Key key(uint32_t val, uint32_t mask, int32_t off) { return {htonl(val), htonl(mask), off}; }
@@ -189,9 +189,8 @@ TEST_F(ClsTest, U32Table) {
   e.keys = {key(0, 0, 4000)};
   e.terminal = true;
   uint32_t pref, handle;
-  std::string err;
   for (const tc::U32Spec* s : {&a, &b, &c, &e})
-    ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, *s, false, &err, &pref, &handle)) << err;
+    ASSERT_TRUE(ok(tc::filter_add(*d, Dir::Egress, *s, false, &pref, &handle)));
   std::vector<uint32_t> handles;
   tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& f) { handles.push_back(f.handle()); });
   EXPECT_EQ(handles, (std::vector<uint32_t>{0x80000800, 0x80000801, 0x80000800, 0x80000800}));
@@ -256,11 +255,11 @@ TEST_F(ClsTest, U32RefusesNodesOfMissingTables) {
   s.handle = 0x80101800;  // 801:1:800 without "ht 801:1:": the root's node id with another table
   s.terminal = true;
   std::string err;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, s, false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, s, false));
   EXPECT_NE(err.find("mismatch"), std::string::npos) << err;
   s.handle = 0;
   s.htid = 0x80101000;  // ht 801:1:
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, s, false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, s, false));
   EXPECT_NE(err.find("not found (801:)"), std::string::npos) << err;
 }
 
@@ -331,18 +330,18 @@ TEST_F(ClsTest, U32LinksLoopsAndDeletes) {
   table.handle = 0x00100000;  // 1:
   table.divisor = 1;
   add(d, table);
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, table, false, &err));  // the same table again
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, table, false));  // the same table again
   tc::U32Spec bad = with<tc::U32Spec>(1, tc::kEthPAll, 0);
   bad.htid = 0x00101000;  // bucket 1 of a one-bucket table
   bad.terminal = true;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, bad, false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, bad, false));
   EXPECT_NE(err.find("buckets exceed"), std::string::npos) << err;
   bad.htid = 0;
   bad.link = 0x00300000;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, bad, false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, bad, false));
   EXPECT_NE(err.find("Link hash table not found"), std::string::npos) << err;
   bad.link = tc::kU32RootHt;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, bad, false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, bad, false));
   EXPECT_NE(err.find("root"), std::string::npos) << err;
   // 800: -> 1: and 1: -> 1: (itself): a loop.
   tc::U32Spec in_root = with<tc::U32Spec>(1, tc::kEthPAll, 0);
@@ -361,14 +360,14 @@ TEST_F(ClsTest, U32LinksLoopsAndDeletes) {
   });
   EXPECT_EQ(self_runs, tc::kU32MaxDepth);  // pushed by the root node, then by itself up to depth 8
   // 1: is linked to: refused; its linking nodes go first, then it goes with its node.
-  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000, &err));
+  err = failure_of(tc::filter_del(*d, Dir::Egress, 1, 0x00100000));
   EXPECT_NE(err.find("in-use"), std::string::npos) << err;
-  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, tc::kU32RootHt, &err));
+  err = failure_of(tc::filter_del(*d, Dir::Egress, 1, tc::kU32RootHt));
   EXPECT_NE(err.find("root"), std::string::npos) << err;
-  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 1, 0x80000800, &err)) << err;
-  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000, &err));  // 1::800 still links to 1:
-  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 1, 0x00100800, &err)) << err;
-  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000, &err)) << err;
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 1, 0x80000800)));
+  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000));  // 1::800 still links to 1:
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 1, 0x00100800)));
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 1, 0x00100000)));
   size_t left = 0;
   tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter&) { ++left; });
   EXPECT_EQ(left, 0u);
@@ -634,14 +633,13 @@ TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
       tc::FlowerSpec s = random_spec(0x10000 | next_class);
       const uint32_t handle = next_class++;
       s.handle = handle;
-      std::string err;
-      const bool ok = tc::filter_add(*d, Dir::Egress, s, false, &err);
-      ASSERT_EQ(ok, model.add(s, handle)) << err;
-      if (ok) {
+      const Status st = tc::filter_add(*d, Dir::Egress, s, false);
+      ASSERT_EQ(st.has_value(), model.add(s, handle)) << (st ? "" : st.error().msg);
+      if (st) {
         live.push_back(handle);
       } else {
         ++refused;
-        EXPECT_NE(err.find("File exists"), std::string::npos) << err;
+        EXPECT_NE(st.error().msg.find("File exists"), std::string::npos) << st.error().msg;
       }
     }
     for (int i = 0; i < 2 && !live.empty(); ++i) {
@@ -649,14 +647,14 @@ TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
       tc::FlowerSpec s = random_spec(0x10000 | next_class++);
       s.handle = handle;
       std::string err;
-      ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, s, true, &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_add(*d, Dir::Egress, s, true)));
       model.replace(s, handle);
       ++replaced;
     }
     for (int i = 0; i < 3 && !live.empty(); ++i) {
       const size_t at = pick(static_cast<uint32_t>(live.size()));
       std::string err;
-      ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 10, live[at], &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 10, live[at])));
       model.del(live[at]);
       live.erase(live.begin() + static_cast<long>(at));
     }

@@ -9,6 +9,7 @@
 #include "netfilter/nft_net.h"
 #include "sched/nf_dev_resolver.h"
 #include "tc_fixture.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -27,27 +28,25 @@ TEST_F(TcTest, FiltersRunInPrefOrder) {
   tc::filter_walk(*d, Dir::Egress, [&](const tc::BpfFilter& f) { prefs.push_back(f.pref()); });
   EXPECT_EQ(prefs, (std::vector<uint32_t>{5, 10}));
   // Deleting pref 5 lets packets through.
-  std::string err;
-  ASSERT_TRUE(tc::filter_del(*d, Dir::Egress, 5, 0, &err)) << err;
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 5, 0)));
   send(d, 0);
   EXPECT_EQ(tx(d), 1u);
-  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 5, 0, &err));
+  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 5, 0));
 }
 
 TEST_F(TcTest, AutomaticPrefAndHandleAndDuplicates) {
   NetDevice* d = make("foo", "dummy");
   clsact(d);
-  std::string err;
   uint32_t pref = 0, handle = 0;
-  ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, spec(ret_prog(0), true), false, &err, &pref, &handle));
+  ASSERT_TRUE(ok(tc::filter_add(*d, Dir::Egress, spec(ret_prog(0), true), false, &pref, &handle)));
   EXPECT_EQ(pref, 49152u);
   EXPECT_EQ(handle, 1u);
-  ASSERT_TRUE(tc::filter_add(*d, Dir::Egress, spec(ret_prog(0), true), false, &err, &pref, &handle));
+  ASSERT_TRUE(ok(tc::filter_add(*d, Dir::Egress, spec(ret_prog(0), true), false, &pref, &handle)));
   EXPECT_EQ(pref, 49151u);
   auto dup = spec(ret_prog(2), true, 49151);
   dup.handle = 1;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, dup, false, &err));
-  EXPECT_TRUE(tc::filter_add(*d, Dir::Egress, dup, true, &err)) << err;  // replace
+  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, dup, false));
+  EXPECT_TRUE(ok(tc::filter_add(*d, Dir::Egress, dup, true)));  // replace
   send(d, 0);
   EXPECT_EQ(drops(DropReason::TC_EGRESS), 1u);
 }
@@ -55,15 +54,15 @@ TEST_F(TcTest, AutomaticPrefAndHandleAndDuplicates) {
 TEST_F(TcTest, FilterNeedsClsactAndDeletingClsactDetaches) {
   NetDevice* d = make("foo", "dummy");
   std::string err;
-  EXPECT_FALSE(tc::filter_add(*d, Dir::Egress, spec(ret_prog(2), true), false, &err));
+  err = failure_of(tc::filter_add(*d, Dir::Egress, spec(ret_prog(2), true), false));
   EXPECT_NE(err.find("clsact"), std::string::npos);
   clsact(d);
-  EXPECT_FALSE(tc::clsact_add(*d, &err));
+  EXPECT_FALSE(tc::clsact_add(*d));
   filter(d, Dir::Egress, spec(ret_prog(2), true));
   EXPECT_NE(d->egress_hook(), nullptr);
   send(d, 0);
   EXPECT_EQ(tx(d), 0u);
-  ASSERT_TRUE(tc::clsact_del(*d, &err)) << err;
+  ASSERT_TRUE(ok(tc::clsact_del(*d)));
   EXPECT_EQ(d->egress_hook(), nullptr);  // back to the one untaken branch
   send(d, 0);
   EXPECT_EQ(tx(d), 1u);

@@ -9,6 +9,7 @@
 #include "tc_fixture.h"
 #include "core/net.h"
 #include "tools/pktgen.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -74,12 +75,11 @@ TEST_F(TcStressPktgen, PktgenThreadsWhileFiltersChange) {
   Pktgen g(*d, pool, config(PktgenMode::kQueueXmit, 0, 1.0), PktgenRunOptions{.threads = 2});
   PktgenResult r;
   std::thread t([&] { r = g.run(); });
-  std::string err;
   int changes = 0;
   for (; changes < 200; ++changes) {
     auto s = spec(ret_prog(changes % 2 ? 2 : 0), true, 1);
     s.handle = 1;
-    ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, std::move(s), true, &err)) << err;
+    ASSERT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, std::move(s), true)));
   }
   tc::tc_rcu_barrier(net);  // waits for a grace period: the pktgen threads must be quiescing
   t.join();

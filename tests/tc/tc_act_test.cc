@@ -2,6 +2,7 @@
 // the redirect nesting limit, a mirred target deleted under the action.
 #include <gtest/gtest.h>
 
+#include "status_assert.h"
 #include "tc_fixture.h"
 
 namespace pktpath::testing {
@@ -173,7 +174,7 @@ TEST_F(TcTest, MirredTargetDeletedDropsAndCounts) {
 
   // The actions unsubscribe when they go away.
   std::string e2;
-  tc::clsact_del(*foo, &e2);
+  ASSERT_TRUE(ok(tc::clsact_del(*foo)));
   mirror.reset();
   redirect.reset();
   ASSERT_TRUE(table.del("foo", e2)) << e2;

@@ -10,6 +10,7 @@
 #include "sched/act_mirred.h"
 #include "sched/act_skbedit.h"
 #include "sched/clsact.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 
@@ -34,11 +35,11 @@ class TcFixture : public XmitFixture {
   }
   void clsact(NetDevice* d) {
     std::string err;
-    ASSERT_TRUE(tc::clsact_add(*d, &err)) << err;
+    ASSERT_TRUE(ok(tc::clsact_add(*d)));
   }
   void filter(NetDevice* d, tc::Dir dir, tc::BpfFilterSpec s, bool replace = false) {
     std::string err;
-    ASSERT_TRUE(tc::filter_add(*d, dir, std::move(s), replace, &err)) << err;
+    ASSERT_TRUE(ok(tc::filter_add(*d, dir, std::move(s), replace)));
   }
   // Hand one packet to d's receive path; returns netif_receive_skb's rc.
   int receive(NetDevice* d, uint32_t mark = 0, uint32_t size = 60) {

@@ -20,6 +20,7 @@
 #include "sched/cls_u32.h"
 #include "tc_fixture.h"
 #include "sanitizer_scale.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -121,10 +122,10 @@ TEST_F(TcStress, ReplaceEgressFilterWhileTwoThreadsSend) {
       default: s = spec(ret_prog(0), true, 1); break;                 // da ok
     }
     s.handle = 1;
-    ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, std::move(s), true, &err)) << err;
+    ASSERT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, std::move(s), true)));
     if (i % 500 == 250) {
       // Delete and re-add (the hook pointer goes away and comes back under traffic).
-      ASSERT_TRUE(tc::filter_del(*d, tc::Dir::Egress, 0, 0, &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_del(*d, tc::Dir::Egress, 0, 0)));
       filter(d, tc::Dir::Egress, spec(ret_prog(0), true, 1));
     }
     if (i % 1000 == 500) {
@@ -175,18 +176,17 @@ TEST_F(TcStress, ReplaceEachKindWhileTwoThreadsSend) {
     s->actions = acts;
     return s;
   };
-  std::string err;
-  ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, *make_spec(0, false), false, &err)) << err;
+  ASSERT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, *make_spec(0, false), false)));
   Senders senders(pool, d);
   int kind = 0;
   for (int i = 1; i < kReplacements; ++i) {
     if (i % 250 == 0) {
-      ASSERT_TRUE(tc::filter_del(*d, tc::Dir::Egress, 1, 0, &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_del(*d, tc::Dir::Egress, 1, 0)));
       kind = (kind + 1) % 4;
-      ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, *make_spec(kind, false), false, &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, *make_spec(kind, false), false)));
       continue;
     }
-    ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, *make_spec(kind, i % 2), true, &err)) << err;
+    ASSERT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, *make_spec(kind, i % 2), true)));
   }
   expect_accounted(senders.stop(), d);
   EXPECT_EQ(outstanding(), 0u);
@@ -212,18 +212,16 @@ TEST_F(TcStress, FlowerTablesChangeWhileTwoThreadsSend) {
     if (dropping) f.actions = {drop};
     return f;
   };
-  std::string err;
   Senders senders(pool, d);
   const int rounds = kReplacements / 10;
   for (int i = 0; i < rounds; ++i) {
     // 24 nodes of three masks that miss 10.0.0.1, then the dropping /32 node.
     for (uint32_t j = 0; j < 24; ++j)
-      ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, node(j + 1, 0x0b000000 + (j << 8), 24 + 4 * (j % 3), false),
-                                 false, &err))
-          << err;
-    ASSERT_TRUE(tc::filter_add(*d, tc::Dir::Egress, node(100, 0x0a000001, 32, true), false, &err)) << err;
-    for (uint32_t j = 0; j < 24; j += 2) ASSERT_TRUE(tc::filter_del(*d, tc::Dir::Egress, 1, j + 1, &err)) << err;
-    ASSERT_TRUE(tc::filter_del(*d, tc::Dir::Egress, 1, 0, &err)) << err;
+      ASSERT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, node(j + 1, 0x0b000000 + (j << 8), 24 + 4 * (j % 3), false),
+                                 false)));
+    ASSERT_TRUE(ok(tc::filter_add(*d, tc::Dir::Egress, node(100, 0x0a000001, 32, true), false)));
+    for (uint32_t j = 0; j < 24; j += 2) ASSERT_TRUE(ok(tc::filter_del(*d, tc::Dir::Egress, 1, j + 1)));
+    ASSERT_TRUE(ok(tc::filter_del(*d, tc::Dir::Egress, 1, 0)));
   }
   expect_accounted(senders.stop(), d);
   EXPECT_EQ(outstanding(), 0u);

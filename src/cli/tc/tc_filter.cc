@@ -65,9 +65,9 @@ struct FilterLine final : ExtLine {
     ktc::FilterBlock* block = nullptr;
     if (target.qdisc && !(block = target.block(*d, &msg))) return fail(err, dev, msg);
     if (op == Op::Del) {
-      const bool ok = block ? ktc::block_filter_del(*d, *block, req.pref, req.handle, &msg)
-                            : ktc::filter_del(*d, target.dir, req.pref, req.handle, &msg);
-      if (!ok) return fail(err, dev, msg);
+      const Status st = block ? ktc::block_filter_del(*d, *block, req.pref, req.handle)
+                              : ktc::filter_del(*d, target.dir, req.pref, req.handle);
+      if (!st) return fail(err, dev, st.error().msg);
       return true;
     }
     std::unique_ptr<ktc::FilterSpec> s = req.spec->clone();
@@ -81,9 +81,9 @@ struct FilterLine final : ExtLine {
       (*act)->index = index++;
       s->actions.push_back(std::move(*act));
     }
-    const bool ok = block ? ktc::block_filter_add(*d, *block, *s, op == Op::Replace, &msg)
-                          : ktc::filter_add(*d, target.dir, *s, op == Op::Replace, &msg);
-    if (!ok) return fail(err, s->kind(), msg);
+    const Status st = block ? ktc::block_filter_add(*d, *block, *s, op == Op::Replace)
+                            : ktc::filter_add(*d, target.dir, *s, op == Op::Replace);
+    if (!st) return fail(err, st.error().word.empty() ? s->kind() : st.error().word, st.error().msg);
     return true;
   }
 };
