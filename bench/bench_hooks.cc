@@ -49,8 +49,8 @@ struct Env {
     NetDevice::Config cfg;
     cfg.name = name;
     std::string err;
-    NetDevice* d = table.add(cfg, "dummy", err);
-    if (!d || !table.set_up(*d, true, err)) std::abort();
+    NetDevice* d = table.add(cfg, "dummy").value_or(nullptr);
+    if (!d || !table.set_up(*d, true)) std::abort();
     return d;
   }
   void nft_cmd(std::vector<std::string> w) {

@@ -35,9 +35,8 @@ struct Env {
     NetDevice::Config cfg;
     cfg.name = name;
     cfg.num_tx_queues = queues;
-    std::string err;
-    NetDevice* d = table.add(cfg, "dummy", err);
-    table.set_up(*d, true, err);
+    NetDevice* d = table.add(cfg, "dummy").value_or(nullptr);
+    (void)table.set_up(*d, true);
     if (root) {
       QdiscRequest r;
       r.op = QdiscOp::Replace;

@@ -107,8 +107,7 @@ int main(int argc, char** argv) {
   class_bytes(*dev->qdisc(), t_b, b10, b20);
   const double secs = (t_b - t_a) / 1e9;
   std::printf("%.2f %.2f\n", (b10 - a10) * 8 / secs / 1e6, (b20 - a20) * 8 / secs / 1e6);
-  std::string err;
-  runner.table().set_up(*dev, false, err);  // drops what is queued before the clock goes
+  (void)runner.table().set_up(*dev, false);  // drops what is queued before the clock goes
   cpu.set_clock(nullptr);
   if (devnull) std::fclose(devnull);
   return 0;

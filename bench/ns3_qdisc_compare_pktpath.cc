@@ -53,12 +53,12 @@ Result run_pktpath(const std::vector<Arrival>& trace, bool tbf) {
     Net net{cpu};
     NetDevice::Config cfg;
     cfg.name = "b0";
-    std::string err;
-    NetDevice* dev = net.devices().add(cfg, "dummy", err);
-    if (!dev) {
-      std::fprintf(stderr, "pktpath: %s\n", err.c_str());
+    auto added = net.devices().add(cfg, "dummy");
+    if (!added) {
+      std::fprintf(stderr, "pktpath: %s\n", added.error().msg.c_str());
       std::exit(1);
     }
+    NetDevice* dev = *added;
     QdiscOptions opts;
     if (tbf) {
       TbfOptions o;

@@ -33,7 +33,7 @@ struct World {
     for (const char* n : {"foo", "bar"}) {
       NetDevice::Config c;
       c.name = n;
-      if (!net.devices().add(c, "dummy", err)) std::abort();
+      if (!net.devices().add(c, "dummy").value_or(nullptr)) std::abort();
     }
   }
 };

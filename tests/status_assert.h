@@ -8,7 +8,7 @@
 
 #include "core/result.h"
 
-namespace pktpath::testing {
+namespace pktpath {
 
 template <class T>
 ::testing::AssertionResult ok(const Result<T>& r) {
@@ -26,4 +26,4 @@ std::string failure_of(const Result<T>& r) {
   return r.error().msg;
 }
 
-}  // namespace pktpath::testing
+}  // namespace pktpath

@@ -79,8 +79,7 @@ struct LinkSetNetns final : ExtLine {
     if (to->devices().find(dev))
       return fail(err, dev, "RTNETLINK answers: File exists (device \"" + dev + "\" in namespace " + name + ")");
     r.drain_pending();
-    std::string msg;
-    from.devices().set_up(*d, false, msg);  // dev_close
+    (void)from.devices().set_up(*d, false);  // dev_close: cannot fail
     from.devices().notifier().call(NetdevEvent::UNREGISTER, *d);  // nft chains, mirred targets
     tc::tc_dev_unregister(*d);
     tap_device_gone(*d);
@@ -88,7 +87,7 @@ struct LinkSetNetns final : ExtLine {
     d->set_root_is_default(true);
     std::string kind;
     std::unique_ptr<NetDevice> owned = from.devices().unlink(*d, &kind);
-    if (!to->devices().adopt(std::move(owned), kind, msg)) return fail(err, dev, msg);
+    if (auto moved = to->devices().adopt(std::move(owned), kind); !moved) return fail(err, dev, moved.error().msg);
     return true;
   }
 };

@@ -81,10 +81,7 @@ ScriptRunner::~ScriptRunner() {
   // A device polled by a NAPI thread stops while that thread still runs its last poll.
   for (auto& n : nets_)
     for (NetDevice* d : n->devices().list())
-      if (d->napi_thread() && d->is_up()) {
-        std::string ignored;
-        n->devices().set_up(*d, false, ignored);
-      }
+      if (d->napi_thread() && d->is_up()) (void)n->devices().set_up(*d, false);  // down cannot fail
   // What still waits on an input queue (circling packets) goes before the devices do.
   cpu_set_.stop();
   control_.backlog_purge();
@@ -252,25 +249,26 @@ bool ScriptRunner::execute(const ScriptCommand& cmd, ScriptError& err) {
 }
 
 bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
-  std::string msg;
   if (c.kind == "veth") {
     Net* peer_net = current_;
     if (!c.peer_netns.empty() && !(peer_net = find_net(c.peer_netns)))
       return fail(err, c.peer_netns, "Cannot find netns \"" + c.peer_netns + "\"");
-    if (!veth_newlink(table(), c.cfg, peer_net->devices(), c.peer, msg)) return fail(err, c.cfg.name, msg);
+    if (auto a = veth_newlink(table(), c.cfg, peer_net->devices(), c.peer); !a)
+      return fail(err, c.cfg.name, a.error().msg);
     return true;
   }
   if (const LinkKind* k = link_kind_lookup(c.kind); k && k->touches_host && !limits_.host_devices)
     return fail(err, c.kind, "type " + c.kind + ": devices of the host kernel are off in this runner");
-  NetDevice* d = table().add(c.cfg, c.kind, msg);
-  if (!d) {
-    const bool kind_bad = msg.find("link type") != std::string::npos;
-    return fail(err, kind_bad ? c.kind : c.cfg.name, msg);
+  auto added = table().add(c.cfg, c.kind);
+  if (!added) {
+    const std::string& why = added.error().msg;
+    const bool kind_bad = why.find("link type") != std::string::npos;
+    return fail(err, kind_bad ? c.kind : c.cfg.name, why);
   }
+  NetDevice* d = *added;
   const LinkKind* k = link_kind_lookup(c.kind);
   if (!apply_link_options(*k, *d, c.opts, err)) {
-    std::string ignored;
-    table().del(c.cfg.name, ignored);
+    (void)table().del(c.cfg.name);  // just added: cannot fail
     return false;
   }
   return true;
@@ -308,9 +306,9 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   }
   if (c.threaded && !set_threaded(*d, *c.threaded, err)) return false;
   if (c.up) {
-    std::string msg;
-    if (!table().set_up(*d, *c.up, msg)) {
+    if (Status st = table().set_up(*d, *c.up); !st) {
       // The driver's own account of why, where it keeps one.
+      std::string msg = st.error().msg;
       if (const LinkKind* k = link_kind_lookup(table().kind_of(*d)); k && k->busy) k->busy(*d, control_, msg);
       return fail(err, c.dev, msg);
     }
@@ -376,8 +374,7 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
         while (k->busy(*d, control_, msg)) {
           if (pending_stop_signal() ||
               (limits_.max_wait_ns && MonotonicClock::instance().now_ns() - t0 > limits_.max_wait_ns)) {
-            std::string ignored;
-            net->devices().set_up(*d, false, ignored);
+            (void)net->devices().set_up(*d, false);  // down cannot fail
             break;
           }
           // On the virtual clock, once only a timer is left (a paced replay between
@@ -402,10 +399,7 @@ bool ScriptRunner::settle_devices(ScriptError& err) {
         run_all_pending();
       }
       // A driver whose lower link vanished took the carrier away: the device goes down.
-      if (!msg.empty() && d->is_up() && !d->carrier_ok()) {
-        std::string ignored;
-        net->devices().set_up(*d, false, ignored);
-      }
+      if (!msg.empty() && d->is_up() && !d->carrier_ok()) (void)net->devices().set_up(*d, false);
       if (!msg.empty() && ok) ok = fail(err, d->name(), msg);
     }
   }
@@ -425,9 +419,8 @@ bool ScriptRunner::ip_link_del(const IpLinkDel& c, ScriptError& err) {
     return fail(err, c.dev, "RTNETLINK answers: Operation not supported");
   run_all_pending();
   purge_circling();
-  std::string msg;
   NetDevice* gone = table().find(c.dev);
-  if (!table().del(c.dev, msg)) return fail(err, c.dev, msg);
+  if (Status st = table().del(c.dev); !st) return fail(err, c.dev, st.error().msg);
   files_.release(gone);
   return true;
 }

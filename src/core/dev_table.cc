@@ -14,8 +14,7 @@ DeviceTable::~DeviceTable() { clear(); }
 void DeviceTable::clear() {
   std::vector<std::string> names;
   for (auto& [name, idx] : by_name_) names.push_back(name);
-  std::string err;
-  for (auto& n : names) del(n, err);
+  for (auto& n : names) (void)del(n);  // a veth's dellink may have taken n already
   graveyard_.clear();
 }
 
@@ -27,24 +26,13 @@ static bool valid_name(std::string_view n) {
   return true;
 }
 
-NetDevice* DeviceTable::add(const NetDevice::Config& cfg, std::string_view kind, std::string& err) {
+Result<NetDevice*> DeviceTable::add(const NetDevice::Config& cfg, std::string_view kind) {
   const LinkKind* lk = link_kind_lookup(kind);
-  if (!lk) {
-    err = "unknown link type \"" + std::string(kind) + "\"";
-    return nullptr;
-  }
-  if (!valid_name(cfg.name)) {
-    err = "\"" + cfg.name + "\" is not a valid device name";
-    return nullptr;
-  }
-  if (by_name_.count(cfg.name)) {
-    err = "device \"" + cfg.name + "\" already exists";
-    return nullptr;
-  }
-  if (cfg.num_tx_queues < 1 || cfg.num_tx_queues > kMaxTxQueues) {
-    err = "numtxqueues must be 1.." + std::to_string(kMaxTxQueues);
-    return nullptr;
-  }
+  if (!lk) return unexpected("unknown link type \"" + std::string(kind) + "\"");
+  if (!valid_name(cfg.name)) return unexpected("\"" + cfg.name + "\" is not a valid device name");
+  if (by_name_.count(cfg.name)) return unexpected("device \"" + cfg.name + "\" already exists");
+  if (cfg.num_tx_queues < 1 || cfg.num_tx_queues > kMaxTxQueues)
+    return unexpected("numtxqueues must be 1.." + std::to_string(kMaxTxQueues));
   auto dev = std::make_unique<NetDevice>(cfg, lk->ops, lk->flags);
   const int idx = next_ifindex_++;
   dev->set_ifindex(idx);
@@ -68,16 +56,13 @@ NetDevice* DeviceTable::add(const NetDevice::Config& cfg, std::string_view kind,
   return raw;
 }
 
-bool DeviceTable::del(std::string_view name, std::string& err) {
+Status DeviceTable::del(std::string_view name) {
   auto it = by_name_.find(name);
-  if (it == by_name_.end()) {
-    err = "cannot find device \"" + std::string(name) + "\"";
-    return false;
-  }
+  if (it == by_name_.end()) return unexpected("cannot find device \"" + std::string(name) + "\"");
   const int idx = it->second;
   NetDevice& dev = *by_index_[idx].dev;
   if (const LinkKind* lk = link_kind_lookup(by_index_[idx].kind); lk && lk->dellink) lk->dellink(dev);
-  set_up(dev, false, err);
+  (void)set_up(dev, false);  // going down cannot fail
   if (std::unique_ptr<Qdisc> old = dev.graft_root(nullptr)) retire(std::move(old));
   notifier_.call(NetdevEvent::UNREGISTER, dev);
   // flush_all_backlogs for the Cpu this table runs on (datapath Cpus are quiesced by
@@ -90,7 +75,7 @@ bool DeviceTable::del(std::string_view name, std::string& err) {
   by_index_.erase(idx);
   with_work_.erase(idx);
   reap();
-  return true;
+  return {};
 }
 
 std::unique_ptr<NetDevice> DeviceTable::unlink(NetDevice& dev, std::string* kind) {
@@ -105,11 +90,9 @@ std::unique_ptr<NetDevice> DeviceTable::unlink(NetDevice& dev, std::string* kind
   return owned;
 }
 
-NetDevice* DeviceTable::adopt(std::unique_ptr<NetDevice> dev, std::string kind, std::string& err) {
-  if (by_name_.count(dev->name())) {
-    err = "device \"" + dev->name() + "\" already exists in the target namespace";
-    return nullptr;
-  }
+Result<NetDevice*> DeviceTable::adopt(std::unique_ptr<NetDevice> dev, std::string kind) {
+  if (by_name_.count(dev->name()))
+    return unexpected("device \"" + dev->name() + "\" already exists in the target namespace");
   // The ifindex travels with the device unless taken (dev_change_net_namespace).
   int idx = dev->ifindex();
   if (by_index_.count(idx)) {
@@ -159,24 +142,23 @@ uint32_t DeviceTable::alloc_handle(NetDevice& dev) {
 }
 
 // mirrors __dev_open / __dev_close_many
-bool DeviceTable::set_up(NetDevice& dev, bool up, std::string& err) {
-  if (up == dev.is_up()) return true;
+Status DeviceTable::set_up(NetDevice& dev, bool up) {
+  if (up == dev.is_up()) return {};
   if (up) {
     if (dev.ops().open && dev.ops().open(dev) != 0) {
-      err = "device \"" + dev.name() + "\" failed to open";
-      return false;
+      return unexpected("device \"" + dev.name() + "\" failed to open");
     }
     dev.set_flag(IFF_UP, true);
     dev_activate(dev);
     notifier_.call(NetdevEvent::UP, dev);
-    return true;
+    return {};
   }
   dev_deactivate(control_, dev);
   if (dev.ops().stop) dev.ops().stop(dev);
   dev.set_flag(IFF_UP, false);
   reap();
   notifier_.call(NetdevEvent::DOWN, dev);
-  return true;
+  return {};
 }
 
 void DeviceTable::retire(std::unique_ptr<Qdisc> q) {

@@ -17,6 +17,7 @@
 #include "core/cpu.h"
 #include "core/netdev_notifier.h"
 #include "core/netdevice.h"
+#include "core/result.h"
 
 namespace pktpath {
 
@@ -31,11 +32,11 @@ class DeviceTable {
   DeviceTable(const DeviceTable&) = delete;
   DeviceTable& operator=(const DeviceTable&) = delete;
 
-  // `ip link add`: nullptr with err if the name is taken or invalid, or the kind unknown.
-  NetDevice* add(const NetDevice::Config& cfg, std::string_view kind, std::string& err);
+  // `ip link add`: fails if the name is taken or invalid, or the kind unknown.
+  Result<NetDevice*> add(const NetDevice::Config& cfg, std::string_view kind);
   // `ip link del` (mirrors unregister_netdevice_many): down (NETDEV_DOWN), qdiscs
   // retired, NETDEV_UNREGISTER to the subscribers, a grace period, device destroyed.
-  bool del(std::string_view name, std::string& err);
+  Status del(std::string_view name);
   // Delete every device (as ~DeviceTable), while the table is still reachable from its
   // Net (a veth's dellink deletes its peer through the peer's Net).
   void clear();
@@ -51,7 +52,7 @@ class DeviceTable {
   // dev_open / dev_close: up attaches the default qdisc if none is set and activates the
   // tx queues (then NETDEV_UP); down deactivates them (queued packets dropped,
   // QDISC_DROP; then NETDEV_DOWN).
-  bool set_up(NetDevice& dev, bool up, std::string& err);
+  Status set_up(NetDevice& dev, bool up);
 
   // Take a qdisc out of service: deactivate, drop what it holds, keep the object until
   // it is off every Cpu's tx work list (reap()).
@@ -66,7 +67,7 @@ class DeviceTable {
   // hooks flushed) out of this table, and put it into another one, keeping its ifindex
   // when that is free there (else the next free one).
   std::unique_ptr<NetDevice> unlink(NetDevice& dev, std::string* kind);
-  NetDevice* adopt(std::unique_ptr<NetDevice> dev, std::string kind, std::string& err);
+  Result<NetDevice*> adopt(std::unique_ptr<NetDevice> dev, std::string kind);
   // The device events of this table's devices (core/netdev_notifier.h).
   NetdevNotifierChain& notifier() { return notifier_; }
   // Next automatic qdisc handle for a device ("8001:", "8002:", ...).

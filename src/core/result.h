@@ -45,6 +45,11 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   const Error& error() const { return std::get<1>(v_); }
+  // The value, or `other` on an error (std::expected::value_or).
+  template <class U>
+  T value_or(U&& other) const& {
+    return has_value() ? value() : static_cast<T>(std::forward<U>(other));
+  }
 
  private:
   std::variant<T, Error> v_;

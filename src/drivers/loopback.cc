@@ -48,8 +48,7 @@ const PernetRegistrar loopback_pernet{{"loopback", [](Net& net) -> std::unique_p
                                          cfg.name = "lo";
                                          cfg.mtu = 65536;
                                          cfg.mac_set = true;  // 00:00:00:00:00:00
-                                         std::string err;
-                                         if (!net.devices().add(cfg, "loopback", err)) return nullptr;
+                                         if (!net.devices().add(cfg, "loopback")) return nullptr;
                                          return std::make_unique<LoopbackNet>();
                                        }}};
 

@@ -190,8 +190,7 @@ void veth_dellink(NetDevice& dev) {
   if (!peer) return;
   me->peer = nullptr;
   veth_priv(*peer)->peer = nullptr;
-  std::string err;
-  peer->net().devices().del(peer->name(), err);
+  (void)peer->net().devices().del(peer->name());  // the peer is there: cannot fail
 }
 
 const LinkKindRegistrar kVeth{{"veth", &veth_ops, IFF_NO_QUEUE | NETIF_F_LLTX, veth_setup, nullptr, nullptr,
@@ -201,8 +200,8 @@ VethPriv* veth_priv(const NetDevice& dev) { return static_cast<VethPriv*>(dev.pr
 
 }  // namespace
 
-NetDevice* veth_newlink(DeviceTable& table, const NetDevice::Config& a_cfg, DeviceTable& peer_table,
-                        NetDevice::Config b_cfg, std::string& err) {
+Result<NetDevice*> veth_newlink(DeviceTable& table, const NetDevice::Config& a_cfg, DeviceTable& peer_table,
+                                NetDevice::Config b_cfg) {
   if (b_cfg.name.empty()) {
     for (int i = 0;; ++i) {
       std::string n = "veth" + std::to_string(i);
@@ -212,18 +211,17 @@ NetDevice* veth_newlink(DeviceTable& table, const NetDevice::Config& a_cfg, Devi
       }
     }
   }
-  if (&peer_table == &table && a_cfg.name == b_cfg.name) {
-    err = "device \"" + b_cfg.name + "\" already exists";
-    return nullptr;
+  if (&peer_table == &table && a_cfg.name == b_cfg.name)
+    return unexpected("device \"" + b_cfg.name + "\" already exists");
+  auto added_b = peer_table.add(b_cfg, "veth");
+  if (!added_b) return added_b;
+  NetDevice* b = *added_b;
+  auto added_a = table.add(a_cfg, "veth");
+  if (!added_a) {
+    (void)peer_table.del(b->name());  // just added: cannot fail
+    return added_a;
   }
-  NetDevice* b = peer_table.add(b_cfg, "veth", err);
-  if (!b) return nullptr;
-  NetDevice* a = table.add(a_cfg, "veth", err);
-  if (!a) {
-    std::string ignored;
-    peer_table.del(b->name(), ignored);
-    return nullptr;
-  }
+  NetDevice* a = *added_a;
   veth_priv(*a)->peer = b;
   veth_priv(*b)->peer = a;
   return a;

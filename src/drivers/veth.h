@@ -13,9 +13,9 @@ namespace pktpath {
 
 // mirrors veth_newlink: `ip link add A type veth peer name B [netns NS]`. `a_cfg` goes
 // into `table`, `b_cfg` into `peer_table` (the same table, or another Net's); an empty
-// b name gets the first free "vethN" there. Both ends or neither: nullptr with err.
-NetDevice* veth_newlink(DeviceTable& table, const NetDevice::Config& a_cfg, DeviceTable& peer_table,
-                        NetDevice::Config b_cfg, std::string& err);
+// b name gets the first free "vethN" there. Both ends (A returned) or neither.
+Result<NetDevice*> veth_newlink(DeviceTable& table, const NetDevice::Config& a_cfg, DeviceTable& peer_table,
+                                NetDevice::Config b_cfg);
 
 // mirrors veth_set_features for NETIF_F_GRO (`ethtool -K DEV gro on|off`): with GRO on
 // (and while up) the end receives in NAPI mode: the peer's xmit puts frames on this end's

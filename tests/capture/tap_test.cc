@@ -8,6 +8,7 @@
 #include "capture_fixture.h"
 #include "core/net.h"
 #include "tools/pktgen.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -246,8 +247,7 @@ TEST_F(TapTest, DeviceDeletedUnderATap) {
   NetDevice* d = make("foo", "dummy");
   auto t = attach(d, tap_spec(""));
   receive_ip(d, dst_of(1));
-  std::string err;
-  ASSERT_TRUE(table.del("foo", err)) << err;
+  ASSERT_TRUE(ok(table.del("foo")));
   EXPECT_EQ(t->device(), nullptr);
   TapCounts c = tap_detach(t);
   EXPECT_EQ(c.captured, 1u);

@@ -9,6 +9,7 @@
 #include "core/napi.h"
 #include "core/net.h"
 #include "core/packet_pool.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -140,9 +141,8 @@ class NetifRxTest : public NapiTest {
   NetifRxTest() {
     NetDevice::Config c;
     c.name = "rx0";
-    std::string err;
-    dev = net.devices().add(c, "dummy", err);
-    EXPECT_TRUE(net.devices().set_up(*dev, true, err)) << err;
+    dev = net.devices().add(c, "dummy").value_or(nullptr);
+    EXPECT_TRUE(ok(net.devices().set_up(*dev, true)));
   }
   Net net{cpu};
   NetDevice* dev = nullptr;
@@ -171,8 +171,7 @@ TEST_F(NetifRxTest, NetifRxOnADownDeviceOrFullBacklogCountsTheDrop) {
   EXPECT_EQ(dev->stats_sum().rx_packets, 1001u);
   EXPECT_EQ(dev->stats_sum().rx_dropped, 9u);
   EXPECT_EQ(cpu.stats().processed.get(), 1001u);
-  std::string err;
-  ASSERT_TRUE(net.devices().set_up(*dev, false, err));
+  ASSERT_TRUE(ok(net.devices().set_up(*dev, false)));
   EXPECT_EQ(netif_rx(cpu, udp_frame(cpu, *dev, 1)), NET_RX_DROP);
 }
 
@@ -182,16 +181,16 @@ TEST_F(NetifRxTest, NetifRxOnADownDeviceOrFullBacklogCountsTheDrop) {
 TEST_F(NetifRxTest, DeletingADeviceFlushesItsPacketsFromTheBacklog) {
   NetDevice::Config c;
   c.name = "rx1";
-  std::string err;
-  NetDevice* other = net.devices().add(c, "dummy", err);
-  ASSERT_NE(other, nullptr) << err;
-  ASSERT_TRUE(net.devices().set_up(*other, true, err)) << err;
+  auto other_added = net.devices().add(c, "dummy");
+  ASSERT_TRUE(ok(other_added));
+  NetDevice* other = other_added.value_or(nullptr);
+  ASSERT_TRUE(ok(net.devices().set_up(*other, true)));
   for (int i = 0; i < 200; ++i)
     ASSERT_EQ(netif_rx(cpu, udp_frame(cpu, i % 2 ? *other : *dev, 1)), NET_RX_SUCCESS);
   cpu.run_pending();  // one weight processed: 32 of each; the rest split between the queues
   ASSERT_EQ(other->stats_sum().rx_packets, 32u);
   const auto before = drop_totals();
-  ASSERT_TRUE(net.devices().del("rx1", err)) << err;
+  ASSERT_TRUE(ok(net.devices().del("rx1")));
   EXPECT_EQ(drop_totals()[static_cast<unsigned>(DropReason::DEV_READY)] -
                 before[static_cast<unsigned>(DropReason::DEV_READY)],
             68u);

@@ -20,7 +20,6 @@
 namespace pktpath {
 namespace {
 
-using testing::ok;
 
 // A subsystem of the test's own: registered statically, one state per Net.
 struct CounterNet final : PernetState {
@@ -45,10 +44,11 @@ class NetTest : public ::testing::Test {
     NetDevice::Config cfg;
     cfg.name = name;
     std::string err;
-    NetDevice* d = net.devices().add(cfg, "dummy", err);
-    EXPECT_NE(d, nullptr) << err;
+    auto d_added = net.devices().add(cfg, "dummy");
+    EXPECT_TRUE(ok(d_added));
+    NetDevice* d = d_added.value_or(nullptr);
     if (d) {
-      EXPECT_TRUE(net.devices().set_up(*d, true, err)) << err;
+      EXPECT_TRUE(ok(net.devices().set_up(*d, true)));
     }
     return d;
   }

@@ -10,6 +10,7 @@
 #include "core/net.h"
 #include "core/netdev_notifier.h"
 #include "core/packet_pool.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -27,9 +28,9 @@ class NetdevNotifierTest : public ::testing::Test {
   NetDevice* add(const std::string& name) {
     NetDevice::Config cfg;
     cfg.name = name;
-    std::string err;
-    NetDevice* d = table.add(cfg, "dummy", err);
-    EXPECT_NE(d, nullptr) << err;
+    auto d_added = table.add(cfg, "dummy");
+    EXPECT_TRUE(ok(d_added));
+    NetDevice* d = d_added.value_or(nullptr);
     return d;
   }
   PacketPool pool{PacketPool::Options{.capacity = 64, .buf_size = 2048, .headroom = 128}};
@@ -42,12 +43,11 @@ TEST_F(NetdevNotifierTest, TableSendsUpDownUnregisterInOrder) {
   Recorder r;
   r.sub.subscribe(table.notifier(), &Recorder::on, &r);
   NetDevice* foo = add("foo");
-  std::string err;
-  ASSERT_TRUE(table.set_up(*foo, true, err)) << err;
-  ASSERT_TRUE(table.set_up(*foo, true, err)) << err;  // no change: no event
-  ASSERT_TRUE(table.set_up(*foo, false, err)) << err;
-  ASSERT_TRUE(table.set_up(*foo, true, err)) << err;
-  ASSERT_TRUE(table.del("foo", err)) << err;  // closes first
+  ASSERT_TRUE(ok(table.set_up(*foo, true)));
+  ASSERT_TRUE(ok(table.set_up(*foo, true)));  // no change: no event
+  ASSERT_TRUE(ok(table.set_up(*foo, false)));
+  ASSERT_TRUE(ok(table.set_up(*foo, true)));
+  ASSERT_TRUE(ok(table.del("foo")));  // closes first
   EXPECT_EQ(r.seen, (std::vector<std::string>{"NETDEV_UP foo", "NETDEV_DOWN foo", "NETDEV_UP foo",
                                               "NETDEV_DOWN foo", "NETDEV_UNREGISTER foo"}));
 }
@@ -63,8 +63,7 @@ TEST_F(NetdevNotifierTest, SubscriptionEndsWithItsOwner) {
   }
   EXPECT_EQ(table.notifier().size(), base + 1);
   add("foo");
-  std::string err;
-  ASSERT_TRUE(table.del("foo", err)) << err;
+  ASSERT_TRUE(ok(table.del("foo")));
   EXPECT_EQ(kept.seen, std::vector<std::string>{"NETDEV_UNREGISTER foo"});
   kept.sub.reset();
   kept.sub.reset();  // idempotent
@@ -84,7 +83,7 @@ TEST(NetdevNotifier, ChainGoesBeforeSubscriber) {
     NetDevice::Config cfg;
     cfg.name = "bar";
     std::string err;
-    ASSERT_NE(table.add(cfg, "dummy", err), nullptr) << err;
+    ASSERT_NE(table.add(cfg, "dummy").value_or(nullptr), nullptr) << err;
     r.sub.subscribe(table.notifier(), &Recorder::on, &r);
   }
   EXPECT_FALSE(r.sub.subscribed());

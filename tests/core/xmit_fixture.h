@@ -18,6 +18,7 @@
 #include "sched/sch_generic.h"
 #include "sched/sch_prio.h"
 #include "sched/sch_tbf.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 
@@ -34,11 +35,11 @@ class XmitFixture : public ::testing::Test {
     cfg.name = name;
     cfg.num_tx_queues = queues;
     cfg.tx_queue_len = txqlen;
-    std::string err;
-    NetDevice* d = table.add(cfg, kind, err);
-    EXPECT_NE(d, nullptr) << err;
+    auto d_added = table.add(cfg, kind);
+    EXPECT_TRUE(ok(d_added));
+    NetDevice* d = d_added.value_or(nullptr);
     if (d && up) {
-      EXPECT_TRUE(table.set_up(*d, true, err)) << err;
+      EXPECT_TRUE(ok(table.set_up(*d, true)));
     }
     return d;
   }

@@ -4,6 +4,7 @@
 
 #include "xmit_fixture.h"
 #include "core/net.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -187,15 +188,14 @@ TEST_F(XmitPath, LinkDownDropsQueuedPacketsWithReason) {
     for (uint32_t i = 0; i < 10; ++i) send(d, i);
     drain();
     EXPECT_EQ(d->qdisc()->qlen(), 10u);
-    std::string err;
-    ASSERT_TRUE(table.set_up(*d, false, err));
+    ASSERT_TRUE(ok(table.set_up(*d, false)));
     EXPECT_EQ(drops(DropReason::QDISC_DROP) - before, 10u);
     EXPECT_EQ(d->qdisc()->qlen(), 0u);
     EXPECT_EQ(send(d, 99), NET_XMIT_DROP);
     NetDevice::tx_wake_queue(cpu, d->txq(0));
     drain();
     // Up again: the same qdisc, empty, working.
-    ASSERT_TRUE(table.set_up(*d, true, err));
+    ASSERT_TRUE(ok(table.set_up(*d, true)));
     EXPECT_EQ(send(d, 100), NET_XMIT_SUCCESS);
     drain();
   }
@@ -332,8 +332,7 @@ TEST_F(XmitPath, DeleteDeviceWithQueuedPackets) {
   NetDevice::tx_stop_queue(d->txq(0));
   for (uint32_t i = 0; i < 5; ++i) send(d, i);
   drain();
-  std::string err;
-  ASSERT_TRUE(table.del("t0", err));
+  ASSERT_TRUE(ok(table.del("t0")));
   EXPECT_EQ(table.find("t0"), nullptr);
   EXPECT_EQ(drops(DropReason::QDISC_DROP), 5u);
   EXPECT_EQ(outstanding(), 0u);

@@ -12,6 +12,7 @@
 #include "xmit_fixture.h"
 #include "core/net.h"
 #include "sanitizer_scale.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -47,10 +48,10 @@ TEST_P(XmitStress, EveryPacketTransmittedOrDroppedOnce) {
     cfg.name = "s0";
     cfg.num_tx_queues = c.queues;
     cfg.tx_queue_len = 256;
-    std::string err;
-    NetDevice* dev = table.add(cfg, c.link, err);
-    ASSERT_NE(dev, nullptr) << err;
-    ASSERT_TRUE(table.set_up(*dev, true, err));
+    auto dev_added = table.add(cfg, c.link);
+    ASSERT_TRUE(ok(dev_added));
+    NetDevice* dev = dev_added.value_or(nullptr);
+    ASSERT_TRUE(ok(table.set_up(*dev, true)));
     if (*c.root) {
       QdiscRequest r;
       r.op = QdiscOp::Replace;

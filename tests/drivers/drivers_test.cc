@@ -8,6 +8,7 @@
 #include "core/link_kind.h"
 #include "core/packet_pool.h"
 #include "drivers/testdrv.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -18,9 +19,9 @@ class DriverTest : public ::testing::Test {
   NetDevice* make(const char* kind) {
     NetDevice::Config cfg;
     cfg.name = std::string("d_") + kind;
-    std::string err;
-    NetDevice* d = table.add(cfg, kind, err);
-    EXPECT_NE(d, nullptr) << err;
+    auto d_added = table.add(cfg, kind);
+    EXPECT_TRUE(ok(d_added));
+    NetDevice* d = d_added.value_or(nullptr);
     return d;
   }
   Packet* pkt(uint32_t mark, uint32_t len = 64) {

@@ -23,6 +23,7 @@
 #include "core/link_kind.h"
 #include "core/net.h"
 #include "core/packet_pool.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -112,8 +113,9 @@ class PcapDevTest : public ::testing::Test {
     NetDevice::Config cfg;
     cfg.name = name;
     std::string err;
-    NetDevice* d = net.devices().add(cfg, "pcap", err);
-    EXPECT_NE(d, nullptr) << err;
+    auto d_added = net.devices().add(cfg, "pcap");
+    EXPECT_TRUE(ok(d_added));
+    NetDevice* d = d_added.value_or(nullptr);
     const LinkKind* k = link_kind_lookup("pcap");
     for (auto& [o, v] : opts) {
       if (!k->set_text_option(*d, o, v, err)) {
@@ -135,7 +137,7 @@ class PcapDevTest : public ::testing::Test {
   void expect_paced(NetDevice& d, size_t n, Due due) {
     std::string err;
     const uint64_t start = clock.now_ns();
-    ASSERT_TRUE(d.net().devices().set_up(d, true, err)) << err;
+    ASSERT_TRUE(ok(d.net().devices().set_up(d, true)));
     drive();
     EXPECT_EQ(d.stats_sum().rx_packets, 1u);  // the first record is due at once
     for (size_t i = 1; i < n; ++i) {
@@ -188,7 +190,7 @@ TEST_F(PcapDevTest, PacePpsAndLoop) {
   link_kind_lookup("pcap")->set_option(*d, "loop", 3);
   std::string err;
   const uint64_t start = clock.now_ns();
-  ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
   for (uint64_t i = 0; i < 15; ++i) {
     clock.set(start + i * 1'000'000);  // 1 ms apart across the loops too
     drive();
@@ -211,7 +213,7 @@ TEST_F(PcapDevTest, TruncatedFileDeliversWhatPrecedesAndNamesTheRecord) {
   NetDevice* d = add("p0", {{"rx", in}});
   ASSERT_NE(d, nullptr);
   std::string err;
-  ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
   drive();
   EXPECT_FALSE(busy(*d, err));
   EXPECT_NE(err.find("p0: rx " + in + ": record 4: truncated"), std::string::npos) << err;
@@ -233,7 +235,7 @@ TEST_F(PcapDevTest, OversizedAndRuntFramesCountAsRxDropped) {
   write_pcap(in, recs);
   NetDevice* d = add("p0", {{"rx", in}});
   std::string err;
-  ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
   drive();
   EXPECT_FALSE(busy(*d, err));
   EXPECT_EQ(d->stats_sum().rx_packets, 1u);
@@ -255,7 +257,7 @@ TEST_F(PcapDevTest, NonEthernetCaptureIsRefused) {
 TEST_F(PcapDevTest, WriteErrorCountsNothingAsSent) {
   NetDevice* d = add("p0", {{"tx", "/dev/full"}});
   std::string err;
-  ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
   const auto recs = make_records(10);
   for (const Record& r : recs) {
     Packet* p = cpu.alloc();

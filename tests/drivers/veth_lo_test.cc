@@ -19,6 +19,7 @@
 #include "sched/qdisc.h"
 #include "drivers/veth.h"
 #include "sanitizer_scale.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -70,8 +71,7 @@ class VethLoTest : public ::testing::Test {
     return p;
   }
   void up(Net& n, NetDevice& d) {
-    std::string err;
-    ASSERT_TRUE(n.devices().set_up(d, true, err)) << err;
+    ASSERT_TRUE(ok(n.devices().set_up(d, true)));
   }
   void run() {
     while (cpu.has_pending()) cpu.run_pending();
@@ -130,9 +130,9 @@ TEST_F(VethLoTest, EchoReplyIsTheRequestTurnedAround) {
   NetDevice::Config ca, cb;
   ca.name = "va";
   cb.name = "vb";
-  std::string err;
-  a = veth_newlink(net.devices(), ca, net.devices(), cb, err);
-  ASSERT_NE(a, nullptr) << err;
+  auto a_added = veth_newlink(net.devices(), ca, net.devices(), cb);
+  ASSERT_TRUE(ok(a_added));
+  a = a_added.value_or(nullptr);
   b = veth_peer(*a);
   up(net, *a);
   up(net, *b);
@@ -153,11 +153,11 @@ TEST(EchoReplyBytes, SwappedAddressesAndValidChecksums) {
   ASSERT_TRUE(sysctl_find("net.ipv4.icmp_echo_ignore_all")->set(net, "0"));
   NetDevice::Config c;
   c.name = "d0";
-  std::string err;
-  NetDevice* d = net.devices().add(c, "testdrv", err);
-  ASSERT_NE(d, nullptr) << err;
+  auto d_added = net.devices().add(c, "testdrv");
+  ASSERT_TRUE(ok(d_added));
+  NetDevice* d = d_added.value_or(nullptr);
   testdrv_state(*d).record_frames = true;
-  ASSERT_TRUE(net.devices().set_up(*d, true, err));
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
   Packet* p = cpu.alloc();
   fill_echo(p->put(98), 9, d->mac());
   std::vector<uint8_t> req(p->data(), p->data() + 98);
@@ -180,9 +180,9 @@ TEST(EchoReplyBytes, SwappedAddressesAndValidChecksums) {
 TEST_F(VethLoTest, VethPairCarriesBothWaysAndCountsPeerDown) {
   NetDevice::Config ca, cb;
   ca.name = "veth0";
-  std::string err;
-  NetDevice* a = veth_newlink(net.devices(), ca, net.devices(), cb, err);
-  ASSERT_NE(a, nullptr) << err;
+  auto a_added = veth_newlink(net.devices(), ca, net.devices(), cb);
+  ASSERT_TRUE(ok(a_added));
+  NetDevice* a = a_added.value_or(nullptr);
   NetDevice* b = veth_peer(*a);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->name(), "veth1");  // the first free vethN
@@ -205,7 +205,7 @@ TEST_F(VethLoTest, VethPairCarriesBothWaysAndCountsPeerDown) {
   EXPECT_EQ(b->stats_sum().tx_packets, 200u);
   EXPECT_EQ(a->stats_sum().rx_packets, 200u);
   // Deleting one end takes the other.
-  ASSERT_TRUE(net.devices().del("veth1", err)) << err;
+  ASSERT_TRUE(ok(net.devices().del("veth1")));
   EXPECT_EQ(net.devices().find("veth0"), nullptr);
 }
 
@@ -214,9 +214,9 @@ TEST_F(VethLoTest, VethAcrossNetsDeliversOnlyInThePeersNet) {
   NetDevice::Config ca, cb;
   ca.name = "a";
   cb.name = "b";
-  std::string err;
-  NetDevice* a = veth_newlink(net.devices(), ca, ns.devices(), cb, err);
-  ASSERT_NE(a, nullptr) << err;
+  auto a_added = veth_newlink(net.devices(), ca, ns.devices(), cb);
+  ASSERT_TRUE(ok(a_added));
+  NetDevice* a = a_added.value_or(nullptr);
   NetDevice* b = ns.devices().find("b");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(&b->net(), &ns);
@@ -241,7 +241,7 @@ TEST_F(VethLoTest, NetGoingAwayTakesThePeerInTheOtherNet) {
     NetDevice::Config ca, cb;
     ca.name = "a";
     cb.name = "b";
-    ASSERT_NE(veth_newlink(net.devices(), ca, ns.devices(), cb, err), nullptr) << err;
+    ASSERT_NE(veth_newlink(net.devices(), ca, ns.devices(), cb).value_or(nullptr), nullptr) << err;
   }
   EXPECT_EQ(net.devices().find("a"), nullptr);
 }
@@ -265,11 +265,12 @@ void remote_free_round_trip(bool defer) {
     ca.name = "a";
     cb.name = "b";
     std::string err;
-    NetDevice* a = veth_newlink(net.devices(), ca, net.devices(), cb, err);
-    ASSERT_NE(a, nullptr) << err;
+    auto a_added = veth_newlink(net.devices(), ca, net.devices(), cb);
+    ASSERT_TRUE(ok(a_added));
+    NetDevice* a = a_added.value_or(nullptr);
     NetDevice* b = veth_peer(*a);
-    ASSERT_TRUE(net.devices().set_up(*a, true, err));
-    ASSERT_TRUE(net.devices().set_up(*b, true, err));
+    ASSERT_TRUE(ok(net.devices().set_up(*a, true)));
+    ASSERT_TRUE(ok(net.devices().set_up(*b, true)));
     auto m = std::make_unique<RpsMap>();
     m->mask = 3;
     Cpu::Options ro = net.cpu_options();

@@ -15,6 +15,7 @@
 #include "core/packet_pool.h"
 #include "drivers/veth.h"
 #include "sanitizer_scale.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -36,9 +37,9 @@ NetDevice* up_pair_gro_on(Net& net) {
   ca.name = "a";
   cb.name = "b";
   std::string err;
-  NetDevice* a = veth_newlink(net.devices(), ca, net.devices(), cb, err);
+  NetDevice* a = veth_newlink(net.devices(), ca, net.devices(), cb).value_or(nullptr);
   NetDevice* b = a ? veth_peer(*a) : nullptr;
-  if (!b || !net.devices().set_up(*a, true, err) || !net.devices().set_up(*b, true, err) ||
+  if (!b || !net.devices().set_up(*a, true) || !net.devices().set_up(*b, true) ||
       !veth_set_gro(*b, true, err)) {
     ADD_FAILURE() << err;
     return nullptr;
@@ -154,8 +155,7 @@ TEST_F(VethNapiTest, DownDrainsTheRingAndUpRestoresNapi) {
   send(50);
   cpu.net_rx_action();  // 50 < weight: all received
   send(30);
-  std::string err;
-  ASSERT_TRUE(net.devices().set_up(*b, false, err)) << err;
+  ASSERT_TRUE(ok(net.devices().set_up(*b, false)));
   run();
   // The close may run the control Cpu's pending work (the poll) before the ring is
   // drained: what was not received then is dropped, nothing else.
@@ -164,7 +164,7 @@ TEST_F(VethNapiTest, DownDrainsTheRingAndUpRestoresNapi) {
   EXPECT_EQ(sb.rx_packets + sb.rx_dropped, 80u);
   EXPECT_EQ(b->stats_sum().rx_packets, sb.rx_packets);
   EXPECT_EQ(cpu.napi_polling(), 0u);
-  ASSERT_TRUE(net.devices().set_up(*b, true, err)) << err;
+  ASSERT_TRUE(ok(net.devices().set_up(*b, true)));
   send(5);
   EXPECT_EQ(cpu.napi_polling(), 1u);  // GRO is still wanted: NAPI again once up
   run();

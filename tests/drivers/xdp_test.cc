@@ -23,6 +23,7 @@
 #include "core/net.h"
 #include "core/packet_pool.h"
 #include "drivers/kernel_ns.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -130,8 +131,9 @@ TEST(XdpOptions, APoolWithBuffersSmallerThanAChunkIsRefused) {
   NetDevice::Config cfg;
   cfg.name = "d0";
   std::string err;
-  NetDevice* d = net.devices().add(cfg, "xdp", err);
-  ASSERT_NE(d, nullptr) << err;
+  auto d_added = net.devices().add(cfg, "xdp");
+  ASSERT_TRUE(ok(d_added));
+  NetDevice* d = d_added.value_or(nullptr);
   const LinkKind* k = link_kind_lookup("xdp");
   ASSERT_TRUE(k->set_text_option(*d, "link", "lo", err)) << err;
   EXPECT_EQ(d->ops().open(*d), -1);

@@ -10,6 +10,7 @@
 
 #include "../core/xmit_fixture.h"
 #include "sanitizer_scale.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -56,10 +57,9 @@ TEST_F(FloodBounds, StoppedDeviceQueueStaysBoundedAndDropsCounted) {
     EXPECT_EQ(txd, 10u);
     EXPECT_EQ(drops(DropReason::QDISC_DROP) - drops_before, per_round - txd - qlen);
     // Down/up drops what the stopped queue holds and restarts it.
-    std::string err;
     st.stop_after = 0;
-    ASSERT_TRUE(table.set_up(*d, false, err)) << err;
-    ASSERT_TRUE(table.set_up(*d, true, err)) << err;
+    ASSERT_TRUE(ok(table.set_up(*d, false)));
+    ASSERT_TRUE(ok(table.set_up(*d, true)));
     NetDevice::tx_wake_queue(cpu, d->txq(0));  // the driver's open starts its queue
     drain();
     EXPECT_EQ(drops(DropReason::QDISC_DROP) - drops_before, per_round - txd);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/net.h"
+#include "status_assert.h"
 
 #include <atomic>
 #include <cstdio>
@@ -45,11 +46,11 @@ class LifecycleHarness {
     cfg.name = name;
     cfg.num_tx_queues = 2;
     cfg.tx_queue_len = txqlen;
-    std::string err;
-    NetDevice* d = table->add(cfg, "testdrv", err);
-    EXPECT_NE(d, nullptr) << err;
+    auto added = table->add(cfg, "testdrv");
+    EXPECT_TRUE(ok(added));
+    NetDevice* d = added.value_or(nullptr);
     if (d) {
-      EXPECT_TRUE(table->set_up(*d, true, err)) << err;
+      EXPECT_TRUE(ok(table->set_up(*d, true)));
     }
     ++ops;
     return d;
@@ -59,15 +60,13 @@ class LifecycleHarness {
     const DevStatsSum s = d->stats_sum();
     gone_tx += s.tx_packets;
     gone_rx += s.rx_packets;
-    std::string err;
     const std::string name = d->name();
-    EXPECT_TRUE(table->del(name, err)) << err;
+    EXPECT_TRUE(ok(table->del(name)));
     ++ops;
   }
   void link_down_up(NetDevice* d) {
-    std::string err;
-    EXPECT_TRUE(table->set_up(*d, false, err)) << err;
-    EXPECT_TRUE(table->set_up(*d, true, err)) << err;
+    EXPECT_TRUE(ok(table->set_up(*d, false)));
+    EXPECT_TRUE(ok(table->set_up(*d, true)));
     ops += 2;
   }
   bool qdisc(NetDevice* d, QdiscOp op, const std::string& kind, QdiscOptions opts = {}) {

@@ -10,6 +10,7 @@
 #include "../core/xmit_fixture.h"
 #include "core/clock.h"
 #include "sched/sch_tbf.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -64,17 +65,16 @@ class QdiscTimerLifecycle : public XmitFixture {
     }
   }
   void teardown(NetDevice* d, Teardown how) {
-    std::string err;
     const std::string name = d->name();
     switch (how) {
       case Teardown::DeviceDelete:
-        ASSERT_TRUE(table.del(name, err)) << err;
+        ASSERT_TRUE(ok(table.del(name)));
         break;
       case Teardown::QdiscDel: {
         QdiscRequest r;
         r.op = QdiscOp::Del;
         ASSERT_TRUE(tc_qdisc_modify(table, *d, r));
-        ASSERT_TRUE(table.del(name, err)) << err;
+        ASSERT_TRUE(ok(table.del(name)));
         break;
       }
       case Teardown::ReplacePfifo: {
@@ -85,9 +85,9 @@ class QdiscTimerLifecycle : public XmitFixture {
         break;
       }
       case Teardown::DownUpDelete:
-        ASSERT_TRUE(table.set_up(*d, false, err)) << err;
-        ASSERT_TRUE(table.set_up(*d, true, err)) << err;
-        ASSERT_TRUE(table.del(name, err)) << err;
+        ASSERT_TRUE(ok(table.set_up(*d, false)));
+        ASSERT_TRUE(ok(table.set_up(*d, true)));
+        ASSERT_TRUE(ok(table.del(name)));
         break;
     }
   }
@@ -118,8 +118,7 @@ TEST_F(QdiscTimerLifecycle, EveryKindAtTheRoot) {
     for (Teardown how : kTeardowns) {
       NetDevice* d = make("r" + std::to_string(n++), "testdrv");
       if (!add(d, k.id, TC_H_ROOT, 0x10000)) {
-        std::string err;
-        table.del(d->name(), err);
+        EXPECT_TRUE(ok(table.del(d->name())));
         continue;  // needs another device (mq) or options
       }
       traffic(d);
@@ -142,11 +141,10 @@ TEST_F(QdiscTimerLifecycle, EveryKindUnderPrio) {
     for (Teardown how : kTeardowns) {
       NetDevice* d = make("p" + std::to_string(n++), "testdrv");
       ASSERT_TRUE(add(d, "prio", TC_H_ROOT, 0x10000));
-      bool ok = true;
-      for (uint32_t band = 1; band <= 3; ++band) ok = ok && add(d, k.id, 0x10000 | band);
-      if (!ok) {
-        std::string err;
-        table.del(d->name(), err);
+      bool added = true;
+      for (uint32_t band = 1; band <= 3; ++band) added = added && add(d, k.id, 0x10000 | band);
+      if (!added) {
+        EXPECT_TRUE(ok(table.del(d->name())));
         continue;
       }
       traffic(d);
@@ -169,11 +167,10 @@ TEST_F(QdiscTimerLifecycle, EveryKindUnderMq) {
     for (Teardown how : kTeardowns) {
       NetDevice* d = make("m" + std::to_string(n++), "testdrv", 4);
       ASSERT_TRUE(add(d, "mq", TC_H_ROOT, 0x10000));
-      bool ok = true;
-      for (uint32_t q = 1; q <= 4; ++q) ok = ok && add(d, k.id, 0x10000 | q);
-      if (!ok) {
-        std::string err;
-        table.del(d->name(), err);
+      bool added = true;
+      for (uint32_t q = 1; q <= 4; ++q) added = added && add(d, k.id, 0x10000 | q);
+      if (!added) {
+        EXPECT_TRUE(ok(table.del(d->name())));
         continue;
       }
       traffic(d);
@@ -193,10 +190,9 @@ TEST_F(QdiscTimerLifecycle, TbfWatchdogDrainsAfterDownUp) {
   NetDevice* d = make("t0", "testdrv");
   ASSERT_TRUE(add(d, "tbf", TC_H_ROOT, 0x10000));
   traffic(d);
-  std::string err;
-  ASSERT_TRUE(table.set_up(*d, false, err));
+  ASSERT_TRUE(ok(table.set_up(*d, false)));
   EXPECT_EQ(worker.timers_armed(), 0u);
-  ASSERT_TRUE(table.set_up(*d, true, err));
+  ASSERT_TRUE(ok(table.set_up(*d, true)));
   const uint64_t before = testdrv_state(*d).transmitted.load();
   traffic(d);
   for (int i = 0; i < 200; ++i) {

@@ -5,6 +5,7 @@
 // collection of detached flows; every packet accounted for (made = sent + dropped +
 // queued).
 #include "sched/sch_fq.h"
+#include "status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -146,8 +147,7 @@ TEST_F(FqTest, WatchdogSendsPacedPacketsOnTime) {
     EXPECT_EQ(tx(), k + 1u) << "late at " << k;
   }
   EXPECT_EQ(d->qdisc()->qlen(), 0u);
-  std::string err;
-  ASSERT_TRUE(table.set_up(*d, false, err));
+  ASSERT_TRUE(ok(table.set_up(*d, false)));
   EXPECT_EQ(outstanding(), 0u);
 }
 

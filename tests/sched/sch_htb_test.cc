@@ -11,6 +11,7 @@
 #include "qdisc_unit.h"
 #include "sched/act_police.h"
 #include "sched/sch_htb.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -133,7 +134,7 @@ TEST_F(HtbUnit, WatchdogDrivesTheDevice) {
     cpu.run_pending();
   }
   EXPECT_EQ(d->stats_sum().tx_packets, 127u);
-  ASSERT_TRUE(table.set_up(*d, false, err));
+  ASSERT_TRUE(ok(table.set_up(*d, false)));
   EXPECT_EQ(drops(DropReason::QDISC_DROP), 300u - 127u);
   EXPECT_EQ(outstanding(), 0u);
 }

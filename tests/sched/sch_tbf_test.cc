@@ -3,6 +3,7 @@
 
 #include "core/clock.h"
 #include "qdisc_unit.h"
+#include "status_assert.h"
 
 namespace pktpath::testing {
 namespace {
@@ -35,8 +36,7 @@ TEST_F(QdiscUnit, TbfRateWithinOnePercentOnVirtualClock) {
   // Packets larger than the bucket can never leave: dropped at enqueue.
   send(d, 9999, 1600);
   EXPECT_EQ(q->stats().drops, 1u);
-  std::string err;
-  ASSERT_TRUE(table.set_up(*d, false, err));
+  ASSERT_TRUE(ok(table.set_up(*d, false)));
   cpu.set_clock(nullptr);
   EXPECT_EQ(outstanding(), 0u);
 }

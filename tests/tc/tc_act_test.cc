@@ -153,9 +153,7 @@ TEST_F(TcTest, MirredTargetDeletedDropsAndCounts) {
   EXPECT_EQ(tx(bar), 2u);  // the copy and the packet
   const uint64_t subscribers = table.notifier().size();
   EXPECT_GE(subscribers, 2u);
-
-  std::string err;
-  ASSERT_TRUE(table.del("bar", err)) << err;
+  ASSERT_TRUE(ok(table.del("bar")));
   EXPECT_EQ(mirror->target(), nullptr);
   EXPECT_EQ(redirect->target(), nullptr);
   EXPECT_EQ(redirect->dump().get<tc::MirredOptions>()->dev, "*");
@@ -173,11 +171,10 @@ TEST_F(TcTest, MirredTargetDeletedDropsAndCounts) {
   EXPECT_EQ(outstanding(), 0u);
 
   // The actions unsubscribe when they go away.
-  std::string e2;
   ASSERT_TRUE(ok(tc::clsact_del(*foo)));
   mirror.reset();
   redirect.reset();
-  ASSERT_TRUE(table.del("foo", e2)) << e2;
+  ASSERT_TRUE(ok(table.del("foo")));
   EXPECT_EQ(table.notifier().size(), subscribers - 2);
 }
 

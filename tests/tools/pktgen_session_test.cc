@@ -1,5 +1,6 @@
 #include "tools/pktgen_session.h"
 #include "core/net.h"
+#include "status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -23,9 +24,10 @@ class PktgenSessionTest : public ::testing::Test {
     std::string err;
     NetDevice::Config c;
     c.name = "foo";
-    dev = devs.add(c, "dummy", err);
-    ASSERT_NE(dev, nullptr) << err;
-    ASSERT_TRUE(devs.set_up(*dev, true, err));
+    auto dev_added = devs.add(c, "dummy");
+    ASSERT_TRUE(ok(dev_added));
+    dev = dev_added.value_or(nullptr);
+    ASSERT_TRUE(ok(devs.set_up(*dev, true)));
   }
   PktgenCommand cmd(const std::vector<std::string>& words) {
     std::string err;

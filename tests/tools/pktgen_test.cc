@@ -1,5 +1,6 @@
 #include "tools/pktgen.h"
 #include "core/net.h"
+#include "status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -22,13 +23,13 @@ class PktgenTest : public ::testing::Test {
   DeviceTable& devs = net.devices();
 
   NetDevice* make(const char* kind, uint16_t queues = 1) {
-    std::string err;
     NetDevice::Config c;
     c.name = "foo";
     c.num_tx_queues = queues;
-    NetDevice* d = devs.add(c, kind, err);
-    EXPECT_NE(d, nullptr) << err;
-    EXPECT_TRUE(devs.set_up(*d, true, err)) << err;
+    auto d_added = devs.add(c, kind);
+    EXPECT_TRUE(ok(d_added));
+    NetDevice* d = d_added.value_or(nullptr);
+    EXPECT_TRUE(ok(devs.set_up(*d, true)));
     return d;
   }
   PktgenConfig config(PktgenMode mode, uint64_t count) {
@@ -129,8 +130,7 @@ TEST_F(PktgenTest, DurationCutsAnEndlessRunShort) {
 // pktgen_setup_dev refuses a device that is not up: nothing runs, a clear error.
 TEST_F(PktgenTest, DeviceDownIsRefusedAtOnce) {
   NetDevice* d = make("dummy");
-  std::string err;
-  ASSERT_TRUE(devs.set_up(*d, false, err)) << err;
+  ASSERT_TRUE(ok(devs.set_up(*d, false)));
   for (PktgenMode m : {PktgenMode::kQueueXmit, PktgenMode::kStartXmit, PktgenMode::kNetifReceive}) {
     Pktgen g(*d, pool, config(m, 0), PktgenRunOptions{});  // count 0: would run forever
     PktgenResult r = g.run();
@@ -181,8 +181,7 @@ TEST_F(PktgenTest, EndConditionsAndEveryAttemptCountedOnce) {
   EXPECT_EQ(testdrv_state(*d).transmitted.load() + d->qdisc()->qlen(), total);
   // A stopped run may leave packets in the qdisc (as the kernel's); taking the device
   // down resets it and frees them, so the pool is whole again.
-  std::string err;
-  ASSERT_TRUE(devs.set_up(*d, false, err)) << err;
+  ASSERT_TRUE(ok(devs.set_up(*d, false)));
   EXPECT_EQ(d->qdisc()->qlen(), 0u);
   expect_pool_whole();
 }

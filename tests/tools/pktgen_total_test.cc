@@ -7,6 +7,7 @@
 
 #include "core/net.h"
 #include "tools/pktgen.h"
+#include "status_assert.h"
 
 namespace pktpath {
 namespace {
@@ -57,12 +58,12 @@ TEST(PktgenTotal, RealRunTotalWithinThreadsTimesBestRate) {
   PacketPool pool{PacketPool::Options{.capacity = 16384}};
   Cpu control{pool};
   Net net{control};
-  std::string err;
   NetDevice::Config c;
   c.name = "foo";
-  NetDevice* d = net.devices().add(c, "dummy", err);
-  ASSERT_NE(d, nullptr) << err;
-  ASSERT_TRUE(net.devices().set_up(*d, true, err)) << err;
+  auto d_added = net.devices().add(c, "dummy");
+  ASSERT_TRUE(ok(d_added));
+  NetDevice* d = d_added.value_or(nullptr);
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
   PktgenConfig cfg;
   cfg.dev = "foo";
   cfg.count = 20000;
