@@ -42,14 +42,19 @@ struct ReaderResult {
   uint64_t run = 0, accepted = 0, dropped = 0, other = 0, counted_drops = 0;
 };
 
+// The n-th packet a reader sends: marks 0..3 in turn, or destinations 10.0.0.0..10.0.3.255.
+test::Pkt by_mark(uint32_t n) { return test::Pkt{.mark = n & 3}; }
+test::Pkt by_daddr(uint32_t n) { return test::Pkt{.daddr = 0x0a000000u | (n & 1023)}; }
+
 // One datapath thread: its own Cpu, registered with RCU, a quiescent state per packet.
-void reader(PacketPool& pool, NfDeviceHooks& dev, std::atomic<bool>& stop, ReaderResult& out) {
+void reader(PacketPool& pool, NfDeviceHooks& dev, std::atomic<bool>& stop, ReaderResult& out,
+            test::Pkt (*make)(uint32_t)) {
   Cpu cpu(pool);
   {
     RcuReader rcu;
-    uint32_t mark = 0;
+    uint32_t n = 0;
     while (!stop.load(std::memory_order_relaxed)) {
-      Packet* p = test::make_packet(cpu, test::Pkt{.mark = mark++ & 3});
+      Packet* p = test::make_packet(cpu, make(n++));
       if (!p) break;
       ++out.run;
       switch (nf_hook_egress(dev, p, cpu)) {
@@ -92,8 +97,8 @@ TEST(NfHookStress, ReplaceHookEntriesUnderTraffic) {
 
   std::atomic<bool> stop{false};
   ReaderResult res[2];
-  std::thread r0(reader, std::ref(pool), std::ref(dev), std::ref(stop), std::ref(res[0]));
-  std::thread r1(reader, std::ref(pool), std::ref(dev), std::ref(stop), std::ref(res[1]));
+  std::thread r0(reader, std::ref(pool), std::ref(dev), std::ref(stop), std::ref(res[0]), by_mark);
+  std::thread r1(reader, std::ref(pool), std::ref(dev), std::ref(stop), std::ref(res[1]), by_mark);
   std::thread writer([&] {
     StopGuard guard{stop};
     for (int i = 0; i < kReplacements; ++i) {
@@ -137,8 +142,8 @@ TEST(NfHookStress, ReplaceNftChainUnderTraffic) {
 
   std::atomic<bool> stop{false};
   ReaderResult res[2];
-  std::thread r0(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[0]));
-  std::thread r1(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[1]));
+  std::thread r0(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[0]), by_mark);
+  std::thread r1(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[1]), by_mark);
   std::thread writer([&] {
     StopGuard guard{stop};
     for (int i = 0; i < kReplacements; ++i) {
@@ -170,27 +175,6 @@ TEST(NfHookStress, ReplaceNftChainUnderTraffic) {
 // Sets changed under traffic: readers look destination addresses up in a hash set (which
 // grows, and whose deleted nodes are freed after a grace period) and in an interval set
 // (republished whole per command) while a writer adds and deletes elements.
-void set_reader(PacketPool& pool, NfDeviceHooks& dev, std::atomic<bool>& stop, ReaderResult& out) {
-  Cpu cpu(pool);
-  {
-    RcuReader rcu;
-    uint32_t n = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
-      Packet* p = test::make_packet(cpu, test::Pkt{.daddr = 0x0a000000u | (n++ & 1023)});
-      if (!p) break;
-      ++out.run;
-      switch (nf_hook_egress(dev, p, cpu)) {
-        case NfVerdict::ACCEPT: ++out.accepted; cpu.free(p); break;
-        case NfVerdict::DROP: ++out.dropped; break;
-        default: ++out.other; break;
-      }
-      rcu_quiescent();
-    }
-  }
-  out.counted_drops = cpu.stats().drops[static_cast<unsigned>(DropReason::NETFILTER_DROP)].get();
-  cpu.drain_cache();
-}
-
 TEST(NfHookStress, SetElementsChangeUnderTraffic) {
   PacketPool pool(PacketPool::Options{.capacity = 2048});
   test::TestResolver devs;
@@ -206,8 +190,8 @@ TEST(NfHookStress, SetElementsChangeUnderTraffic) {
 
   std::atomic<bool> stop{false};
   ReaderResult res[2];
-  std::thread r0(set_reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[0]));
-  std::thread r1(set_reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[1]));
+  std::thread r0(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[0]), by_daddr);
+  std::thread r1(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[1]), by_daddr);
   std::thread writer([&] {
     StopGuard guard{stop};
     auto addr = [](uint32_t i) { return "10.0." + std::to_string(i >> 8 & 3) + "." + std::to_string(i & 255); };
