@@ -48,7 +48,6 @@ struct Env {
   NetDevice* dev(const char* name) {
     NetDevice::Config cfg;
     cfg.name = name;
-    std::string err;
     NetDevice* d = table.add(cfg, "dummy").value_or(nullptr);
     if (!d || !table.set_up(*d, true)) std::abort();
     return d;

@@ -14,14 +14,14 @@ namespace {
 
 constexpr uint32_t kIntMax = std::numeric_limits<int32_t>::max();
 
-#define PP_CORE_UINT(var, key, lo)                                                         \
-  const SysctlRegistrar var{                                                               \
-      {key, nullptr, "N", [](Net& n) { return std::to_string(n.core().var.load()); },      \
-       [](Net& n, const std::string& v) -> Status {                    \
-         uint32_t x = 0;                                                                   \
-         if (Status st = sysctl_parse_uint(key, v, lo, kIntMax, &x); !st) return st;                \
-         n.core().var.store(x);                                                            \
-         return {};                                                              \
+#define PP_CORE_UINT(var, key, lo)                                                    \
+  const SysctlRegistrar var{                                                          \
+      {key, nullptr, "N", [](Net& n) { return std::to_string(n.core().var.load()); }, \
+       [](Net& n, const std::string& v) -> Status {                                   \
+         uint32_t x = 0;                                                              \
+         if (Status st = sysctl_parse_uint(key, v, lo, kIntMax, &x); !st) return st;  \
+         n.core().var.store(x);                                                       \
+         return {};                                                                   \
        }}};
 
 // proc_dointvec_minmax with the kernel's minimums (dev_weight and netdev_budget >= 1).
