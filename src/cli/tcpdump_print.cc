@@ -568,28 +568,38 @@ void PacketPrinter::arp(std::string& o, Cursor c, bool prefix) {
 
 void PacketPrinter::udp(std::string& o, Cursor c, uint32_t length, const std::string& src,
                         const std::string& dst) {
-  if (c.caplen < 8) {
-    o += fmt::format("{} > {}: [|udp]", src, dst);
+  // tcpdump's truncation mark follows the addresses' ": " with its own space.
+  if (c.caplen < 4) {
+    o += fmt::format("{} > {}:  [|udp]", src, dst);
     return;
   }
-  const uint16_t sport = be16(c.p), dport = be16(c.p + 2), ulen = be16(c.p + 4);
+  const uint16_t sport = be16(c.p), dport = be16(c.p + 2);
   o += fmt::format("{}.{} > {}.{}: ", src, sport, dst, dport);
-  if (ulen < 8 || ulen > length) {
-    o += fmt::format("UDP, bad length {} > {}", ulen, length);
+  if (c.caplen < 8) {
+    o += " [|udp]";
     return;
   }
+  const uint16_t ulen = be16(c.p + 4);
+  if (ulen < 8) {
+    o += fmt::format("truncated-udplength {}", ulen);
+    return;
+  }
+  // Both lengths past the UDP header, as udp_print prints them; a port's decoder sees the
+  // shorter of the two (so a quoted header with a claimed length decodes as empty).
+  const uint32_t udata = ulen - 8u, ipdata = length < 8 ? 0 : length - 8, data = std::min(udata, ipdata);
   // -v verifies UDP's checksum over IPv6 only (IPv4's needs -vv).
-  if (verbose_ && l3_alen_ == 16 && c.caplen >= ulen) {
+  if (verbose_ && l3_alen_ == 16 && udata <= ipdata && c.caplen >= ulen) {
     const uint16_t sum = inet_checksum(c.p, ulen, pseudo_sum(17, ulen));
     o += sum ? fmt::format("[bad udp cksum 0x{:04x} -> 0x{:04x}!] ", be16(c.p + 6), cksum_shouldbe(be16(c.p + 6), sum))
              : "[udp sum ok] ";
   }
   if (sport == 53 || dport == 53) {
     const Cursor m = c.skip(8);
-    dns_print(o, m.p, std::min(m.caplen, ulen - 8u), ulen - 8, verbose_ > 0);
+    dns_print(o, m.p, std::min(m.caplen, data), data, verbose_ > 0);
     return;
   }
-  o += fmt::format("UDP, length {}", ulen - 8);
+  if (udata > ipdata) o += fmt::format("UDP, bad length {} > {}", udata, ipdata);
+  else o += fmt::format("UDP, length {}", udata);
 }
 
 void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t* src,
@@ -602,7 +612,7 @@ void PacketPrinter::tcp(std::string& o, Cursor c, uint32_t length, const uint8_t
   const uint16_t sport = be16(c.p), dport = be16(c.p + 2);
   o += fmt::format("{}.{} > {}.{}: ", s, sport, d, dport);
   if (c.caplen < 20) {
-    o += "[|tcp]";
+    o += " [|tcp]";
     return;
   }
   uint32_t hlen = (c.p[12] >> 4) * 4u;

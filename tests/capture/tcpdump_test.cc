@@ -340,6 +340,21 @@ std::vector<Bytes> verbose_frames() {
   f.push_back(checksummed(eth(kMacB, kMacA, 0x0800,
                               ipv4(b, a, 1, cat(icmp(3, 3, 0, 0, 0), ipv4(a, b, 17, udp(1234, 5001, 20)))))));
   f.push_back(eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(11, 0, 0, 0, 0), ipv4(a, b, 6, tcp(1, 2, 3, 4, 0x10, 5))))));
+  // An ICMP error quoting the 8 bytes of TCP header RFC 792 asks for: the quote is cut.
+  Bytes head8 = tcp(1234, 80, 1, 0, 0x02, 512);
+  head8.resize(8);
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 3, 0, 0, 0), ipv4(a, b, 6, head8))))));
+  // A quoted UDP header to port 53 claiming 12 bytes the quote lacks: DNS of length 0.
+  Bytes udp8 = udp(1234, 53, 12);
+  udp8.resize(8);
+  f.push_back(checksummed(eth(kMacB, kMacA, 0x0800, ipv4(b, a, 1, cat(icmp(3, 3, 0, 0, 0), ipv4(a, b, 17, udp8))))));
+  // UDP lengths that do not fit: under the header, 0, and past the IP payload.
+  for (uint16_t ulen : {5, 0, 100}) {
+    Bytes u = udp(1000, 2000, 4);
+    u[4] = static_cast<uint8_t>(ulen >> 8);
+    u[5] = static_cast<uint8_t>(ulen);
+    f.push_back(checksummed(eth(kMacB, kMacA, 0x0800, ipv4(a, b, 17, u))));
+  }
   return f;
 }
 

@@ -182,6 +182,27 @@ TEST(ReplayTime, TimestampsPast2038PaceCorrectly) {
   for (const auto& f : {in, out, trace, script}) std::remove(f.c_str());
 }
 
+// On the wall clock too: a replay whose seconds cross 2^31 waits the one real second
+// between its records and ends with both written.
+TEST(ReplayTime, TimestampsPast2038PaceOnTheWallClock) {
+  const std::string in = temp("y2038w.pcap"), out = temp("y2038w_out.pcap");
+  write_pcap(in, {0x7fffffffu, 0x80000000u});
+  const std::string script = temp("y2038w.pp");
+  std::ofstream(script) << replay(in, out, "file", false);
+  const auto t0 = std::chrono::steady_clock::now();
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = run_main({"run", script});
+  ::testing::internal::GetCapturedStdout();
+  const std::string e = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rc, 0) << e;
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, std::chrono::milliseconds(900));  // paced by the one-second gap
+  EXPECT_LT(took, std::chrono::seconds(30));        // not by a wrapped, 68-year one
+  EXPECT_EQ(pcap_records(out), 2u);
+  for (const auto& f : {in, out, script}) std::remove(f.c_str());
+}
+
 // Two records 4e9 s apart on the virtual clock: the trace's bins widen instead of
 // covering the gap at 10 ms each; the run ends at once.
 TEST(ReplayTime, FarApartRecordsTraceQuickly) {

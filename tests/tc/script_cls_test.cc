@@ -35,6 +35,7 @@ TEST(TcClsScript, MalformedLinesNameTheWord) {
       {"u32 divisor 512", "512", "power of 2"},
       {"u32 link 1:2: match u32 1 1 at 0", "1:2:", "must be a hash table"},
       {"u32 hashkey mask 0xff at 13", "13", "multiple of 4"},
+      {"u32 hashkey mask 0xff at 100000", "100000", "(a multiple of 4 from -32768 to 32764)"},
       {"u32 hashkey mask zz at 12", "zz", "hashkey"},
       {"u32 hashkey", "hashkey", "needs"},
       {"u32 sample ip dst 1.2.3.4 divisor 100", "100", "power of 2"},
