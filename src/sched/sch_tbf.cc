@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/netdevice.h"
+#include "sched/peek_dequeued.h"
 #include "sched/qdisc.h"
 #include "sched/qdisc_watchdog.h"
 #include "sched/sch_fifo.h"
@@ -18,9 +19,11 @@ namespace {
 
 inline constexpr uint64_t kNsPerSec = 1000000000ull;
 
-class TbfQdisc final : public Qdisc {
+// Its peek is qdisc_peek_dequeued (PeekDequeuedQdisc): a parent peeking a throttled tbf
+// sees nothing, as its dequeue would give.
+class TbfQdisc final : public PeekDequeuedQdisc {
  public:
-  TbfQdisc() : Qdisc("tbf", 0) {}
+  TbfQdisc() : PeekDequeuedQdisc("tbf", 0) {}
 
   // mirrors tbf_enqueue: a packet larger than the bucket can never leave: drop it.
   int enqueue(Cpu& cpu, Packet* p, PacketList& to_free) override {
@@ -36,12 +39,13 @@ class TbfQdisc final : public Qdisc {
       return rc;
     }
     stats_enqueued(cpu, p);
-    (void)len;
+    ++qlen_;
+    backlog_ += len;
     return NET_XMIT_SUCCESS;
   }
 
   // mirrors tbf_dequeue
-  Packet* dequeue(Cpu& cpu) override {
+  Packet* dequeue_inner(Cpu& cpu) override {
     Packet* p = child_->peek(cpu);
     if (!p) return nullptr;
     const int64_t now = static_cast<int64_t>(cpu.clock().now_ns());
@@ -54,20 +58,22 @@ class TbfQdisc final : public Qdisc {
     if (toks > buffer_ns_) toks = buffer_ns_;
     toks -= len_to_ns(p->len);
     if (toks >= 0) {
-      p = child_->dequeue(cpu);
+      p = child_->dequeue(cpu);  // qdisc_dequeue_peeked
+      if (PP_UNLIKELY(!p)) return nullptr;
       t_c_ = now;
       tokens_ = toks;
       stats_dequeued(cpu, p);
+      --qlen_;
+      backlog_ -= p->len;
       return p;
     }
     watchdog_.schedule_ns(cpu, static_cast<uint64_t>(now - toks));
     st(cpu).overlimits.add();
     return nullptr;
   }
-  Packet* peek(Cpu& cpu) override { return child_->peek(cpu); }
   void reset(Cpu& cpu) override {
     child_->reset(cpu);
-    zero_backlog();
+    reset_counters(cpu);
     tokens_ = buffer_ns_;
     started_ = false;
     watchdog_.cancel();  // tbf_reset -> qdisc_watchdog_cancel
@@ -134,6 +140,8 @@ class TbfQdisc final : public Qdisc {
       QdiscStatsBlock& s = base_stats();
       s.qlen.add(-os.qlen);
       s.backlog.add(-os.backlog);
+      qlen_ -= static_cast<uint32_t>(os.qlen);
+      backlog_ -= static_cast<uint32_t>(os.backlog);
       old->set_parent_qdisc(nullptr);
     }
     child_ = std::move(q);

@@ -315,39 +315,50 @@ std::vector<uint64_t> pcap_times(const std::string& path) {
   return t;
 }
 
-// netem as an htb leaf: its watchdog reschedules the root, so packets leave at the
-// class's rate (1000 B at 1 Mbit/s: one per 8 ms), and htb counts every one it sent.
-TEST(LeafWatchdog, NetemUnderHtbLeavesThroughItsParent) {
-  for (const char* parent : {"htb", "prio"}) {
-    SCOPED_TRACE(parent);
-    const std::string out = temp("leaf.pcap");
-    const std::string tree = std::string(parent) == "htb"
-                                 ? "tc qdisc add dev out root handle 1: htb default 10\n"
-                                   "tc class add dev out parent 1: classid 1:10 htb rate 1mbit\n"
-                                   "tc qdisc add dev out parent 1:10 handle 10: netem delay 10ms\n"
-                                 : "tc qdisc add dev out root handle 1: prio\n"
-                                   "tc qdisc add dev out parent 1:2 handle 10: netem delay 10ms\n"
-                                   "tc qdisc add dev out parent 1:1 handle 11: netem delay 10ms\n"
-                                   "tc qdisc add dev out parent 1:3 handle 12: netem delay 10ms\n";
-    auto r = run_pp("clock virtual\nip link add dev out type pcap tx " + out + "\n" + tree +
-                    "ip link set dev out up\nsend dev out count 100 size 1000\nsleep 2\n"
-                    "tc -s qdisc show dev out\n");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    const std::string root_line = "qdisc " + std::string(parent) + " 1: root";
-    const size_t at = r.out.find(root_line);
-    ASSERT_NE(at, std::string::npos) << r.out;
-    const std::string root_stats = r.out.substr(at, r.out.find("qdisc", at + 5) - at);
-    EXPECT_NE(root_stats.find("Sent 100000 bytes 100 pkt"), std::string::npos) << r.out;
-    EXPECT_NE(root_stats.find("backlog 0b 0p"), std::string::npos) << r.out;
-    const std::vector<uint64_t> t = pcap_times(out);
-    ASSERT_EQ(t.size(), 100u);
-    if (std::string(parent) == "htb") {
-      EXPECT_GE(t.back() - t.front(), 700'000'000u);  // ~99 × 8 ms, less the burst
-    } else {
-      EXPECT_LE(t.back() - t.front(), 1'000'000u);  // no shaping: all together, after the delay
-    }
-    std::remove(out.c_str());
-  }
+// A classful parent (htb, prio, tbf) over a leaf, timer-driven or not (netem, tbf,
+// pfifo), on either clock: a leaf's watchdog reschedules the root, so packets leave
+// through the parent and at its rate, and the root counts every one it sent. 100 × 1000 B
+// at htb's 10 Mbit/s take ~80 ms (one per 0.8 ms, less the burst).
+TEST(LeafWatchdog, EveryParentOverEveryLeafSendsThroughTheParent) {
+  const char* leaves[] = {"netem delay 10ms", "tbf rate 5mbit burst 5k latency 1s", "pfifo"};
+  for (const bool vclock : {true, false})
+    for (const std::string parent : {"htb", "prio", "tbf"})
+      for (const std::string leaf : leaves) {
+        SCOPED_TRACE(parent + " over " + leaf + (vclock ? ", virtual clock" : ", real clock"));
+        const std::string out = temp("leaf.pcap");
+        std::string tree;
+        if (parent == "htb")
+          tree = "tc qdisc add dev out root handle 1: htb default 10\n"
+                 "tc class add dev out parent 1: classid 1:10 htb rate 10mbit\n"
+                 "tc qdisc add dev out parent 1:10 handle 10: " + leaf + "\n";
+        else if (parent == "prio")
+          for (int band = 1; band <= 3; ++band)
+            tree += "tc qdisc add dev out parent 1:" + std::to_string(band) + " handle " +
+                    std::to_string(10 + band) + ": " + leaf + "\n";
+        else
+          tree = "tc qdisc add dev out root handle 1: tbf rate 10mbit burst 10k latency 1s\n"
+                 "tc qdisc add dev out parent 1:1 handle 10: " + leaf + "\n";
+        if (parent == "prio") tree = "tc qdisc add dev out root handle 1: prio\n" + tree;
+        auto r = run_pp(std::string(vclock ? "clock virtual\n" : "") + "ip link add dev out type pcap tx " + out +
+                        "\n" + tree + "ip link set dev out up\nsend dev out count 100 size 1000\nsleep 0.5\n"
+                        "tc -s qdisc show dev out\n");
+        ASSERT_EQ(r.rc, 0) << r.err;
+        const std::string root_line = "qdisc " + parent + " 1: root";
+        const size_t at = r.out.find(root_line);
+        ASSERT_NE(at, std::string::npos) << r.out;
+        const std::string root_stats = r.out.substr(at, r.out.find("qdisc", at + 5) - at);
+        EXPECT_NE(root_stats.find("Sent 100000 bytes 100 pkt (dropped 0"), std::string::npos) << r.out;
+        EXPECT_NE(root_stats.find("backlog 0b 0p"), std::string::npos) << r.out;
+        const std::vector<uint64_t> t = pcap_times(out);
+        ASSERT_EQ(t.size(), 100u);
+        if (vclock && parent != "prio") {
+          EXPECT_GE(t.back() - t.front(), 60'000'000u);  // shaped by the parent
+        }
+        if (vclock && parent == "prio" && leaf == "pfifo") {
+          EXPECT_LE(t.back() - t.front(), 1'000'000u);  // not shaped at all
+        }
+        std::remove(out.c_str());
+      }
 }
 
 
