@@ -1,6 +1,9 @@
 // `pktpath` with no arguments: the demo runs all four documents and prints the table.
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <sstream>
+
 #include "cli/command.h"
 
 namespace pktpath::cli {
@@ -16,7 +19,20 @@ TEST(Demo, QuickRunPrintsEveryDocumentsRow) {
   EXPECT_NE(out.find("kpps (off -> on)"), std::string::npos);
   EXPECT_NE(out.find("Mpps on"), std::string::npos);
   EXPECT_NE(out.find("cycles saved/flush"), std::string::npos);
-  EXPECT_NE(out.find("ns/req"), std::string::npos);
+  EXPECT_NE(out.find("ns/req saved"), std::string::npos);
+  // Every row: an effect with its 95 % interval and the verdict a reader takes from it;
+  // row 000 twice (before and after the fix).
+  const std::regex effect(R"(x\d+\.\d{3} \(-?\d+\.\d{3}--?\d+\.\d{3}\)[^,;]*, (no change|faster|slower))");
+  std::istringstream in(out);
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() < 4 || line[0] != '0' || line[3] != ' ') continue;
+    ++rows;
+    const auto n = std::distance(std::sregex_iterator(line.begin(), line.end(), effect), std::sregex_iterator());
+    EXPECT_EQ(n, line.rfind("000", 0) == 0 ? 2 : 1) << line;
+  }
+  EXPECT_EQ(rows, 4) << out;
+  EXPECT_NE(out.find("before fix"), std::string::npos);
 }
 
 TEST(Demo, RejectsUnknownOptions) {
