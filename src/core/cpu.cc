@@ -68,6 +68,7 @@ Cpu::~Cpu() {
   // Whatever others deferred or queued to us and whatever we cache goes back to the pool.
   // Received packets are handled; a bound stops packets that the handling queues here
   // again (a redirect loop), and what is left then is dropped.
+  rps_flush();
   for (int round = 0; round < 1024 && backlog_len() != 0; ++round)
     process_backlog(backlog_napi_, *this, backlog_napi_.weight);
   backlog_purge();
@@ -225,7 +226,7 @@ bool Cpu::backlog_enqueue(Packet* p) {
   LockGuard g(backlog_.lock);
   const uint32_t q = backlog_.qlen.load(std::memory_order_relaxed);
   if (PP_UNLIKELY(q > opts_.max_backlog)) {
-    backlog_.dropped.store(backlog_.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    backlog_.dropped.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   backlog_.list.push_back(p);
@@ -238,6 +239,67 @@ bool Cpu::backlog_enqueue(Packet* p) {
     napi_add(backlog_napi_);
   }
   return true;
+}
+
+void Cpu::backlog_enqueue_list(PacketList& l, PacketList& over) {
+  LockGuard g(backlog_.lock);
+  uint32_t q = backlog_.qlen.load(std::memory_order_relaxed);
+  if (PP_LIKELY(q + l.count <= opts_.max_backlog + 1)) {  // every one admitted: one splice
+    q += l.count;
+    backlog_.list.splice(l);
+  } else {
+    while (Packet* p = l.pop_front()) {
+      if (q > opts_.max_backlog) {
+        over.push_back(p);
+      } else {
+        backlog_.list.push_back(p);
+        ++q;
+      }
+    }
+    backlog_.dropped.fetch_add(over.count, std::memory_order_relaxed);
+  }
+  backlog_.qlen.store(q, std::memory_order_release);
+  if (!(backlog_napi_.state.load(std::memory_order_relaxed) & Napi::kSched)) {
+    backlog_napi_.state.store(Napi::kSched, std::memory_order_relaxed);
+    stats_.received_rps.add();
+    napi_add(backlog_napi_);
+  }
+}
+
+bool Cpu::rps_enqueue(Cpu& target, Packet* p) {
+  RpsStage* s = nullptr;
+  for (RpsStage& e : rps_stage_) {
+    if (e.target == &target) {
+      s = &e;
+      break;
+    }
+  }
+  if (PP_UNLIKELY(!s)) s = &rps_stage_.emplace_back(RpsStage{&target, {}});
+  // The kernel's qlen check, made here on what the target holds and what waits for it.
+  if (PP_UNLIKELY(target.backlog_queued() + s->list.count > target.max_backlog())) {
+    target.backlog_.dropped.fetch_add(1, std::memory_order_relaxed);  // sd->dropped
+    return false;
+  }
+  s->list.push_back(p);
+  ++rps_staged_;
+  if (PP_UNLIKELY(s->list.count >= kRpsBatch)) rps_flush_one(*s);
+  return true;
+}
+
+void Cpu::rps_flush_one(RpsStage& s) {
+  PacketList over;
+  rps_staged_ -= s.list.count;
+  s.target->backlog_enqueue_list(s.list, over);
+  while (Packet* p = over.pop_front()) {  // another sender filled the queue meanwhile
+    if (p->dev) p->dev->stats(*this).rx_dropped.add();
+    free_reason(p, DropReason::CPU_BACKLOG);
+  }
+}
+
+// mirrors net_rps_send_ipi: every target with packets waiting gets them, once.
+void Cpu::rps_flush_all() {
+  for (RpsStage& s : rps_stage_)
+    if (!s.list.empty()) rps_flush_one(s);
 }
 
 // mirrors process_backlog: handle what was spliced to the process queue, then splice
@@ -444,6 +506,7 @@ void Cpu::detach_timers() {
 // output queue. Work scheduled while running goes to the next call, as the kernel
 // re-raises the softirq instead of looping forever.
 void Cpu::run_pending() {
+  bh_disable();
   net_rx_action();
   if (timers_.load(std::memory_order_relaxed)) run_timers();
   CpuWork* w = work_head_;
@@ -454,6 +517,8 @@ void Cpu::run_pending() {
     w->run(*this);
     w = next;
   }
+  bh_enable();
+  rps_flush();  // also inside an enclosing section: the end of the softirq
 }
 
 std::array<uint64_t, kDropReasonCount> drop_totals() {

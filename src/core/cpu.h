@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/clock.h"
 #include "base/compiler.h"
@@ -255,6 +256,29 @@ class alignas(kCacheLine) Cpu {
   // mirrors enqueue_to_backlog: false (packet not taken, counted in backlog_dropped)
   // when more than max_backlog wait.
   bool backlog_enqueue(Packet* p);
+  // The same for a batch another Cpu staged (one lock): each packet admitted as
+  // backlog_enqueue would; those that find the queue full go to `over`.
+  void backlog_enqueue_list(PacketList& l, PacketList& over);
+
+  // --- RPS hand-offs in batches: the kernel's rps_ipi_list, where a softirq that hands
+  // packets to other Cpus' backlogs signals each of them once, at its end. Inside a
+  // section (bh_disable .. bh_enable, as local_bh_disable) a packet for another Cpu's
+  // backlog waits on this Cpu's stage for that Cpu; a stage goes over in one lock at the
+  // section's end, at the end of run_pending (net_rps_send_ipi), at kRpsBatch packets,
+  // or when the section's owner calls rps_flush (a busy loop, between its rounds).
+  // Owner thread only.
+  static constexpr uint32_t kRpsBatch = 64;
+  // mirrors enqueue_to_backlog for another Cpu inside a section: false (not taken) when
+  // the target's queue with what waits here for it is over its max_backlog.
+  bool rps_enqueue(Cpu& target, Packet* p);
+  void rps_flush() {
+    if (PP_UNLIKELY(rps_staged_ != 0)) rps_flush_all();
+  }
+  bool in_bh() const { return bh_depth_ != 0; }
+  void bh_disable() { ++bh_depth_; }
+  void bh_enable() {
+    if (--bh_depth_ == 0) rps_flush();
+  }
   // What process_backlog does with each packet; default: netif_receive_skb when the
   // packet has a device, else consume.
   using RxHandler = void (*)(Cpu& cpu, Packet* p);
@@ -380,6 +404,17 @@ class alignas(kCacheLine) Cpu {
     }
   };
   PollList poll_;  // owner only: sd->poll_list
+  // Owner only: the RPS stage, one entry per target Cpu ever staged to (it grows once per
+  // target, never per packet); packets on it; the section depth.
+  struct RpsStage {
+    Cpu* target;
+    PacketList list;
+  };
+  std::vector<RpsStage> rps_stage_;
+  uint32_t rps_staged_ = 0;
+  uint32_t bh_depth_ = 0;
+  void rps_flush_all();
+  void rps_flush_one(RpsStage& s);
   Napi backlog_napi_;
   CpuStats stats_;
 
@@ -396,7 +431,7 @@ class alignas(kCacheLine) Cpu {
     SpinLock lock;
     PacketList list;
     std::atomic<uint32_t> qlen{0};
-    std::atomic<uint64_t> dropped{0};  // sd->dropped, under the lock
+    std::atomic<uint64_t> dropped{0};  // sd->dropped (also refusals at a sender's stage)
   } backlog_;
 
   // NAPI instances scheduled from other threads (what the IPI would put on poll_list).

@@ -31,8 +31,10 @@ Cpu& get_rps_cpu(const RpsMap& map, Packet& p) {
 namespace {
 
 // mirrors enqueue_to_backlog: a full queue drops (CPU_BACKLOG, rx_dropped).
+// Inside a section another Cpu's packets wait on this Cpu's RPS stage.
 int enqueue_to_backlog(Cpu& cpu, Cpu& target, Packet* p) {
-  if (PP_LIKELY(target.backlog_enqueue(p))) return NET_RX_SUCCESS;
+  const bool taken = &target != &cpu && cpu.in_bh() ? cpu.rps_enqueue(target, p) : target.backlog_enqueue(p);
+  if (PP_LIKELY(taken)) return NET_RX_SUCCESS;
   p->dev->stats(cpu).rx_dropped.add();
   cpu.free_reason(p, DropReason::CPU_BACKLOG);
   return NET_RX_DROP;

@@ -193,6 +193,14 @@ struct PacketList {
     tail_ = p;
     ++count;
   }
+  // Append o's packets, leaving o empty.
+  void splice(PacketList& o) {
+    if (!o.head) return;
+    if (tail_) tail_->next = o.head; else head = o.head;
+    tail_ = o.tail_;
+    count += o.count;
+    o = PacketList{};
+  }
   Packet* pop_front() {
     Packet* p = head;
     if (p) {

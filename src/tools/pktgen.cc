@@ -309,13 +309,18 @@ void Pktgen::Worker::xmit_loop(const XmitParams& params) {
   XmitState x;
   x.next_tx = start;
   uint32_t check = 0;
+  // The loop is one section (as the kernel's pktgen xmits with bottom halves off):
+  // packets for other Cpus' backlogs go over in batches at each softirq-style round.
+  cpu.bh_disable();
   while (x.sofar < p.limit) {
     if (PP_UNLIKELY((++check & kPendingMask) == 0)) {
       if ((check & 255) == 0 && should_stop(x.sofar)) break;
       if (cpu.has_pending()) cpu.run_pending();
+      if ((check & 15) == 0 || p.delay_ns) cpu.rps_flush();  // every 16, or each paced packet
     }
     if (PP_UNLIKELY(!pktgen_xmit<kFast>(p, x))) break;
   }
+  cpu.bh_enable();
   if constexpr (kFast) x.tx_bytes = x.sofar * pktgen_frame_len(st);
   r.sofar = x.sofar;
   r.errors = x.errors;
@@ -375,12 +380,13 @@ bool Pktgen::Worker::xmit_queue(const XmitParams& p, XmitState& x) {
 }
 
 bool Pktgen::Worker::xmit_rps(RpsPartner& partner, XmitState& x) {
-  // RPS: enqueue_to_backlog on the partner Cpu; it runs netif_receive_skb and frees.
+  // RPS: enqueue_to_backlog on the partner Cpu (through this Cpu's RPS stage); it runs
+  // netif_receive_skb and frees.
   // Every hand-off counts toward the count; a full backlog is an error too.
   Cpu& rx = partner.cpu();
   x.skb->get();
   sent<false>(x);
-  if (PP_LIKELY(rx.backlog_enqueue(x.skb))) return true;
+  if (PP_LIKELY(cpu.rps_enqueue(rx, x.skb))) return true;  // staged: over in batches
   cpu.free_reason(x.skb, DropReason::CPU_BACKLOG);
   ++x.errors;
   if (down()) return false;
