@@ -130,6 +130,14 @@ TEST(BpfCli, BenchJson) {
   EXPECT_EQ(j[2]["engine"], "jit");
   EXPECT_EQ(j[3]["engine"], "libpcap");
   EXPECT_EQ(j[0]["accepted"], 1000);
+  for (const auto& e : j) {  // every engine timed in each of the default 5 rounds
+    EXPECT_EQ(e["runs"], 5) << e;
+    EXPECT_LE(e["min_ns"].get<double>(), e["median_ns"].get<double>()) << e;
+    EXPECT_LE(e["median_ns"].get<double>(), e["max_ns"].get<double>()) << e;
+  }
+  o = run({"bench", "--bytecode", "1,6 0 0 1", "--synthetic", "1000", "--engine", "all", "--runs", "2"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("engines interleaved, the order reversed every other round"), std::string::npos) << o.out;
   o = run({"bench", "--expr", "ip", "--pcap", capture("vrrp.pcap"), "--packets", "5000"});
   ASSERT_EQ(o.rc, 0) << o.err;
   EXPECT_NE(o.out.find("jit"), std::string::npos);  // the default engine
