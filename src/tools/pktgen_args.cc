@@ -105,7 +105,23 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
       if (eq == std::string::npos || bar == std::string::npos || bar < eq || eq == 0 ||
           bar == eq + 1 || bar + 1 == v.size())
         return fail("--ab: invalid value '" + v + "' (expected SETTING=A|B)");
-      cmd.ab = PktgenAb{v.substr(0, eq), v.substr(eq + 1, bar - eq - 1), v.substr(bar + 1)};
+      const PktgenAb order = cmd.ab.value_or(PktgenAb{});  // an --ab-order given first stays
+      cmd.ab = PktgenAb{v.substr(0, eq), v.substr(eq + 1, bar - eq - 1), v.substr(bar + 1), order.order, order.seed};
+    } else if (f == "--ab-order") {
+      PktgenAb& ab = cmd.ab ? *cmd.ab : cmd.ab.emplace();
+      if (v == "abba") {
+        ab.order = AbOrder::kBalanced;
+      } else if (v == "random" || v.rfind("random:", 0) == 0) {
+        ab.order = AbOrder::kRandom;
+        ab.seed = 0;
+        if (v.size() > 7) {
+          auto n = parse_u64(v.substr(7));
+          if (!n || *n == 0) return fail("--ab-order: invalid seed in '" + v + "' (random:N, N >= 1)");
+          ab.seed = *n;
+        }
+      } else {
+        return fail("--ab-order: invalid value '" + v + "' (abba, random or random:SEED)");
+      }
     } else {
       current = f;
       return fail("unknown pktgen flag '" + f + "'");
@@ -113,6 +129,10 @@ std::optional<PktgenCommand> parse_pktgen_args(const std::vector<std::string>& w
   }
   current = "pktgen";
   if (c.dev.empty()) return fail("-i: missing (the output device is required)");
+  if (cmd.ab && cmd.ab->setting.empty()) {
+    current = "--ab-order";
+    return fail("--ab-order: needs --ab SETTING=A|B");
+  }
   if (c.burst > 1 && c.mode == PktgenMode::kQueueXmit) {
     current = "-b";
     return fail("-b: bursting is not supported in queue_xmit mode (use --mode start_xmit)");

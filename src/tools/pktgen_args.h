@@ -5,7 +5,8 @@
 //   pktgen -i DEV [-n COUNT] [-t THREADS] [-f FIRST_THREAD] [-s SIZE] [-m DST_MAC]
 //          [-d DST_IP[/PREFIX]] [-p PORT[-PORT]] [-k] [-b BURST] [-c CLONE] [-w DELAY_NS]
 //          [-v] [-x] [--mode start_xmit|queue_xmit|netif_receive] [--duration S]
-//          [--repeat R] [--ab 'SETTING=A|B'] [--pin|--no-pin] [--rps] [--json]
+//          [--repeat R] [--ab 'SETTING=A|B' [--ab-order abba|random[:SEED]]] [--pin|--no-pin]
+//          [--rps] [--json]
 //
 // As the sample script: xmit_mode queue_xmit, flags QUEUE_MAP_CPU and NO_TIMESTAMP,
 // COUNT 10000000, SIZE 60, DST_IP 198.18.0.42, DST_MAC 90:e2:ba:ff:ff:ff, and a burst
@@ -17,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/ab_schedule.h"
 #include "tools/pktgen_config.h"
 
 namespace pktpath {
@@ -26,6 +28,8 @@ class Cpu;
 struct PktgenAb {
   std::string setting;
   std::string a, b;
+  AbOrder order = AbOrder::kBalanced;  // --ab-order abba|random[:SEED]
+  uint64_t seed = 0;                   // random's; drawn from the clock when not given
 };
 
 struct PktgenCommand {

@@ -180,9 +180,14 @@ int run_pktgen(const PktgenCommand& cmd, NetDevice& dev, PacketPool& pool, std::
       return 1;
     }
   }
-  const AbSchedule sched = ab_schedule(cmd.repeat);
+  // A random order without a seed takes one from the clock; the output records it.
+  uint64_t seed = cmd.ab->seed;
+  if (cmd.ab->order == AbOrder::kRandom && seed == 0)
+    seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
+  const AbSchedule sched = ab_schedule(cmd.repeat, cmd.ab->order, seed);
   if (!cmd.json)
-    std::fprintf(out, "A/B order (%s): warm-up A, then %s\n", ab_order_name(sched.order),
+    std::fprintf(out, "A/B order (%s%s): warm-up A, then %s\n", ab_order_name(sched.order),
+                 sched.order == AbOrder::kRandom ? (", seed " + std::to_string(sched.seed)).c_str() : "",
                  ab_schedule_text(sched).c_str());
   std::vector<AbRecord> records;
   std::vector<double> pa, pb;

@@ -67,6 +67,23 @@ TEST(PktgenArgsTest, SampleScriptDefaultsAndAllFlags) {
   EXPECT_EQ(c->cfg.daddr_max, 0x0a0000ffu);
 }
 
+// --ab-order before or after --ab: the order and its seed (0: drawn when the run starts).
+TEST(PktgenArgsTest, AbOrder) {
+  std::string err;
+  auto c = parse_pktgen_args(split("-i foo --ab bypass=on|off --ab-order random:7"), &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->ab->order, AbOrder::kRandom);
+  EXPECT_EQ(c->ab->seed, 7u);
+  c = parse_pktgen_args(split("-i foo --ab-order random --ab bypass=on|off"), &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->ab->setting, "bypass");
+  EXPECT_EQ(c->ab->order, AbOrder::kRandom);
+  EXPECT_EQ(c->ab->seed, 0u);
+  c = parse_pktgen_args(split("-i foo --ab bypass=on|off"), &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->ab->order, AbOrder::kBalanced);
+}
+
 TEST(PktgenArgsTest, BadLinesNameTheFlag) {
   struct Case {
     const char* line;
@@ -86,6 +103,10 @@ TEST(PktgenArgsTest, BadLinesNameTheFlag) {
       {"-i foo --repeat 0", "--repeat: invalid value '0'"},
       {"-i foo --ab bypass", "--ab: invalid value 'bypass'"},
       {"-i foo --ab =a|b", "--ab: invalid value '=a|b'"},
+      {"-i foo --ab-order random", "--ab-order: needs --ab"},
+      {"-i foo --ab bypass=on|off --ab-order shuffled", "--ab-order: invalid value 'shuffled'"},
+      {"-i foo --ab bypass=on|off --ab-order random:0", "--ab-order: invalid seed in 'random:0'"},
+      {"-i foo --ab bypass=on|off --ab-order random:x", "--ab-order: invalid seed"},
       {"-i foo -z 1", "unknown pktgen flag '-z'"},
       {"-i foo stray", "unexpected word 'stray'"},
       {"-i foo -6", "-6: IPv6 is not supported yet"},
