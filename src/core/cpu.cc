@@ -517,8 +517,8 @@ void Cpu::run_pending() {
     w->run(*this);
     w = next;
   }
-  bh_enable();
-  rps_flush();  // also inside an enclosing section: the end of the softirq
+  --bh_depth_;
+  rps_flush();  // the end of the softirq, inside an enclosing section too
 }
 
 std::array<uint64_t, kDropReasonCount> drop_totals() {
