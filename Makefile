@@ -28,10 +28,15 @@ test-asan: deps
 	@cmake --build build-asan -j $(JOBS)
 	@ctest --preset asan -j $(JOBS)
 
+# tsan runs the concurrency tests only, so it builds only the test programs holding one.
+TSAN_TESTS := Stress|AfpacketKernel|XdpKernel
+TSAN_TEST_LINE := ^(TEST|TEST_F|TEST_P|INSTANTIATE_TEST_SUITE_P)[(].*($(TSAN_TESTS))
+TSAN_TARGETS = $(addprefix test_,$(shell grep -lE '$(TSAN_TEST_LINE)' tests/*/*.cc | cut -d/ -f2 | sort -u))
+
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
-	@cmake --build build-tsan -j $(JOBS)
-	@ctest --preset tsan -j $(JOBS) -R 'Stress|AfpacketKernel|XdpKernel'
+	@cmake --build build-tsan -j $(JOBS) --target $(TSAN_TARGETS)
+	@ctest --preset tsan -j $(JOBS) -R '$(TSAN_TESTS)'
 
 bench: deps build/build.ninja
 	@cmake --build build -j $(JOBS)
