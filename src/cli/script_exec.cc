@@ -281,7 +281,9 @@ bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
     return fail(err, c.kind, "device \"" + c.dev + "\" is not of type " + c.kind);
   run_all_pending();
   if (!c.opts.empty() && !apply_link_options(*link_kind_lookup(c.kind), *d, c.opts, err)) return false;
-  if (c.mtu) d->set_mtu(*c.mtu);
+  if (c.mtu) {
+    if (Status st = d->change_mtu(*c.mtu); !st) return fail(err, std::to_string(*c.mtu), st.error().msg);
+  }
   if (c.address) d->set_mac(*c.address);
   if (c.txqlen) d->set_tx_queue_len(*c.txqlen);  // qdiscs made from now on take it
   if (c.promisc) d->set_promisc(*c.promisc);
@@ -436,7 +438,7 @@ bool ScriptRunner::ip_link_show(const IpLinkShow& c, ScriptError& err) {
   }
   std::vector<LinkRow> rows;
   for (NetDevice* d : devs) {
-    const DevStatsSum s = veth_peer(*d) ? veth_get_stats64(*d) : d->stats_sum();
+    const DevStatsSum s = d->get_stats64();
     const std::string kind(table().kind_of(*d));
     const bool loopback = d->flags() & IFF_LOOPBACK;
     const bool noarp = kind == "dummy";

@@ -83,9 +83,6 @@ int netif_receive_skb(Cpu& cpu, Packet* p) {
   }
   const nf::NfVerdict v = nf::nf_hook_ingress(dev.nf_hooks(), p, cpu);
   if (PP_UNLIKELY(v != nf::NfVerdict::ACCEPT)) return v == nf::NfVerdict::DROP ? NET_RX_DROP : NET_RX_SUCCESS;
-  DevCpuStats& s = dev.stats(cpu);
-  s.rx_packets.add();
-  s.rx_bytes.add(p->len);
   host_deliver(cpu, p);
   return NET_RX_SUCCESS;
 }

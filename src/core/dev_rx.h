@@ -15,8 +15,10 @@ inline constexpr int NET_RX_DROP = 1;
 
 // mirrors __netif_receive_skb_core's hook part: tc ingress (sch_handle_ingress), then
 // netfilter ingress (nf_hook_ingress), then delivery. pktpath has no protocol stack:
-// delivery counts rx_packets/rx_bytes on the device and frees the packet (consumed, not a
+// delivery is the Net's host sink, which counts and frees the packet (consumed, not a
 // drop). Drops are counted under one reason (DEV_READY, TC_INGRESS, NETFILTER_DROP, ...).
+// The device's rx_packets/rx_bytes are the driver's to count (dev_sw_netstats_rx_add),
+// as in Linux: pktgen's netif_receive mode and a mirred redirect to ingress count none.
 // Returns NET_RX_SUCCESS when the packet was delivered, stolen or redirected, else NET_RX_DROP.
 int netif_receive_skb(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
 
@@ -31,6 +33,14 @@ int netif_rx(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
 // flow's Cpu's input queue (CPU_BACKLOG and rx_dropped when full), else netif_receive_skb
 // on this Cpu. Any thread.
 int netif_receive_skb_rps(Cpu& cpu, Packet* p) __attribute__((nonnull(2)));
+
+// mirrors dev_sw_netstats_rx_add: a driver counts the frame it takes in, before the stack
+// decides its fate (tc or nft may drop or redirect it; it is still received).
+inline void dev_sw_netstats_rx_add(Cpu& cpu, NetDevice& dev, uint32_t len) {
+  DevCpuStats& s = dev.stats(cpu);
+  s.rx_packets.add();
+  s.rx_bytes.add(len);
+}
 
 // mirrors eth_type_trans without the pull (pktpath's receive path keeps data at the
 // Ethernet header): sets p.dev, pkt_type (host, broadcast, multicast, other host) and

@@ -60,6 +60,19 @@ void NetDevice::attach_queues() {
   if (qdisc_) qdisc_->attach(*this);
 }
 
+Status NetDevice::change_mtu(uint32_t m) {
+  if (m == mtu_) return {};
+  if (ops().change_mtu) {
+    if (Status st = ops().change_mtu(*this, m); !st) return st;
+  }
+  mtu_ = m;
+  return {};
+}
+
+DevStatsSum NetDevice::get_stats64() const {
+  return ops().get_stats64 ? ops().get_stats64(*this) : stats_sum();
+}
+
 DevStatsSum NetDevice::stats_sum() const {
   DevStatsSum s;
   pcpu_.for_each([&](const DevCpuStats& c) {

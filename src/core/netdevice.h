@@ -22,6 +22,7 @@
 #include "core/counter.h"
 #include "core/cpu.h"
 #include "core/percpu.h"
+#include "core/result.h"
 #include "core/packet.h"
 #include "core/spinlock.h"
 #include "netfilter/nf_hooks.h"
@@ -65,6 +66,8 @@ struct alignas(kCacheLine) TxQueue {
 };
 
 // Driver ops table (net_device_ops). open/stop/select_queue may be null.
+struct DevStatsSum;
+
 struct NetDeviceOps {
   int (*open)(NetDevice& dev) = nullptr;
   void (*stop)(NetDevice& dev) = nullptr;
@@ -73,6 +76,12 @@ struct NetDeviceOps {
   NetdevTx (*start_xmit)(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue& txq) = nullptr;
   // ndo_select_queue: a queue index (folded into real_num_tx_queues by the caller).
   uint16_t (*select_queue)(NetDevice& dev, Packet* p, Cpu& cpu) = nullptr;
+  // ndo_get_stats64: the counters as the device reports them, where they are not just its
+  // own per-Cpu sums (a veth's rx is its peer's tx, lo's rx its tx). May be null.
+  DevStatsSum (*get_stats64)(const NetDevice& dev) = nullptr;
+  // ndo_change_mtu: the driver takes the new MTU (a tap sets its kernel interface's),
+  // or refuses it. Called before the device's own MTU changes. May be null.
+  Status (*change_mtu)(NetDevice& dev, uint32_t mtu) = nullptr;
 };
 
 // The RPS map of a device's receive queue (rx-0's rps_cpus, struct rps_map): the Cpus
@@ -93,7 +102,7 @@ struct alignas(kCacheLine) DevCpuStats {
   Counter tx_packets;
   Counter tx_bytes;
   Counter tx_dropped;
-  Counter rx_packets;  // delivered by netif_receive_skb
+  Counter rx_packets;  // counted by the driver as it takes a frame in, whatever the stack then does
   Counter rx_bytes;
   Counter rx_dropped;
 };
@@ -142,6 +151,8 @@ class NetDevice {
   void set_mac(const std::array<uint8_t, 6>& m) { mac_ = m; }
   uint32_t mtu() const { return mtu_; }
   void set_mtu(uint32_t m) { mtu_ = m; }
+  // mirrors dev_set_mtu: the driver's change_mtu first (its refusal leaves the MTU as it was).
+  Status change_mtu(uint32_t m);
   uint32_t tx_queue_len() const { return tx_queue_len_; }
   void set_tx_queue_len(uint32_t n) { tx_queue_len_ = n; }
   // IFF_PROMISC as `ip link set promisc on|off` sets it (shown; pktpath's receive path
@@ -237,6 +248,8 @@ class NetDevice {
   // --- statistics.
   DevCpuStats& stats(const Cpu& cpu) { return pcpu_.at(cpu.id()); }
   DevStatsSum stats_sum() const;
+  // mirrors dev_get_stats: the driver's get_stats64 where it has one, else stats_sum().
+  DevStatsSum get_stats64() const;
 
   // --- driver state.
   DriverState* priv() const { return priv_.get(); }

@@ -304,6 +304,7 @@ void deliver(AfpPriv& s, Cpu& cpu, const tpacket3_hdr* h) {
         std::memcpy(d + 16, data + 12, n - 12);
       }
       eth_type_trans(*p, dev);
+      dev_sw_netstats_rx_add(cpu, dev, p->len);
       netif_receive_skb(cpu, p);
       return;
     }

@@ -29,11 +29,20 @@ NetdevTx loopback_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue&) {
   return NetdevTx::OK;
 }
 
+// mirrors loopback_get_stats64: what lo carried is both its tx and its rx.
+DevStatsSum loopback_get_stats64(const NetDevice& dev) {
+  DevStatsSum s = dev.stats_sum();
+  s.rx_packets = s.tx_packets;
+  s.rx_bytes = s.tx_bytes;
+  return s;
+}
+
 const NetDeviceOps loopback_ops = {
     .open = nullptr,
     .stop = nullptr,
     .start_xmit = loopback_xmit,
     .select_queue = nullptr,
+    .get_stats64 = loopback_get_stats64,
 };
 
 // loopback_setup: LLTX, no queue, the all-zero address, MTU 65536.

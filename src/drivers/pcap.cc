@@ -271,6 +271,7 @@ void deliver(PcapPriv& s, Cpu& cpu) {
     if (uint8_t* d = p->put(n); PP_LIKELY(d != nullptr)) {
       std::memcpy(d, s.held_data, n);
       eth_type_trans(*p, dev);
+      dev_sw_netstats_rx_add(cpu, dev, p->len);
       netif_receive_skb(cpu, p);
       return;
     }

@@ -183,6 +183,7 @@ int tap_poll(Napi& n, Cpu& cpu, int budget) {
     else {
       p->put(len);
       eth_type_trans(*p, dev);
+      dev_sw_netstats_rx_add(cpu, dev, len);  // tun_get_user counts it whatever the stack does
       netif_receive_skb(cpu, p);
     }
   }
@@ -297,6 +298,16 @@ bool in_netns(const std::string& name, std::string& err, Fn fn) {
   return ok;
 }
 
+// dev_set_mtu on the kernel side: interface `ifn`'s MTU through socket `sk`.
+bool set_kernel_mtu(int sk, const std::string& ifn, uint32_t mtu, std::string& err) {
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, ifn.data(), std::min(ifn.size(), sizeof ifr.ifr_name - 1));
+  ifr.ifr_mtu = static_cast<int>(mtu);
+  if (::ioctl(sk, SIOCSIFMTU, &ifr) == 0) return true;
+  err = "mtu " + std::to_string(mtu) + " on " + ifn + ": " + std::strerror(errno);
+  return false;
+}
+
 // mirrors tun_set_iff (through TUNSETIFF) for each queue, then dev_change_flags(IFF_UP)
 // and dev_set_mtu on the kernel side.
 bool open_queues(TapPriv& s, std::string& err) {
@@ -332,9 +343,7 @@ bool open_queues(TapPriv& s, std::string& err) {
   }
   ifreq ifr{};
   std::memcpy(ifr.ifr_name, ifn.data(), ifn.size());
-  ifr.ifr_mtu = static_cast<int>(s.dev->mtu());
-  bool ok = ::ioctl(sk, SIOCSIFMTU, &ifr) == 0;
-  if (!ok) err = "mtu " + std::to_string(s.dev->mtu()) + " on " + ifn + ": " + std::strerror(errno);
+  bool ok = set_kernel_mtu(sk, ifn, s.dev->mtu(), err);
   if (ok && (ok = ::ioctl(sk, SIOCGIFFLAGS, &ifr) == 0)) {
     ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
     ok = ::ioctl(sk, SIOCSIFFLAGS, &ifr) == 0;
@@ -439,11 +448,32 @@ void tap_setup(NetDevice& dev) {
   dev.set_priv(std::move(s));
 }
 
+// A new MTU while the kernel interface is open goes to it too (tun_net_change_mtu's
+// counterpart on the other side of the fd); a down tap sets it when it opens.
+Status tap_change_mtu(NetDevice& dev, uint32_t mtu) {
+  TapPriv& s = priv(dev);
+  if (s.nq == 0) return {};
+  std::string err;
+  const bool ok = in_netns(s.netns, err, [&] {
+    const int sk = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sk < 0) {
+      err = std::string("socket: ") + std::strerror(errno);
+      return false;
+    }
+    const bool set = set_kernel_mtu(sk, s.kernel_name(), mtu, err);
+    ::close(sk);
+    return set;
+  });
+  if (!ok) return unexpected(err, std::to_string(mtu));
+  return {};
+}
+
 const NetDeviceOps tap_ops = {
     .open = tap_open,
     .stop = tap_stop,
     .start_xmit = tap_xmit,
     .select_queue = nullptr,
+    .change_mtu = tap_change_mtu,
 };
 
 const LinkKind::Option tap_options[] = {

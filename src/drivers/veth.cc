@@ -174,6 +174,7 @@ const NetDeviceOps veth_ops = {
     .stop = veth_close,
     .start_xmit = veth_xmit,
     .select_queue = nullptr,
+    .get_stats64 = veth_get_stats64,
 };
 
 void veth_setup(NetDevice& dev) {

@@ -448,6 +448,7 @@ void deliver(XdpPriv& s, Cpu& cpu, Packet* p, uint32_t off, uint32_t n) {
   if (PP_LIKELY(why == DropReason::NOT_SPECIFIED)) {
     p->put_fresh(n);
     eth_type_trans(*p, dev);
+    dev_sw_netstats_rx_add(cpu, dev, n);
     netif_receive_skb(cpu, p);
     return;
   }

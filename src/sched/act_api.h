@@ -56,6 +56,18 @@ struct TcResult {
   uint32_t classid = 0;
 };
 
+// Where an action or classifier runs (the hook, and the Cpu whose slots it counts on).
+struct TcContext {
+  Cpu& cpu;
+  bool at_ingress;
+};
+
+// The kernel's skb->len at a tc hook: on ingress eth_type_trans has pulled the Ethernet
+// header (pktpath's receive path keeps it), on egress the whole frame. Byte counters count it.
+inline uint32_t tc_skb_len(const TcContext& ctx, const Packet* p) {
+  return ctx.at_ingress ? p->len - (p->len < 14 ? p->len : 14) : p->len;
+}
+
 // Per-Cpu statistics (gnet_stats_basic + queue drops/overlimits), one slot per Cpu id,
 // each written only by its Cpu's thread; like the kernel's percpu counters they cost
 // memory only for the Cpus that count (core/percpu.h).
@@ -69,10 +81,10 @@ class TcStats {
     uint64_t packets = 0, bytes = 0, drops = 0, overlimits = 0, matched = 0;
   };
   Slot& at(const Cpu& cpu) { return slots_.at(cpu.id()); }
-  void count(const Cpu& cpu, const Packet* p) {
-    Slot& s = at(cpu);
+  void count(const TcContext& ctx, const Packet* p) {
+    Slot& s = at(ctx.cpu);
     s.packets.add();
-    s.bytes.add(p->len);
+    s.bytes.add(tc_skb_len(ctx, p));
   }
   Sum sum() const;
 
@@ -81,11 +93,6 @@ class TcStats {
 };
 
 // Where a classifier runs: the packet is on its way out (egress) or has come in (ingress).
-struct TcContext {
-  Cpu& cpu;
-  bool at_ingress;
-};
-
 // One action (struct tc_action + tc_action_ops->act).
 class TcAction {
  public:

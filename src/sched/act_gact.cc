@@ -7,7 +7,7 @@ namespace pktpath::tc {
 int GactAction::act(const TcContext& ctx, Packet* p, TcResult&) {
   TcStats::Slot& s = stats.at(ctx.cpu);
   s.packets.add();
-  s.bytes.add(p->len);
+  s.bytes.add(tc_skb_len(ctx, p));
   if (verdict_ == TC_ACT_SHOT) s.drops.add();
   return verdict_;
 }

@@ -30,12 +30,13 @@ void MirredAction::netdev_event(void* self, NetdevEvent ev, NetDevice& dev) {
 
 // mirrors tcf_mirred_act: redirect hands the packet itself on (the kernel's reinsert
 // path), mirror sends a copy; both re-enter the target's transmit or receive path on this
-// Cpu, nested, so a loop ends at the recursion limit.
+// Cpu, nested, so a loop ends at the recursion limit. Bytes are skb->len's (no Ethernet
+// header on ingress); overlimits count what could not be sent and what the target refused.
 int MirredAction::act(const TcContext& ctx, Packet* p, TcResult&) {
   Cpu& cpu = ctx.cpu;
   TcStats::Slot& s = stats.at(cpu);
   s.packets.add();
-  s.bytes.add(p->len);
+  s.bytes.add(tc_skb_len(ctx, p));
   const bool redirect = kind_ == Kind::Redirect;
   if (PP_UNLIKELY(cpu.xmit_recursion >= kXmitRecursionLimit)) {
     s.overlimits.add();
@@ -60,11 +61,11 @@ int MirredAction::act(const TcContext& ctx, Packet* p, TcResult&) {
   out->skb_iif = p->dev ? p->dev->ifindex() : 0;
   out->dev = target;
   ++cpu.xmit_recursion;
-  if (dir_ == Dir::Egress)
-    dev_queue_xmit(cpu, out);
-  else
-    netif_receive_skb(cpu, out);
+  const int err = dir_ == Dir::Egress ? dev_queue_xmit(cpu, out) : netif_receive_skb(cpu, out);
   --cpu.xmit_recursion;
+  // tcf_mirred_forward failed: the target's qdisc or receive path refused the packet
+  // (it is gone either way; counted where it was dropped).
+  if (err) s.overlimits.add();
   return redirect ? TC_ACT_CONSUMED : retval_;
 }
 

@@ -59,10 +59,10 @@ PoliceAction::PoliceAction(const PoliceOptions& o) : o_(o), peak_present_(o.peak
 // Ethernet header on ingress (the kernel's skb->len there).
 int PoliceAction::act(const TcContext& ctx, Packet* p, TcResult&) {
   TcStats::Slot& s = stats.at(ctx.cpu);
+  const uint32_t len = tc_skb_len(ctx, p);
   s.packets.add();
-  s.bytes.add(p->len);
+  s.bytes.add(len);
   int ret = o_.exceed;
-  const uint32_t len = ctx.at_ingress ? p->len - std::min<uint32_t>(p->len, 14) : p->len;
   if (len <= mtu_) {
     const auto now = static_cast<int64_t>(ctx.cpu.clock().now_ns());
     b_.lock.lock();

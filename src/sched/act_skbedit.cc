@@ -7,7 +7,7 @@ namespace pktpath::tc {
 
 // mirrors tcf_skbedit_act
 int SkbeditAction::act(const TcContext& ctx, Packet* p, TcResult&) {
-  stats.count(ctx.cpu, p);
+  stats.count(ctx, p);
   if (p_.priority) p->priority = *p_.priority;
   if (p_.mark) p->mark = *p_.mark;
   if (p_.queue_mapping) {

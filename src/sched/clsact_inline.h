@@ -53,7 +53,7 @@ PP_ALWAYS_INLINE Packet* handle_inline(Cpu& cpu, Packet* p, const Miniq& mq, int
   constexpr int kOk = kIngress ? NET_RX_SUCCESS : NET_XMIT_SUCCESS;
   constexpr int kDrop = kIngress ? NET_RX_DROP : NET_XMIT_DROP;
   constexpr DropReason kWhy = kIngress ? DropReason::TC_INGRESS : DropReason::TC_EGRESS;
-  mq.qstats->count(cpu, p);
+  mq.qstats->count(TcContext{cpu, kIngress}, p);
   TcResult res;
   int verdict;
   if (mq.only_da) {

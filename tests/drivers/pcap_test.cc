@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -402,6 +403,33 @@ TEST(PcapDevScript, EndlessPacedLoopOnTheVirtualClock) {
   EXPECT_NEAR(static_cast<double>(rx[0]), 2001, 1) << r.out;
   EXPECT_NEAR(static_cast<double>(rx[1]), 3001, 1) << r.out;
   std::remove(in.c_str());
+}
+
+// `ip -s link`'s RX packets of device NAME in a script's output.
+uint64_t rx_packets_shown(const std::string& out, const std::string& name) {
+  size_t at = out.find(": " + name + ": ");
+  if (at == std::string::npos) return UINT64_MAX;
+  at = out.find("RX:", at);
+  at = out.find('\n', at);
+  if (at == std::string::npos) return UINT64_MAX;
+  std::istringstream line(out.substr(at + 1, out.find('\n', at + 1) - at - 1));
+  uint64_t bytes = 0, packets = UINT64_MAX;
+  line >> bytes >> packets;
+  return packets;
+}
+
+// The driver counts what it takes in (dev_sw_netstats_rx_add), whatever tc then does with
+// it: every frame p0 replays and redirects is in its RX, as a NIC's would be.
+TEST(PcapDevScript, RedirectedFramesCountAsReceived) {
+  const auto recs = make_records(300);
+  const std::string in = temp_path("rxc_in.pcap"), out = temp_path("rxc_out.pcap");
+  write_pcap(in, recs);
+  RunResult r = replay_redirect(in, out);
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(rx_packets_shown(r.out, "p0"), 300u) << r.out;
+  EXPECT_EQ(rx_packets_shown(r.out, "p1"), 0u) << r.out;
+  std::remove(in.c_str());
+  std::remove(out.c_str());
 }
 
 TEST(PcapDevScript, ReplayRedirectedToTxIsByteIdenticalPcapAndPcapng) {

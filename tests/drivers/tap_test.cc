@@ -270,6 +270,28 @@ TEST_F(TapTest, KernelFramesArriveInPktpathsReceivePath) {
   EXPECT_EQ(sh_out("ip netns exec " + ns_ + " ip -o link show " + ifname_ + " 2>/dev/null"), "");
 }
 
+// `ip link set dev D mtu N` reaches the kernel interface while it is open (dev_set_mtu on
+// the other side), and a down tap takes D's MTU when it opens again.
+TEST_F(TapTest, MtuChangeReachesTheKernelInterface) {
+  add_tap();
+  const auto kernel_mtu = [&] {
+    return sh_out("ip netns exec " + ns_ + " cat /sys/class/net/" + ifname_ + "/mtu");
+  };
+  EXPECT_EQ(kernel_mtu(), "1500\n");
+  line("ip link set dev tp0 mtu 1400");
+  EXPECT_EQ(dev().mtu(), 1400u);
+  EXPECT_EQ(kernel_mtu(), "1400\n");
+  std::string err;
+  EXPECT_FALSE(line("ip link set dev tp0 mtu 65535", &err)) << err;  // over the tap's max_mtu (65521)
+  EXPECT_NE(err.find("mtu 65535 on"), std::string::npos) << err;
+  EXPECT_EQ(dev().mtu(), 1400u);  // refused: unchanged on both sides
+  EXPECT_EQ(kernel_mtu(), "1400\n");
+  line("ip link set dev tp0 down");
+  line("ip link set dev tp0 mtu 1300");
+  line("ip link set dev tp0 up");
+  EXPECT_EQ(kernel_mtu(), "1300\n");
+}
+
 // A burst larger than the tap's ring (IF's txqueuelen) sent while the control Cpu does
 // not poll: what the kernel could not queue for pktpath shows as the kernel's tx_dropped
 // and as D's rx_dropped (FULL_RING); every frame the socket sent is read or counted.

@@ -11,6 +11,7 @@
 #include "core/cpu.h"
 #include "core/cpu_thread.h"
 #include "core/dev_xmit.h"
+#include "core/host_sink.h"
 #include "core/net.h"
 #include "core/packet_pool.h"
 #include "drivers/veth.h"
@@ -86,7 +87,7 @@ TEST_F(VethNapiTest, FramesReachThePeerThroughItsNapiNotTheBacklog) {
   EXPECT_EQ(cpu.napi_polling(), 1u);
   EXPECT_EQ(cpu.backlog_len(), 0u);
   run();
-  EXPECT_EQ(b->stats_sum().rx_packets, 100u);  // delivered by netif_receive_skb
+  EXPECT_EQ(host_stats(net).delivered, 100u);
   EXPECT_EQ(cpu.stats().processed.get(), 100u);
   EXPECT_EQ(cpu.stats().backlog_processed.get(), 0u);
   // The sender's own counters stay untouched; veth_get_stats64 reads b's ring counters.
@@ -106,7 +107,7 @@ TEST_F(VethNapiTest, TheFrameAfterAFullRingIsDroppedAndCounted) {
   EXPECT_EQ(veth_get_stats64(*a).tx_dropped, 1u);
   EXPECT_EQ(drops(cpu, DropReason::FULL_RING), 1u);
   run();
-  EXPECT_EQ(b->stats_sum().rx_packets, 256u);
+  EXPECT_EQ(host_stats(net).delivered, 256u);
   EXPECT_EQ(veth_get_stats64(*a).tx_packets, 256u);
 }
 
@@ -123,12 +124,12 @@ class VethNapiBudgetTest : public VethNapiTest {
 TEST_F(VethNapiBudgetTest, APollTakesAtMostItsWeightAndIsPolledAgain) {
   send(200);
   cpu.net_rx_action();
-  EXPECT_EQ(b->stats_sum().rx_packets, 64u);
+  EXPECT_EQ(host_stats(net).delivered, 64u);
   EXPECT_EQ(cpu.napi_polling(), 1u);  // still scheduled: more is queued
   cpu.net_rx_action();
-  EXPECT_EQ(b->stats_sum().rx_packets, 128u);
+  EXPECT_EQ(host_stats(net).delivered, 128u);
   run();
-  EXPECT_EQ(b->stats_sum().rx_packets, 200u);
+  EXPECT_EQ(host_stats(net).delivered, 200u);
   EXPECT_EQ(cpu.napi_polling(), 0u);
 }
 
@@ -146,7 +147,7 @@ TEST_F(VethNapiTest, GroOffDrainsTheRingCountingEveryPacket) {
   send(10);
   EXPECT_EQ(cpu.backlog_len(), 10u);
   run();
-  EXPECT_EQ(b->stats_sum().rx_packets, 10u);
+  EXPECT_EQ(host_stats(net).delivered, 10u);
   EXPECT_EQ(veth_get_stats64(*a).tx_packets, 10u);
   EXPECT_EQ(veth_get_stats64(*b).rx_packets, 10u);
 }
@@ -162,7 +163,7 @@ TEST_F(VethNapiTest, DownDrainsTheRingAndUpRestoresNapi) {
   const DevStatsSum sb = veth_get_stats64(*b);
   EXPECT_GE(sb.rx_packets, 50u);
   EXPECT_EQ(sb.rx_packets + sb.rx_dropped, 80u);
-  EXPECT_EQ(b->stats_sum().rx_packets, sb.rx_packets);
+  EXPECT_EQ(host_stats(net).delivered, sb.rx_packets);
   EXPECT_EQ(cpu.napi_polling(), 0u);
   ASSERT_TRUE(ok(net.devices().set_up(*b, true)));
   send(5);
@@ -204,11 +205,11 @@ TEST(VethNapiRps, RpsOnThePeerSteersAfterThePoll) {
   const uint64_t p0 = set.at(0)->cpu().stats().processed.get(), p1 = set.at(1)->cpu().stats().processed.get();
   const DevStatsSum sb = veth_get_stats64(*b);
   EXPECT_EQ(sb.rx_packets + veth_get_stats64(*a).tx_dropped, static_cast<uint64_t>(kPackets));
-  EXPECT_EQ(b->stats_sum().rx_packets + b->stats_sum().rx_dropped, sb.rx_packets);
+  EXPECT_EQ(host_stats(net).delivered + b->stats_sum().rx_dropped, sb.rx_packets);
   EXPECT_EQ(cpu.stats().processed.get(), 0u);  // polled here, received there
   EXPECT_GT(p0, 0u);
   EXPECT_GT(p1, 0u);
-  EXPECT_EQ(p0 + p1, b->stats_sum().rx_packets);
+  EXPECT_EQ(p0 + p1, host_stats(net).delivered);
   set.stop();
 }
 
@@ -226,7 +227,7 @@ TEST(VethNapiStress, TwoSendersIntoOnePeerAccountForEveryPacket) {
   ASSERT_NE(a, nullptr);
   NetDevice* b = veth_peer(*a);
   const uint64_t total = 2ull * kPerSender;
-  auto accounted = [&] { return b->stats_sum().rx_packets + a->stats_sum().tx_dropped; };
+  auto accounted = [&] { return host_stats(net).delivered + a->stats_sum().tx_dropped; };
   auto sender = [&](Cpu* cpu, uint8_t flow) {
     cpu->bind();
     for (int i = 0; i < kPerSender; ++i) {
@@ -251,7 +252,7 @@ TEST(VethNapiStress, TwoSendersIntoOnePeerAccountForEveryPacket) {
   const DevStatsSum sa = veth_get_stats64(*a), sb = veth_get_stats64(*b);
   EXPECT_EQ(sa.tx_packets + sa.tx_dropped, total);
   EXPECT_EQ(sb.rx_packets, sa.tx_packets);
-  EXPECT_EQ(b->stats_sum().rx_packets, sb.rx_packets);
+  EXPECT_EQ(host_stats(net).delivered, sb.rx_packets);
   EXPECT_EQ(drops(c1, DropReason::FULL_RING) + drops(c2, DropReason::FULL_RING), sa.tx_dropped);
   EXPECT_EQ(c1.stats().backlog_processed.get() + c2.stats().backlog_processed.get(), 0u);
 }

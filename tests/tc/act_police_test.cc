@@ -145,7 +145,7 @@ TEST_F(PoliceTest, IngressCountsWithoutTheMacHeader) {
   EXPECT_EQ(ok, 10);
   EXPECT_EQ(drops(DropReason::TC_INGRESS), 2u);
   EXPECT_EQ(all_drops(), 2u);
-  EXPECT_EQ(rx(d), 10u);
+  EXPECT_EQ(delivered(), 10u);
 }
 
 }  // namespace

@@ -71,12 +71,12 @@ TEST_F(TcTest, FilterNeedsClsactAndDeletingClsactDetaches) {
 TEST_F(TcTest, IngressPath) {
   NetDevice* d = make("foo", "dummy");
   EXPECT_EQ(receive(d), NET_RX_SUCCESS);  // nothing attached: delivered
-  EXPECT_EQ(rx(d), 1u);
+  EXPECT_EQ(delivered(), 1u);
   clsact(d);
   filter(d, Dir::Ingress, spec(ret_prog(2), true));
   EXPECT_EQ(receive(d), NET_RX_DROP);
   EXPECT_EQ(drops(DropReason::TC_INGRESS), 1u);
-  EXPECT_EQ(rx(d), 1u);
+  EXPECT_EQ(delivered(), 1u);
   EXPECT_EQ(d->egress_hook(), nullptr);  // ingress filters do not touch the egress hook
   NetDevice* down = make("down", "dummy", 1, 1000, false);
   EXPECT_EQ(receive(down), NET_RX_DROP);
@@ -92,7 +92,7 @@ TEST_F(TcTest, IngressProgramSeesMetadata) {
   receive(d, 2);  // SHOT
   receive(d, 0);  // OK
   EXPECT_EQ(drops(DropReason::TC_INGRESS), 1u);
-  EXPECT_EQ(rx(d), 1u);
+  EXPECT_EQ(delivered(), 1u);
 }
 
 TEST_F(TcTest, EgressHooksAbSwitch) {

@@ -2,6 +2,7 @@
 // the redirect nesting limit, a mirred target deleted under the action.
 #include <gtest/gtest.h>
 
+#include "core/host_sink.h"
 #include "status_assert.h"
 #include "tc_fixture.h"
 
@@ -112,7 +113,46 @@ TEST_F(TcTest, MirredIngressRedirectReachesReceivePath) {
   filter(foo, Dir::Egress, spec(ret_prog(-1), false, 1, {a}));
   send(foo, 0);
   EXPECT_EQ(tx(foo), 0u);
-  EXPECT_EQ(rx(bar), 1u);
+  EXPECT_EQ(host_stats(net).delivered, 1u);
+  EXPECT_EQ(rx(bar), 0u);  // tcf_mirred_forward counts nothing on the target: no driver took it
+  EXPECT_EQ(outstanding(), 0u);
+}
+
+// tcf_mirred_act: bytes are skb->len where the action runs (on ingress the Ethernet header
+// is pulled: 986 of a 1000-byte frame), and a target that refuses the packet — its egress
+// hook or qdisc drops it, its receive path drops it — counts an overlimit.
+TEST_F(TcTest, MirredCountsIngressBytesAndTargetRefusals) {
+  NetDevice* foo = make("foo", "dummy");
+  NetDevice* bar = make("bar", "dummy");
+  clsact(foo);
+  clsact(bar);
+  filter(bar, Dir::Egress, spec(ret_prog(2), true, 1));   // bar drops what it sends
+  filter(bar, Dir::Ingress, spec(ret_prog(2), true, 1));  // and what it receives
+  auto to_egress = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
+                                                      tc::MirredAction::Kind::Redirect, bar, "bar", table.notifier());
+  auto to_ingress = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Ingress,
+                                                       tc::MirredAction::Kind::Mirror, bar, "bar", table.notifier());
+  filter(foo, Dir::Ingress, spec(ret_prog(-1), false, 1, {to_ingress, to_egress}));
+  EXPECT_EQ(receive(foo, 0, 1000), NET_RX_SUCCESS);
+  const tc::TcStats::Sum e = to_egress->stats.sum(), i = to_ingress->stats.sum();
+  EXPECT_EQ(e.packets, 1u);
+  EXPECT_EQ(e.bytes, 986u);
+  EXPECT_EQ(i.bytes, 986u);
+  EXPECT_EQ(e.overlimits, 1u);
+  EXPECT_EQ(i.overlimits, 1u);
+  EXPECT_EQ(drops(DropReason::TC_EGRESS), 1u);
+  EXPECT_EQ(drops(DropReason::TC_INGRESS), 1u);
+
+  // On egress the whole frame counts; a target that takes the packet is no overlimit.
+  NetDevice* baz = make("baz", "dummy");
+  clsact(baz);
+  auto to_foo = std::make_shared<tc::MirredAction>(tc::MirredAction::Dir::Egress,
+                                                   tc::MirredAction::Kind::Redirect, foo, "foo", table.notifier());
+  filter(baz, Dir::Egress, spec(ret_prog(-1), false, 1, {to_foo}));
+  send(baz, 0);
+  EXPECT_EQ(to_foo->stats.sum().bytes, 60u);
+  EXPECT_EQ(to_foo->stats.sum().overlimits, 0u);
+  EXPECT_EQ(tx(foo), 1u);
   EXPECT_EQ(outstanding(), 0u);
 }
 

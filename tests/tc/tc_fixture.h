@@ -6,6 +6,7 @@
 #include "../core/xmit_fixture.h"
 #include "bpf/parse.h"
 #include "core/dev_rx.h"
+#include "core/host_sink.h"
 #include "sched/act_gact.h"
 #include "sched/act_mirred.h"
 #include "sched/act_skbedit.h"
@@ -53,7 +54,9 @@ class TcFixture : public XmitFixture {
     return netif_receive_skb(cpu, p);
   }
   uint64_t tx(NetDevice* d) const { return d->stats_sum().tx_packets; }
-  uint64_t rx(NetDevice* d) const { return d->stats_sum().rx_packets; }
+  uint64_t rx(NetDevice* d) const { return d->stats_sum().rx_packets; }  // the driver's count
+  // Packets the Net's host sink took (what passed every receive hook).
+  uint64_t delivered() { return host_stats(net).delivered; }
 };
 
 // The suite name of the clsact, cls_bpf and action tests (one fixture type for all files).
