@@ -3,6 +3,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+
+#include "core/dev_table.h"
+#include "core/net.h"
 
 namespace pktpath::tc {
 
@@ -58,11 +62,52 @@ const ActionOps* tc_lookup_action(std::string_view kind) {
   return nullptr;
 }
 
+uint32_t ActionIdr::alloc() {
+  std::lock_guard<std::mutex> g(mu_);
+  if (free_.empty()) return next_++;
+  const uint32_t i = *free_.begin();
+  free_.erase(free_.begin());
+  return i;
+}
+
+void ActionIdr::release(uint32_t index) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (index + 1 == next_) {
+    --next_;
+    while (!free_.empty() && *free_.rbegin() + 1 == next_) {  // keep free_ below next_
+      free_.erase(std::prev(free_.end()));
+      --next_;
+    }
+  } else {
+    free_.insert(index);
+  }
+}
+
+namespace {
+
+// tc_action_net: one index space per action kind, per Net.
+struct ActionNet final : PernetState {
+  std::map<std::string, std::shared_ptr<ActionIdr>, std::less<>> idrs;
+};
+
+const PernetRegistrar act_pernet{{"tc_actions", [](Net&) -> std::unique_ptr<PernetState> {
+                                    return std::make_unique<ActionNet>();
+                                  }}};
+
+}  // namespace
+
 Result<std::shared_ptr<TcAction>> tcf_action_init(std::string_view kind, const ActionOptions& opts,
                                                   DeviceTable& table) {
   const ActionOps* ops = tc_lookup_action(kind);
   if (!ops) return unexpected("unknown action \"" + std::string(kind) + "\"");
-  return ops->init(opts, table);
+  auto a = ops->init(opts, table);
+  if (!a) return a;
+  auto& idrs = table.net().generic<ActionNet>(act_pernet.id).idrs;
+  auto it = idrs.find(kind);
+  if (it == idrs.end()) it = idrs.emplace(std::string(kind), std::make_shared<ActionIdr>()).first;
+  (*a)->idr_ = it->second;
+  (*a)->index = it->second->alloc();
+  return a;
 }
 
 // mirrors tcf_action_exec (no jump/goto chain: pktpath's actions never return them)

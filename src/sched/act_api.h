@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,10 +95,26 @@ class TcStats {
 };
 
 // Where a classifier runs: the packet is on its way out (egress) or has come in (ingress).
+// The index space of one action kind in one Net (tcf_idrinfo's action_idr): each new
+// action takes the lowest free index from 1, as idr_alloc_u32 hands them out, and gives it
+// back when it goes (tcf_idr_remove), which may be on another thread after a grace period.
+class ActionIdr {
+ public:
+  uint32_t alloc();
+  void release(uint32_t index);
+
+ private:
+  std::mutex mu_;
+  uint32_t next_ = 1;        // every index from here on is free
+  std::set<uint32_t> free_;  // freed indexes below next_
+};
+
 // One action (struct tc_action + tc_action_ops->act).
 class TcAction {
  public:
-  virtual ~TcAction() = default;
+  virtual ~TcAction() {
+    if (idr_) idr_->release(index);
+  }
   // Returns a TC_ACT_* verdict. TC_ACT_CONSUMED: the packet is gone (handed on or freed
   // with its reason) — the caller must not touch it.
   virtual int act(const TcContext& ctx, Packet* p, TcResult& res) = 0;
@@ -105,8 +123,14 @@ class TcAction {
   // tc/m_<kind>.cc prints them.
   virtual ActionOptions dump() const = 0;
 
-  uint32_t index = 0;  // tc's action index (shown as "index N")
+  // tc's action index (shown as "index N"): from its kind's ActionIdr in the Net it was
+  // made in (tcf_action_init), 0 for an action made directly.
+  uint32_t index = 0;
   mutable TcStats stats;
+
+ private:
+  friend Result<std::shared_ptr<TcAction>> tcf_action_init(std::string_view, const ActionOptions&, DeviceTable&);
+  std::shared_ptr<ActionIdr> idr_;
 };
 
 using ActionList = std::vector<std::shared_ptr<TcAction>>;
@@ -125,7 +149,8 @@ struct ActionRegistrar {
 };
 // mirrors tc_lookup_action_n; nullptr for an unknown kind.
 const ActionOps* tc_lookup_action(std::string_view kind);
-// mirrors tcf_action_init_1: look up the kind and make the action.
+// mirrors tcf_action_init_1: look up the kind, make the action, and give it the lowest
+// free index of its kind in the table's Net (tcf_idr_check_alloc).
 Result<std::shared_ptr<TcAction>> tcf_action_init(std::string_view kind, const ActionOptions& opts,
                                                   DeviceTable& table);
 

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
+#include "sched/act_api.h"
 #include "script_runner.h"
 
 namespace pktpath::cli {
@@ -131,6 +135,63 @@ TEST_F(ClsRunnerTest, U32ShowAsIproute2) {
             "\taction order 1: gact action drop\n"
             "\t index 1 ref 1 bind 1\n"
             "\n");
+}
+
+// The "index N" numbers of a show's output, in order.
+std::vector<int> action_indexes(const std::string& out) {
+  std::vector<int> v;
+  for (size_t at = out.find("index "); at != std::string::npos; at = out.find("index ", at + 6))
+    v.push_back(std::atoi(out.c_str() + at + 6));
+  return v;
+}
+
+// Action indexes are per kind and per Net (tcf_idr_check_alloc): the second mirred
+// anywhere is index 2 while a gact beside it is 1 of its own kind. A deleted filter's
+// actions give their indexes back when they are freed, after a grace period (batched, as
+// call_rcu's work is), so the add right after a delete takes the next index here.
+TEST_F(ClsRunnerTest, ActionIndexesArePerKindInTheNet) {
+  setup();
+  run("ip link add dev bar type dummy");
+  run("ip link set dev bar up");
+  run("tc qdisc add dev bar clsact");
+  run("tc filter add dev foo egress pref 1 matchall action mirred egress redirect dev bar");
+  run("tc filter add dev bar ingress pref 1 matchall action drop");
+  run("tc filter add dev foo egress pref 2 matchall action mirred egress mirror dev bar action drop");
+  size_t mark = output().size();
+  run("tc filter show dev foo egress");
+  EXPECT_EQ(action_indexes(output().substr(mark)), (std::vector<int>{1, 2, 2})) << output().substr(mark);
+  run("tc filter del dev foo egress pref 1");
+  run("tc filter add dev foo egress pref 3 matchall action mirred egress redirect dev bar");
+  run("tc filter add dev foo egress pref 4 matchall action mirred egress redirect dev bar");
+  mark = output().size();
+  run("tc filter show dev foo egress");
+  EXPECT_EQ(action_indexes(output().substr(mark)), (std::vector<int>{2, 2, 3, 4})) << output().substr(mark);
+  // Another Net numbers its own from 1.
+  run("ip netns add other");
+  run("ip -n other link add dev baz type dummy");
+  run("tc -n other qdisc add dev baz clsact");
+  run("tc -n other filter add dev baz egress matchall action mirred egress redirect dev baz");
+  mark = output().size();
+  run("tc -n other filter show dev baz egress");
+  EXPECT_EQ(action_indexes(output().substr(mark)), (std::vector<int>{1})) << output().substr(mark);
+}
+
+// The index space itself: the lowest free index first, as idr_alloc_u32 from 1.
+TEST(ActionIdr, LowestFreeIndexFirst) {
+  ::pktpath::tc::ActionIdr idr;
+  EXPECT_EQ(idr.alloc(), 1u);
+  EXPECT_EQ(idr.alloc(), 2u);
+  EXPECT_EQ(idr.alloc(), 3u);
+  EXPECT_EQ(idr.alloc(), 4u);
+  idr.release(2);
+  idr.release(1);
+  EXPECT_EQ(idr.alloc(), 1u);
+  idr.release(4);  // the top one: 3 is the highest in use
+  idr.release(3);
+  EXPECT_EQ(idr.alloc(), 2u);
+  EXPECT_EQ(idr.alloc(), 3u);
+  EXPECT_EQ(idr.alloc(), 4u);
+  EXPECT_EQ(idr.alloc(), 5u);
 }
 
 // police's counters: rate 800bit (100 B/s) burst 600: ten 60-byte frames conform, the

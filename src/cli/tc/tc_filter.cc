@@ -74,11 +74,9 @@ struct FilterLine final : ExtLine {
     s->pref = req.pref;
     s->handle = req.handle;
     s->protocol = req.protocol;
-    uint32_t index = 1;
     for (const ActionRequest& a : req.actions) {
       auto act = ktc::tcf_action_init(a.kind, a.opts, r.table());
       if (!act) return fail(err, act.error().word.empty() ? a.kind : act.error().word, act.error().msg);
-      (*act)->index = index++;
       s->actions.push_back(std::move(*act));
     }
     const Status st = block ? ktc::block_filter_add(*d, *block, *s, op == Op::Replace)
