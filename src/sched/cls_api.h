@@ -91,7 +91,7 @@ class TcFilter {
   TcStats::Slot& count(const TcContext& ctx, const Packet* p) const {
     TcStats::Slot& s = stats.at(ctx.cpu);
     s.packets.add();
-    s.bytes.add(p->len);
+    s.bytes.add(tc_skb_len(ctx, p));
     return s;
   }
 

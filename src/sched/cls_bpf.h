@@ -88,7 +88,7 @@ PP_ALWAYS_INLINE int BpfFilter::classify(const TcContext& ctx, Packet* p, TcResu
   const bpf::Program* prog = prog_.load(std::memory_order_acquire);
   TcStats::Slot& s = stats.at(ctx.cpu);
   s.packets.add();
-  s.bytes.add(p->len);
+  s.bytes.add(tc_skb_len(ctx, p));
   // The view holds only what the program reads (Program::view_needs): nothing for a
   // program without packet loads (document 000's `ret #0`), the bytes for most filters.
   const uint8_t needs = prog->view_needs();

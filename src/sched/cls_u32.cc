@@ -109,7 +109,7 @@ class U32Tables final : public TcFilter {
       const U32Spec& s = k.n->spec();
       TcStats::Slot& st = k.n->stats.at(ctx.cpu);  // rcnt
       st.packets.add();
-      st.bytes.add(p->len);
+      st.bytes.add(tc_skb_len(ctx, p));
       bool held = true;
       for (const U32Key& key : s.keys) {
         uint32_t w;

@@ -14,13 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "drivers/kernel_ns.h"
+#include "diff_frames.h"
 
 namespace pktpath {
 namespace {
 
+using kernel_test::Frame;
+using kernel_test::frame;
+using kernel_test::kernel_send;
 using kernel_test::run_out;
 using kernel_test::sh;
+using kernel_test::write_pcap;
 
 const char* kRuleset =
     "define web = { 22, 80, 443 }\n"
@@ -43,22 +47,6 @@ const char* kRuleset =
     "\t}\n"
     "}\n";
 
-// Ethernet + IPv4 + UDP or TCP, 64 bytes and up, checksums left 0 (no one checks them).
-std::vector<uint8_t> frame(uint32_t saddr, uint32_t daddr, uint8_t proto, uint16_t dport, size_t pad) {
-  std::vector<uint8_t> b = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00};
-  const size_t l4 = proto == 6 ? 20 : 8;
-  const size_t tot = 20 + l4 + pad;
-  auto u16 = [&](uint32_t v) { b.push_back(static_cast<uint8_t>(v >> 8)), b.push_back(static_cast<uint8_t>(v)); };
-  auto u32 = [&](uint32_t v) { u16(v >> 16), u16(v & 0xffff); };
-  b.push_back(0x45), b.push_back(0), u16(static_cast<uint32_t>(tot)), u16(1), u16(0), b.push_back(64), b.push_back(proto), u16(0);
-  u32(saddr), u32(daddr);
-  u16(40000), u16(dport);
-  if (proto == 6) u32(1), u32(0), u16(0x5002), u16(512), u16(0), u16(0);
-  else u16(static_cast<uint32_t>(8 + pad)), u16(0);
-  b.resize(b.size() + pad, 0xab);
-  return b;
-}
-
 std::vector<std::vector<uint8_t>> frames() {
   const uint32_t srcs[] = {0x0a000005, 0x0a090003, 0x0a010001, 0x0a010002, 0x0a030303, 0xc0a80707, 0x0a0900ff};
   const uint32_t dsts[] = {0x0a020001, 0x0a020002, 0x0a020003, 0x0a030001, 0x0a050505};
@@ -74,14 +62,7 @@ std::vector<std::vector<uint8_t>> frames() {
   return out;
 }
 
-std::string hex(const std::vector<uint8_t>& f) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : f) s += d[c >> 4], s += d[c & 15];
-  return s;
-}
-
-std::string kernel_side(const std::string& rules, const std::string& hexfile, std::string& why) {
+std::string kernel_side(const std::string& rules, const std::vector<Frame>& fs, std::string& why) {
   const std::string ns = "ppnftd" + std::to_string(::getpid());
   sh("ip netns del " + ns);
   if (!sh("ip netns add " + ns)) return why = "ip netns add failed", "";
@@ -93,17 +74,8 @@ std::string kernel_side(const std::string& rules, const std::string& hexfile, st
   } else if (!sh("ip netns exec " + ns + " nft -f " + rules)) {
     why = "the kernel refuses the ruleset (nf_tables missing?)";
   } else {
-    const std::string py =
-        "import socket,sys\n"
-        "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW)\n"
-        "s.bind(('v1',0))\n"
-        "for l in open(sys.argv[1]).read().split(): s.send(bytes.fromhex(l))\n";
-    const std::string pyfile = ::testing::TempDir() + "nft_diff_send.py";
-    std::ofstream(pyfile) << py;
-    if (!sh("ip netns exec " + ns + " python3 " + pyfile + " " + hexfile)) why = "python3 could not send the frames";
-    ::usleep(300 * 1000);  // veth delivers from its NAPI poll
+    if (!kernel_send(ns, "v1", fs)) why = "python3 could not send the frames";
     out = run_out("ip netns exec " + ns + " nft list ruleset");
-    std::remove(pyfile.c_str());
   }
   sh("ip netns del " + ns);
   return out;
@@ -114,33 +86,20 @@ TEST(NftDifferential, SetsMapsAndCountersAsTheKernel) {
   if (!sh("command -v nft") || !sh("command -v python3")) GTEST_SKIP() << "needs nft and python3";
   const std::string dir = ::testing::TempDir();
   const std::string tag = std::to_string(::getpid());
-  const std::string rules = dir + "nft_diff_" + tag + ".nft", hexfile = dir + "nft_diff_" + tag + ".hex",
-                    pcapf = dir + "nft_diff_" + tag + ".pcap", script = dir + "nft_diff_" + tag + ".pp";
+  const std::string rules = dir + "nft_diff_" + tag + ".nft", pcapf = dir + "nft_diff_" + tag + ".pcap",
+                    script = dir + "nft_diff_" + tag + ".pp";
   std::ofstream(rules) << kRuleset;
   const auto fs = frames();
-  {
-    std::ofstream h(hexfile);
-    for (const auto& f : fs) h << hex(f) << "\n";
-    pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
-    pcap_dumper_t* d = pcap_dump_open(dead, pcapf.c_str());
-    ASSERT_NE(d, nullptr);
-    for (const auto& f : fs) {
-      pcap_pkthdr ph{};
-      ph.caplen = ph.len = static_cast<bpf_u_int32>(f.size());
-      pcap_dump(reinterpret_cast<u_char*>(d), &ph, f.data());
-    }
-    pcap_dump_close(d);
-    pcap_close(dead);
-  }
+  ASSERT_TRUE(write_pcap(pcapf, fs));
   std::string why;
-  const std::string want = kernel_side(rules, hexfile, why);
+  const std::string want = kernel_side(rules, fs, why);
   if (!why.empty()) GTEST_SKIP() << why;
   std::ofstream(script) << "ip link add dev v0 type pcap rx " << pcapf << " pace max\n"
                         << "nft -f " << rules << "\n"
                         << "ip link set dev v0 up\n"
                         << "nft list ruleset\n";
   const std::string got = run_out(std::string(PKTPATH_BINARY) + " run " + script + " 2>&1");
-  for (const std::string& f : {rules, hexfile, pcapf, script}) std::remove(f.c_str());
+  for (const std::string& f : {rules, pcapf, script}) std::remove(f.c_str());
   std::istringstream a(want), b(got);
   size_t differ = 0;
   for (;;) {

@@ -64,7 +64,9 @@ struct QdiscRow {
 };
 
 struct QdiscShowLine final : ExtLine {
+  enum class Only { All, Root, Ingress };  // `root`, `ingress` / `clsact`: that qdisc alone
   std::string dev;  // empty: all
+  Only only = Only::All;
   TcFlags flags;
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
@@ -81,7 +83,11 @@ struct QdiscShowLine final : ExtLine {
     nlohmann::json arr = nlohmann::json::array();
     const uint64_t now_ns = r.control_cpu().clock().now_ns();
     for (NetDevice* d : devs)
-      for (const QdiscRow& row : rows(*d, now_ns)) print(row, *d, json, arr, r.out());
+      for (const QdiscRow& row : rows(*d, now_ns)) {
+        if (only == Only::Root && !row.is_root) continue;
+        if (only == Only::Ingress && row.parent != TC_H_INGRESS) continue;
+        print(row, *d, json, arr, r.out());
+      }
     if (json) std::fprintf(r.out(), "%s\n", json_text(arr).c_str());
     return true;
   }
@@ -155,6 +161,9 @@ Result<ExtCommand> parse_show(Lexer& lx, const TcFlags& flags) {
     if (!v) return unexpected(v.error());
     line->dev = *v;
   }
+  // tc_qdisc_list's selectors: the root alone, or the ingress/clsact qdisc alone.
+  if (lx.eat("root")) line->only = QdiscShowLine::Only::Root;
+  else if (lx.eat("ingress") || lx.eat("clsact")) line->only = QdiscShowLine::Only::Ingress;
   if (!lx.done()) return unexpected("unexpected \"" + lx.peek() + "\"", lx.peek());
   return ExtCommand{line};
 }
