@@ -1,11 +1,13 @@
 // Frames for the differential tests: the same list sent into a kernel veth (AF_PACKET from
-// python3 in the namespace) and replayed by a pktpath pcap device.
+// python3 in the namespace) and replayed by a pktpath pcap device; and how many lines of
+// two outputs differ.
 #pragma once
 
 #include <pcap/pcap.h>
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,19 @@ inline bool kernel_send(const std::string& ns, const std::string& dev, const std
   std::remove(hexfile.c_str());
   std::remove(pyfile.c_str());
   return ok;
+}
+
+// Lines that differ, position by position (a missing line counts as differing).
+inline size_t differing_lines(const std::string& want, const std::string& got) {
+  std::istringstream a(want), b(got);
+  size_t differ = 0;
+  for (;;) {
+    std::string x, y;
+    const bool more_a = static_cast<bool>(std::getline(a, x)), more_b = static_cast<bool>(std::getline(b, y));
+    if (!more_a && !more_b) break;
+    differ += x != y;
+  }
+  return differ;
 }
 
 }  // namespace pktpath::kernel_test

@@ -100,14 +100,7 @@ TEST(NftDifferential, SetsMapsAndCountersAsTheKernel) {
                         << "nft list ruleset\n";
   const std::string got = run_out(std::string(PKTPATH_BINARY) + " run " + script + " 2>&1");
   for (const std::string& f : {rules, pcapf, script}) std::remove(f.c_str());
-  std::istringstream a(want), b(got);
-  size_t differ = 0;
-  for (;;) {
-    std::string x, y;
-    const bool more_a = static_cast<bool>(std::getline(a, x)), more_b = static_cast<bool>(std::getline(b, y));
-    if (!more_a && !more_b) break;
-    differ += x != y;
-  }
+  const size_t differ = kernel_test::differing_lines(want, got);
   std::printf("nft differential: %zu frames, %zu differing lines\n", fs.size(), differ);
   EXPECT_EQ(got, want);
 }

@@ -107,14 +107,7 @@ TEST(TcCountersDifferential, ActionAndQdiscCountersAsTheKernel) {
   const std::string got = normalise(run_out(std::string(PKTPATH_BINARY) + " run " + script + " 2>&1"));
   std::remove(pcapf.c_str());
   std::remove(script.c_str());
-  std::istringstream a(want), b(got);
-  size_t differ = 0;
-  for (;;) {
-    std::string x, y;
-    const bool more_a = static_cast<bool>(std::getline(a, x)), more_b = static_cast<bool>(std::getline(b, y));
-    if (!more_a && !more_b) break;
-    differ += x != y;
-  }
+  const size_t differ = kernel_test::differing_lines(want, got);
   std::printf("tc counters differential: %zu frames, %zu differing lines\n", fs.size(), differ);
   EXPECT_EQ(got, want);
 }
