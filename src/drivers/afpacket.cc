@@ -458,6 +458,17 @@ void afp_stop(NetDevice& dev) {
   s.close_all();
 }
 
+// The lower interface's link state onto the device's carrier, read between lines (the
+// kernel's linkwatch does it on NETDEV_CHANGE): IF set down or without carrier in the
+// kernel is no carrier here (`ip link show` NO-CARRIER, pktgen stops); back up, carrier.
+void follow_link_state(AfpPriv& s, NetDevice& dev, int probe) {
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, s.link.data(), std::min(s.link.size(), sizeof ifr.ifr_name - 1));
+  if (::ioctl(probe, SIOCGIFFLAGS, &ifr) != 0) return;  // gone: the vanished-link path says so
+  const bool running = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+  if (running != dev.carrier_ok()) dev.set_carrier(running);
+}
+
 bool afp_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
   AfpPriv& s = priv(dev);
   if (!s.rx.empty()) read_kernel_drops(s, cpu);
@@ -473,6 +484,8 @@ bool afp_busy(NetDevice& dev, Cpu& cpu, std::string& err) {
            " vanished (deleted in the kernel): no carrier, the device goes down");
   } else if (tx_error) {
     s.fail("link " + s.link + ": send: " + errno_text(tx_error));
+  } else if (probe >= 0) {
+    follow_link_state(s, dev, probe);
   }
   if (!s.error.empty() && !s.error_reported) {
     err = s.error;

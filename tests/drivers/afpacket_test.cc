@@ -214,6 +214,29 @@ TEST(AfpacketKernel, VanishedLinkStopsPktgenAndTakesTheDeviceDown) {
   EXPECT_NE(printed.find("Stopped early: d0 lost its carrier"), std::string::npos) << printed;
 }
 
+// The kernel interface set down and up again under the device: its carrier follows after
+// the next line (ip link show says NO-CARRIER meanwhile), and pktgen stops without one.
+TEST(AfpacketKernel, CarrierFollowsTheKernelLinkState) {
+  KernelNs ns;
+  std::string a, b;
+  if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
+  Runner t;
+  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a + " netns " + ns.name())) << t.err;
+  ASSERT_TRUE(t.line("ip link set dev d0 up")) << t.err;
+  EXPECT_TRUE(t.dev("d0")->carrier_ok());
+  ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + a + " down"));
+  ASSERT_TRUE(t.line("sleep 0.01")) << t.err;
+  EXPECT_FALSE(t.dev("d0")->carrier_ok());
+  EXPECT_TRUE(t.dev("d0")->is_up());  // down below, not gone: the device stays up
+  ASSERT_TRUE(sh("ip -n " + ns.name() + " link set " + a + " up"));
+  bool back = false;
+  for (int i = 0; i < 100 && !back; ++i) {  // veth's carrier comes back with the up
+    ASSERT_TRUE(t.line("sleep 0.01")) << t.err;
+    back = t.dev("d0")->carrier_ok();
+  }
+  EXPECT_TRUE(back);
+}
+
 // A tc egress filter on the afpacket device drops two of four UDP flows: none of them
 // reaches the wire, and sent + dropped is everything pktgen made.
 TEST(AfpacketKernel, EgressFilterDropsAreMissingOnTheWire) {
