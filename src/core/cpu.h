@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/clock.h"
@@ -239,12 +240,18 @@ class alignas(kCacheLine) Cpu {
   // A thread that sleeps while this Cpu has nothing pending (CpuThread) installs how to
   // wake it; napi_add from another thread calls it.
   using WakeFn = void (*)(void* ctx);
+  // set_waker returns only when no wake() still runs the old waker (wake calls it under
+  // waker_mu_), so the caller may then free what the old ctx points at. The waker must
+  // not call set_waker.
   void set_waker(WakeFn fn, void* ctx) {
+    std::lock_guard<std::mutex> g(waker_mu_);
     waker_ctx_.store(ctx, std::memory_order_relaxed);
     waker_.store(fn, std::memory_order_release);
   }
   void wake() {
-    if (WakeFn w = waker_.load(std::memory_order_acquire)) w(waker_ctx_.load(std::memory_order_relaxed));
+    if (!waker_.load(std::memory_order_acquire)) return;  // none: no lock
+    std::lock_guard<std::mutex> g(waker_mu_);
+    if (WakeFn w = waker_.load(std::memory_order_relaxed)) w(waker_ctx_.load(std::memory_order_relaxed));
   }
   unsigned napi_polling() const;
   // Instances scheduled from other threads, not yet taken by the owner (any thread).
@@ -378,6 +385,7 @@ class alignas(kCacheLine) Cpu {
   RxHandler rx_handler_ = nullptr;
   std::atomic<WakeFn> waker_{nullptr};
   std::atomic<void*> waker_ctx_{nullptr};
+  std::mutex waker_mu_;  // held while a wake() runs the waker, and to change it
   PacketList process_queue_;  // owner only: spliced from the backlog, not yet processed
   struct PollList {
     Napi* head = nullptr;
