@@ -26,16 +26,16 @@ TEST(CpuWakerStress, ClearingWaitsForAWakeInFlight) {
   for (int round = 0; round < 300; ++round) {
     struct Ctx {
       std::atomic<uint64_t>* woken;
-      volatile uint64_t calls = 0;
+      std::atomic<uint64_t> calls{0};
     } ctx{&woken};
     cpu.set_waker(
         [](void* c) {
           auto* x = static_cast<Ctx*>(c);
-          x->calls = x->calls + 1;  // touches the caller's stack: must not outlive it
+          x->calls.fetch_add(1, std::memory_order_relaxed);  // the caller's stack: must not outlive it
           x->woken->fetch_add(1, std::memory_order_relaxed);
         },
         &ctx);
-    for (int spin = 0; spin < 50 && ctx.calls == 0; ++spin) std::this_thread::yield();
+    for (int spin = 0; spin < 50 && ctx.calls.load(std::memory_order_relaxed) == 0; ++spin) std::this_thread::yield();
     cpu.set_waker(nullptr, nullptr);
   }
   stop.store(true);
