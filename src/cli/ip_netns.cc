@@ -72,7 +72,7 @@ struct LinkSetNetns final : ExtLine {
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     Net& from = r.net();
     NetDevice* d = from.devices().find(dev);
-    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
+    if (!d) return fail(err, dev, "Cannot find device \"" + dev + "\"");
     Net* to = r.find_net(name);
     if (!to) return fail(err, name, no_netns(name));
     if (to == &from) return true;

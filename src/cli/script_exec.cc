@@ -276,7 +276,7 @@ bool ScriptRunner::ip_link_add(const IpLinkAdd& c, ScriptError& err) {
 
 bool ScriptRunner::ip_link_set(const IpLinkSet& c, ScriptError& err) {
   NetDevice* d = table().find(c.dev);
-  if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
+  if (!d) return fail(err, c.dev, "Cannot find device \"" + c.dev + "\"");
   if (!c.opts.empty() && table().kind_of(*d) != c.kind)
     return fail(err, c.kind, "device \"" + c.dev + "\" is not of type " + c.kind);
   run_all_pending();
@@ -507,7 +507,7 @@ bool ScriptRunner::send(const SendCmd& line, ScriptError& err) {
   if (limits_.max_packets) c.count = std::min(c.count, limits_.max_packets);
   if (limits_.max_threads) c.threads = std::min(c.threads, limits_.max_threads);
   NetDevice* d = table().find(c.dev);
-  if (!d) return fail(err, c.dev, "cannot find device \"" + c.dev + "\"");
+  if (!d) return fail(err, c.dev, "Cannot find device \"" + c.dev + "\"");
   for (unsigned t = 0; t < c.threads; ++t) worker(t);
   std::vector<uint64_t> ok(c.threads, 0), errors(c.threads, 0);
   const std::vector<uint8_t> frame = send_frame(*d, c.size);

@@ -58,7 +58,7 @@ Result<NetDevice*> DeviceTable::add(const NetDevice::Config& cfg, std::string_vi
 
 Status DeviceTable::del(std::string_view name) {
   auto it = by_name_.find(name);
-  if (it == by_name_.end()) return unexpected("cannot find device \"" + std::string(name) + "\"");
+  if (it == by_name_.end()) return unexpected("Cannot find device \"" + std::string(name) + "\"");
   const int idx = it->second;
   NetDevice& dev = *by_index_[idx].dev;
   if (const LinkKind* lk = link_kind_lookup(by_index_[idx].kind); lk && lk->dellink) lk->dellink(dev);

@@ -122,6 +122,14 @@ Result<const Spec*> filter_spec_as(const FilterSpec& s) {
   return t;
 }
 
+// A kind's state shared by the prefs of one block (u32's tc_u_common: its table ids),
+// kept by the chain and told of every node added and removed.
+struct PrefCommon {
+  virtual ~PrefCommon() = default;
+  virtual void remember(const TcFilter& node) = 0;
+  virtual void forget(const TcFilter& node) = 0;
+};
+
 // A kind whose nodes of one pref make one structure (u32's hash tables and the knodes
 // in their buckets; the kernel's tcf_proto with its private data): the pref's list
 // holds every node (shown and deleted by handle), and the datapath runs one object bound
@@ -130,8 +138,9 @@ struct PrefOps {
   enum class Add { Nothing, Node };
   // Checks a new node against the pref's others (`pref`: in run order) and completes its
   // handle, or refuses it; Nothing when the line asks only for what exists (an empty u32
-  // line on a pref that has nodes; never for an empty pref). nullptr: every node is added.
-  Result<Add> (*check_add)(FilterSpec& spec, const std::vector<const TcFilter*>& pref);
+  // line on a pref that has nodes; never for an empty pref). `common`: the block's state
+  // for the kind (make_common's), nullptr without one. nullptr: every node is added.
+  Result<Add> (*check_add)(FilterSpec& spec, const std::vector<const TcFilter*>& pref, PrefCommon* common);
   // The handles deleting `handle` removes (a table takes its nodes); an error when the
   // kind refuses (a table still linked to).
   Status (*del_set)(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone);
@@ -146,6 +155,11 @@ struct PrefOps {
   // Optional with them: `now` takes `old`'s place (`tc filter replace`), readers seeing
   // one or the other throughout.
   void (*bind_replace)(TcFilter& bound, const TcFilter& old, const TcFilter& now, RcuRetireList& retired) = nullptr;
+  // Optional: the pref's nodes (given in handle order) put in the order the kind's
+  // tcf_proto_ops->walk dumps them (u32: newest table first, each with its knodes).
+  void (*dump_order)(std::vector<const TcFilter*>& pref) = nullptr;
+  // Optional: the kind's state for one block, made when its first node is added.
+  std::unique_ptr<PrefCommon> (*make_common)() = nullptr;
 };
 
 // What a filter is made with: its Net (engine settings) and the spec with pref and

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace pktpath::tc {
@@ -36,10 +38,11 @@ class U32Tables final : public TcFilter {
  public:
   explicit U32Tables(const std::vector<const TcFilter*>& pref)
       : TcFilter(pref.front()->spec_base(), false), first_(&node_of(pref.front())) {
-    std::vector<uint32_t> handles{kU32RootHt};
+    const uint32_t root = first_->spec().root;
+    std::vector<uint32_t> handles{root};
     std::vector<uint32_t> divisors{1};
     for (const TcFilter* f : pref)
-      if (node_of(f).is_table() && f->handle() != kU32RootHt) {
+      if (node_of(f).is_table() && f->handle() != root) {
         handles.push_back(f->handle());
         divisors.push_back(node_of(f).spec().divisor);
       }
@@ -174,41 +177,101 @@ const U32Spec* entry(const std::vector<const TcFilter*>& pref, uint32_t handle) 
   return nullptr;
 }
 
+// tc_u_common: the block's hash table ids (each pref's root and the tables made with
+// divisor), which pref holds each, and gen_new_htid's cyclic cursor.
+class U32Common final : public PrefCommon {
+ public:
+  struct Table {
+    uint32_t pref;
+    bool root;
+  };
+  void remember(const TcFilter& node) override {
+    const U32Spec& s = node_of(&node).spec();
+    if (nodes_[s.pref]++ == 0) tables_[s.root] = {s.pref, true};
+    if (node_of(&node).is_table() && node.handle() != s.root) tables_[node.handle()] = {s.pref, false};
+  }
+  void forget(const TcFilter& node) override {
+    const U32Spec& s = node_of(&node).spec();
+    if (node_of(&node).is_table() && node.handle() != s.root) tables_.erase(node.handle());
+    auto it = nodes_.find(s.pref);
+    if (it != nodes_.end() && --it->second == 0) {
+      nodes_.erase(it);
+      tables_.erase(s.root);
+    }
+  }
+  const Table* table(uint32_t ht) const {
+    auto it = tables_.find(ht);
+    return it == tables_.end() ? nullptr : &it->second;
+  }
+  bool empty() const { return tables_.empty(); }
+  // mirrors gen_new_htid: the next free id after the last one given (800:|1 .. 800:|7fe),
+  // wrapping; `taken` also refuses ids of the pref being built. 0: none left.
+  template <class Taken>
+  uint32_t new_htid(Taken&& taken) {
+    for (uint32_t tries = 0; tries < 0x7fe; ++tries) {
+      const uint32_t id = (0x800u | cursor_) << 20;
+      cursor_ = cursor_ >= 0x7fe ? 1 : cursor_ + 1;
+      if (!tables_.count(id) && !taken(id)) return id;
+    }
+    return 0;
+  }
+
+ private:
+  std::unordered_map<uint32_t, Table> tables_;   // table id -> its pref
+  std::unordered_map<uint32_t, size_t> nodes_;   // pref -> its nodes (its root lives while any does)
+  uint32_t cursor_ = 1;
+};
+
 // mirrors u32_change for a new table (divisor) or knode: the table and bucket it goes in,
-// its handle (gen_new_htid, gen_new_kid: the lowest free id), its link.
-Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>& pref) {
+// its handle (gen_new_htid for tables, gen_new_kid: the lowest free node id), its link.
+// Table ids are the block's (U32Common); knode ids the table's.
+Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>& pref, PrefCommon* pc) {
   auto& s = static_cast<U32Spec&>(base);
-  auto fail = [](const std::string& m) { return unexpected("u32: " + m); };
+  auto fail = [](const std::string& m) { return unexpected("cls_u32: " + m); };
+  auto& common = static_cast<U32Common&>(*pc);
+  // u32_init's root_ht: 800: for the block's first u32 pref, else a new id.
+  uint32_t root = kU32RootHt;
+  if (!pref.empty())
+    root = node_of(pref.front()).spec().root;
+  else if (!common.empty())
+    root = common.new_htid([](uint32_t) { return false; });
+  if (!root) return fail("no free hash table id");
+  s.root = root;
   std::unordered_set<uint32_t> handles;  // gen_new_htid/gen_new_kid's idr: one lookup per id tried
   for (const TcFilter* f : pref) handles.insert(f->handle());
-  auto used = [&](uint32_t h) { return h == kU32RootHt || handles.count(h) != 0; };
+  auto used = [&](uint32_t h) { return h == root || handles.count(h) != 0 || common.table(h) != nullptr; };
+  // A table this pref may name: its own (the root or one made with divisor).
+  auto own_table = [&](uint32_t ht, const char* what) -> Result<uint32_t> {
+    if (ht == root) return 1u;
+    if (const U32Spec* t = entry(pref, ht)) return t->divisor;
+    if (const U32Common::Table* t = common.table(ht))
+      return unexpected("cls_u32: hash table " + ht_str(ht) + " belongs to pref " + std::to_string(t->pref) +
+                        " (pktpath keeps a table with its pref)");
+    return unexpected(std::string("cls_u32: ") + what + " (" + ht_str(ht) + ")");
+  };
   if (s.keys.empty() && !s.terminal && !s.divisor && !s.htid && !s.link && !s.hmask) {
     // No options: the tcf_proto and its root table only.
     if (s.handle) return fail("a node needs a selector (\"match ...\")");
     if (!pref.empty()) return PrefOps::Add::Nothing;
-    s.handle = kU32RootHt;
+    s.handle = root;
     return PrefOps::Add::Node;
   }
   if (s.divisor) {
     if (u32_key(s.handle)) return fail("\"divisor\" can only be used on a hash table (handle HT:)");
     if (s.link || s.htid || !s.keys.empty()) return fail("a hash table takes no selector, \"ht\" or \"link\"");
-    if (s.handle == kU32RootHt) return fail("hash table 800: exists (the pref's root)");
-    for (uint32_t id = 0x801; !s.handle && id < 0xfff; ++id)
-      if (!used(id << 20)) s.handle = id << 20;
+    if (s.handle && used(s.handle)) return fail("hash table " + ht_str(s.handle) + " exists");
+    for (const TcFilter* f : pref) s.seq = std::max(s.seq, node_of(f).spec().seq + 1);
+    if (!s.handle) s.handle = common.new_htid(used);
     if (!s.handle) return fail("no free hash table id");
     return PrefOps::Add::Node;
   }
-  uint32_t ht = s.htid ? u32_htid(s.htid) : kU32RootHt;
-  if (ht == 0xfff00000u) ht = kU32RootHt;  // TC_U32_ROOT
-  uint32_t buckets = 1;
-  if (ht != kU32RootHt) {
-    const U32Spec* t = entry(pref, ht);
-    if (!t) return fail("Specified hash table not found (" + ht_str(ht) + ")");
-    buckets = t->divisor;
-  }
+  uint32_t ht = s.htid ? u32_htid(s.htid) : root;
+  if (ht == 0xfff00000u) ht = root;  // TC_U32_ROOT
+  auto buckets = own_table(ht, "Specified hash table not found");
+  if (!buckets) return unexpected(buckets.error());
   const uint32_t bucket = u32_hash(s.htid);
-  if (bucket >= buckets) return fail("Specified hash table buckets exceed configured value (bucket " +
-                                     std::to_string(bucket) + " of " + std::to_string(buckets) + ")");
+  if (bucket >= *buckets) return fail("Specified hash table buckets exceed configured value (bucket " +
+                                      std::to_string(bucket) + " of " + std::to_string(*buckets) + ")");
   const uint32_t htb = ht | bucket << 12;
   if (s.handle) {
     if (u32_htid(s.handle) && u32_htid(s.handle) != ht) return fail("Handle specified hash table address mismatch");
@@ -221,9 +284,10 @@ Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcF
   }
   if (s.link) {
     if (u32_key(s.link)) return fail("Link handle must be a hash table");
-    if (s.link == kU32RootHt) return fail("Not linking to root node");
-    const U32Spec* t = entry(pref, s.link);
-    if (!t) return fail("Link hash table not found (" + ht_str(s.link) + ")");
+    const U32Common::Table* t = common.table(s.link);
+    if (s.link == root || (t && t->root)) return fail("Not linking to root node");
+    auto linked = own_table(s.link, "Link hash table not found");
+    if (!linked) return unexpected(linked.error());
   }
   return PrefOps::Add::Node;
 }
@@ -232,10 +296,11 @@ Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcF
 // knode links to it.
 Status u32_del_set(uint32_t handle, const std::vector<const TcFilter*>& pref, std::vector<uint32_t>* gone) {
   if (u32_key(handle)) return {};
-  if (handle == kU32RootHt) return unexpected("u32: Not allowed to delete root node");
+  if (!pref.empty() && handle == node_of(pref.front()).spec().root)
+    return unexpected("cls_u32: Not allowed to delete root node");
   for (const TcFilter* f : pref)
     if (node_of(f).spec().link == handle)
-      return unexpected("u32: Can not delete in-use filter (" + ht_str(handle) + " is linked to)");
+      return unexpected("cls_u32: Can not delete in-use filter (" + ht_str(handle) + " is linked to)");
   for (const TcFilter* f : pref)
     if (u32_htid(f->handle()) == handle && u32_key(f->handle())) gone->push_back(f->handle());
   return {};
@@ -250,14 +315,33 @@ Result<std::unique_ptr<TcFilter>> u32_create(const FilterSpec& spec, Net&) {
   if (!r) return unexpected(r.error());
   const U32Spec* s = *r;
   for (const U32Key& k : s->keys)
-    if (k.off % 4 != 0) return unexpected("u32: key offsets must be multiples of 4");
-  if (s->hoff % 4 != 0) return unexpected("u32: the hash key's offset must be a multiple of 4");
+    if (k.off % 4 != 0) return unexpected("cls_u32: key offsets must be multiples of 4");
+  if (s->hoff % 4 != 0) return unexpected("cls_u32: the hash key's offset must be a multiple of 4");
   if (s->divisor > 256 || (s->divisor & (s->divisor - 1)))
-    return unexpected("u32: divisor must be a power of 2, 256 at most");
+    return unexpected("cls_u32: divisor must be a power of 2, 256 at most");
   return std::unique_ptr<TcFilter>(std::make_unique<U32Node>(*s));
 }
 
-const PrefOps kU32PrefOps{u32_check_add, u32_del_set, u32_bind};
+// mirrors u32_walk: the block's tables newest first (tp_c->hlist), those of this pref
+// only, each followed by its buckets' knodes in order.
+void u32_dump_order(std::vector<const TcFilter*>& pref) {
+  if (pref.empty()) return;
+  const uint32_t root = node_of(pref.front()).spec().root;
+  std::unordered_map<uint32_t, uint32_t> seq_of{{root, 0}};  // table -> creation order
+  for (const TcFilter* f : pref)
+    if (node_of(f).is_table() && f->handle() != root) seq_of[f->handle()] = node_of(f).spec().seq;
+  auto rank = [&](const TcFilter* f) {
+    auto it = seq_of.find(u32_htid(f->handle()));
+    return it == seq_of.end() ? 0u : it->second;
+  };
+  // Handle order already puts a table (HT:0:0) before its knodes.
+  std::stable_sort(pref.begin(), pref.end(), [&](const TcFilter* a, const TcFilter* b) { return rank(a) > rank(b); });
+}
+
+const PrefOps kU32PrefOps{u32_check_add, u32_del_set,   u32_bind,       nullptr,
+                          nullptr,       nullptr,       u32_dump_order, [] {
+                            return std::unique_ptr<PrefCommon>(std::make_unique<U32Common>());
+                          }};
 const FilterRegistrar kU32{{U32Spec::kKind, u32_create, nullptr, &kU32PrefOps}};  // cls_u32_ops
 
 }  // namespace

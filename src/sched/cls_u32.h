@@ -5,8 +5,10 @@
 // No variable offsets (offset, nexthdr+, eat), marks or indev.
 //
 // Every node and table is an entry of the pref's filter list (handle HT:BKT:NODE, a
-// table's HT:); the datapath runs the tables bound from them (PrefOps). Tables belong to
-// their pref (the kernel shares them across the prefs of one block).
+// table's HT:); the datapath runs the tables bound from them (PrefOps). Table ids are
+// numbered across the block as the kernel's tc_u_common does (the block's first pref's
+// root is 800:, a later pref's 801:, ...), but a table belongs to its pref: naming
+// another pref's table (`ht`, `link`) is refused, where the kernel shares it.
 #pragma once
 
 #include <vector>
@@ -39,6 +41,8 @@ struct U32Spec : FilterSpecOf<U32Spec> {
   uint32_t link = 0;         // TCA_U32_LINK: the table a match continues in; 0: none
   uint32_t hmask = 0;        // tc_u32_sel.hmask (network order): the bits that pick the bucket
   int32_t hoff = 0;          // tc_u32_sel.hoff: where the hashed word is
+  uint32_t root = kU32RootHt;  // the pref's root table (u32_init's root_ht); set by check_add
+  uint32_t seq = 0;            // a table's creation order in its pref (the root's 0): dumps go newest first
 };
 
 }  // namespace pktpath::tc

@@ -279,7 +279,8 @@ Status filter_add(NetDevice& dev, Dir dir, const FilterSpec& spec_in, bool repla
   std::lock_guard g(tc_net(dev.net()).mu);
   auto* s = static_cast<TcDevState*>(dev.hooks_state());
   if (!s || !s->clsact)
-    return unexpected("no clsact qdisc on " + dev.name() + " (tc qdisc add dev " + dev.name() + " clsact)");
+    return unexpected("Parent Qdisc doesn't exists (no clsact qdisc on " + dev.name() + ": tc qdisc add dev " +
+                      dev.name() + " clsact)");
   if (dir == Dir::Egress && s->ingress_only)
     return unexpected("the ingress qdisc on " + dev.name() + " has no egress side (use clsact)");
   // What the change unlinks is freed a grace period after the new list is published.

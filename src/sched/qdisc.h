@@ -93,6 +93,7 @@ struct QdiscClassInfo {
   KindOptions opts;          // the kind's class options
   QdiscStats stats;
   QdiscXstats xstats;
+  bool has_stats = true;     // false: the kind keeps no class counters (no cl_ops->dump_stats)
 };
 
 class Qdisc : public CpuWork {

@@ -46,7 +46,7 @@ std::vector<const QdiscOps*> qdisc_ops_list() {
 Result<std::unique_ptr<Qdisc>> qdisc_create(NetDevice& dev, std::string_view kind, const QdiscOptions& opts,
                                             uint32_t handle) {
   const QdiscOps* ops = qdisc_lookup_ops(kind);
-  if (!ops || !ops->create) return unexpected("unknown qdisc kind \"" + std::string(kind) + "\"");
+  if (!ops || !ops->create) return unexpected("Specified qdisc kind is unknown (\"" + std::string(kind) + "\")");
   std::unique_ptr<Qdisc> q = ops->create();
   q->set_handle(handle);
   q->set_dev_queue(&dev, &dev.txq(0));
@@ -81,7 +81,7 @@ Qdisc* qdisc_lookup(NetDevice& dev, uint32_t handle) {
 namespace {
 
 std::string wrong_kind(const char* have, const std::string& want) {
-  return "qdisc kind is " + std::string(have) + ", not " + want;
+  return "Invalid qdisc name: must match existing qdisc (" + std::string(have) + ", not " + want + ")";
 }
 
 // clsact / ingress (parent ffff:fff1, handle ffff:): the device's tc filter lists, not a
@@ -111,7 +111,7 @@ Status ingress_modify(NetDevice& dev, const QdiscRequest& req) {
 // mirrors tc_modify_qdisc / tc_get_qdisc(RTM_DELQDISC) / qdisc_graft
 Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& req) {
   const QdiscOps* ops = req.kind.empty() ? nullptr : qdisc_lookup_ops(req.kind);
-  if (!req.kind.empty() && !ops) return unexpected("unknown qdisc kind \"" + req.kind + "\"");
+  if (!req.kind.empty() && !ops) return unexpected("Specified qdisc kind is unknown (\"" + req.kind + "\")");
   if (req.parent == TC_H_INGRESS || (ops && ops->ingress_hook)) {
     if (req.parent != TC_H_INGRESS && req.parent != TC_H_ROOT)
       return unexpected("qdisc " + req.kind + " attaches at parent ffff:fff1 only");
@@ -131,9 +131,10 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
   } else {
     parent_q = qdisc_lookup(dev, req.parent);
     minor = req.parent & 0xffff;
-    if (!parent_q || minor == 0) return unexpected("parent " + tc_handle_str(req.parent) + " not found");
+    if (!parent_q || minor == 0)
+      return unexpected("Failed to find specified qdisc (parent " + tc_handle_str(req.parent) + " on " + dev.name() + ")");
     existing = parent_q->child(minor);
-    if (!existing) return unexpected("parent " + tc_handle_str(req.parent) + " has no such class");
+    if (!existing) return unexpected("Specified class not found (parent " + tc_handle_str(req.parent) + ")");
     // A default child (handle 0) is replaced by add, like a default root.
     if (existing->handle() == 0 && req.op != QdiscOp::Del) existing = nullptr;
   }
@@ -163,19 +164,23 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
   if (req.op == QdiscOp::Change ||
       (req.op == QdiscOp::Replace && existing && req.kind == existing->kind() &&
        (!req.handle_set || req.handle == existing->handle()))) {
-    if (!existing) return unexpected("no qdisc to change");
+    if (!existing) return unexpected("Qdisc not found. To create specify NLM_F_CREATE flag (none configured there)");
     if (req.kind != existing->kind()) return unexpected(wrong_kind(existing->kind(), req.kind));
     if (req.handle_set && req.handle != existing->handle())
       return unexpected("no qdisc with handle " + tc_handle_str(req.handle));
     return existing->change(dev, req.opts);
   }
 
-  if (req.op == QdiscOp::Add && existing)
-    return unexpected("exclusivity flag on, cannot modify: a qdisc is already attached there");
+  if (req.op == QdiscOp::Add && existing) {
+    if (req.handle_set && req.handle != existing->handle())
+      return unexpected("NLM_F_REPLACE needed to override (" + tc_handle_str(existing->handle()) + " is attached there)");
+    return unexpected("Exclusivity flag on, cannot modify (" + tc_handle_str(existing->handle()) + " is attached there)");
+  }
   uint32_t handle = req.handle;
   if (req.handle_set) {
     if (qdisc_lookup(dev, handle) && !(existing && existing->handle() == handle))
-      return unexpected("handle " + tc_handle_str(handle) + " is already in use");
+      return unexpected("Cannot move an existing qdisc to a different parent (handle " + tc_handle_str(handle) +
+                        " is in use)");
   } else {
     handle = table.alloc_handle(dev);
   }
@@ -223,13 +228,15 @@ Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& r
   std::string w;
   const bool exists = q->class_find(req.classid);
   if (req.op == ClassOp::Del) {
-    if (!exists) return unexpected("Cannot find specified class " + tc_handle_str(req.classid));
+    if (!exists) return unexpected("RTNETLINK answers: No such file or directory (class " + tc_handle_str(req.classid) + ")");
     if (class_bound(dev, *q, req.classid))  // qdisc_class_in_use: a filter's classid names it
       return unexpected(std::string(q->kind() == std::string_view("htb") ? "HTB class" : "Class") + " in use (a filter's classid is " +
                         tc_handle_str(req.classid) + ")");
     return q->class_delete(dev, table.control_cpu(), req.classid);
   }
-  if (req.op == ClassOp::Add && exists) return unexpected("Exclusivity flag on, cannot modify (class " + tc_handle_str(req.classid) + " exists)");
+  // The kernel gives no extack for these two; tc prints the errno's text.
+  if (req.op == ClassOp::Add && exists)
+    return unexpected("RTNETLINK answers: File exists (class " + tc_handle_str(req.classid) + ")");
   if (req.op == ClassOp::Change && !exists) return unexpected("Specified class not found (" + tc_handle_str(req.classid) + ")");
   if (Status st = q->class_change(dev, table.control_cpu(), parent, req.classid, req.opts, w); !st) return st;
   if (warn) *warn = w;

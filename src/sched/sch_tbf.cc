@@ -152,12 +152,13 @@ class TbfQdisc final : public PeekDequeuedQdisc {
   // mirrors tbf_dump
   QdiscOptions dump() const override { return opts_; }
   // mirrors tbf_dump_class: its one class, 1, holding the inner qdisc (a default
-  // fifo's handle is 0: tc shows no leaf).
+  // fifo's handle is 0: tc shows no leaf); tbf has no dump_stats for it.
   std::vector<QdiscClassInfo> class_dump(uint64_t) const override {
     QdiscClassInfo c;
     c.classid = handle() | 1u;
     c.parent = handle();
     c.leaf_handle = child_ ? child_->handle() : 0;
+    c.has_stats = false;
     return {c};
   }
 

@@ -38,7 +38,7 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
   if (pops && pops->check_add) {
     std::vector<const TcFilter*> pref;
     if (tp && tp->ops == ops) pref = nodes_of(*tp);
-    auto checked = pops->check_add(spec, pref);
+    auto checked = pops->check_add(spec, pref, common_for(ops));
     if (!checked) return unexpected(checked.error());
     switch (*checked) {
       case PrefOps::Add::Nothing:
@@ -74,6 +74,8 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
     // The swap is one publication: a kind with a bound object replaces the node in it
     // where it can, else is rebound around the new node.
     std::unique_ptr<TcFilter>& slot = tp->nodes[spec.handle];
+    forget(tp->ops, *slot);
+    remember(ops, *f);
     const bool in_place = pops && pops->bind_replace && tp->bound && tp->ops == ops;
     if (in_place) pops->bind_replace(*tp->bound, *slot, *f, retired);
     slot.swap(f);
@@ -91,13 +93,30 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
       if (tp->nodes.empty()) protos_.erase(spec.pref);
       return unexpected(s.error());
     }
+    remember(ops, *f);
     tp->nodes.emplace(spec.handle, std::move(f));
   } else {
+    remember(ops, *f);
     tp->nodes.emplace(spec.handle, std::move(f));
     if (pops) rebind(*tp, retired);
   }
   ++count_;
   return added;
+}
+
+PrefCommon* TcfChain::common_for(const FilterOps* ops) {
+  if (!ops->pref_ops || !ops->pref_ops->make_common) return nullptr;
+  std::unique_ptr<PrefCommon>& c = common_[ops];
+  if (!c) c = ops->pref_ops->make_common();
+  return c.get();
+}
+
+void TcfChain::remember(const FilterOps* ops, const TcFilter& node) {
+  if (PrefCommon* c = common_for(ops)) c->remember(node);
+}
+
+void TcfChain::forget(const FilterOps* ops, const TcFilter& node) {
+  if (PrefCommon* c = common_for(ops)) c->forget(node);
 }
 
 // mirrors tc_del_tfilter (a kind with PrefOps says which nodes go with the one named).
@@ -113,7 +132,10 @@ Status TcfChain::del(uint32_t pref, uint32_t handle, RcuRetireList& retired) {
   TcfProto& tp = pit->second;
   const PrefOps* pops = tp.ops->pref_ops;
   if (handle == 0) {
-    for (auto& [h, f] : tp.nodes) retired.retire(std::move(f));
+    for (auto& [h, f] : tp.nodes) {
+      forget(tp.ops, *f);
+      retired.retire(std::move(f));
+    }
     count_ -= tp.nodes.size();
     retired.retire(std::move(tp.bound));
     protos_.erase(pit);
@@ -128,6 +150,7 @@ Status TcfChain::del(uint32_t pref, uint32_t handle, RcuRetireList& retired) {
     auto it = tp.nodes.find(h);
     if (it == tp.nodes.end()) continue;
     if (pops && pops->bind_del && tp.bound && gone.size() == 1) pops->bind_del(*tp.bound, *it->second, retired);
+    forget(tp.ops, *it->second);
     retired.retire(std::move(it->second));
     tp.nodes.erase(it);
     ++removed;
@@ -149,6 +172,7 @@ void TcfChain::clear(RcuRetireList& retired) {
     retired.retire(std::move(tp.bound));
   }
   protos_.clear();
+  common_.clear();
   count_ = 0;
 }
 

@@ -56,11 +56,19 @@ class TcfChain {
   // What the datapath runs for the chain now, counting into `qstats`; nullptr when empty.
   std::unique_ptr<const Miniq> make_miniq(TcStats* qstats) const;
 
-  // Every node in run order (pref, then handle).
+  // Every node in dump order: by pref, then by handle or as the kind's walk dumps them
+  // (PrefOps::dump_order).
   template <class F>
   void for_each(F&& fn) const {
-    for (const auto& [pref, tp] : protos_)
+    for (const auto& [pref, tp] : protos_) {
+      if (tp.ops && tp.ops->pref_ops && tp.ops->pref_ops->dump_order) {
+        std::vector<const TcFilter*> v = nodes_of(tp);
+        tp.ops->pref_ops->dump_order(v);
+        for (const TcFilter* f : v) fn(*f);
+        continue;
+      }
       for (const auto& [handle, f] : tp.nodes) fn(*f);
+    }
   }
   template <class F>
   void for_each_mut(F&& fn) {
@@ -73,7 +81,13 @@ class TcfChain {
   // Rebuilds a PrefOps pref's bound object from its nodes (the old one retired).
   static void rebind(TcfProto& tp, RcuRetireList& retired);
 
+  // The block's state for a PrefOps kind (PrefOps::make_common), told of every node.
+  PrefCommon* common_for(const FilterOps* ops);
+  void remember(const FilterOps* ops, const TcFilter& node);
+  void forget(const FilterOps* ops, const TcFilter& node);
+
   std::map<uint32_t, TcfProto> protos_;  // by pref
+  std::map<const FilterOps*, std::unique_ptr<PrefCommon>> common_;
   size_t count_ = 0;
 };
 

@@ -66,7 +66,7 @@ TEST(NetnsScript, BadLines) {
       {"ip netns exec blue send dev foo count 1", "ip netns exec runs ip, tc, nft, pktgen, capture, tcpdump or sysctl lines"},
       {"ip netns frob", "Command \"frob\" is unknown"},
       {"ip netns add blue", "File exists"},
-      {"ip link set dev nosuch netns blue", "cannot find device \"nosuch\""},
+      {"ip link set dev nosuch netns blue", "Cannot find device \"nosuch\""},
       {"ip link set dev foo netns nosuch", "Cannot open network namespace \"nosuch\""},
       {"ip netns exec blue ip link frob", "(at \"frob\")"},
   };

@@ -100,14 +100,14 @@ const BadLine kBadLines[] = {
     {"tc qdisc", "", "needs \"dev DEV\""},  // bare `tc qdisc` is show: see GoodLines
     {"tc -q qdisc show", "-q", "unknown tc option"},
     {"tc qdisc frob dev foo root pfifo", "frob", "unknown tc qdisc command"},
-    {"tc qdisc add dev foo root cake", "cake", "unknown qdisc kind"},
+    {"tc qdisc add dev foo root cake", "cake", "Specified qdisc kind is unknown"},
     {"tc qdisc add dev foo pfifo", "pfifo", "needs \"root\" or \"parent"},
     {"tc qdisc add root pfifo", "pfifo", "needs \"dev DEV\""},
     {"tc qdisc add dev foo root", "", "needs a qdisc kind"},
     {"tc qdisc add dev foo root root pfifo", "root", "given twice"},
     {"tc qdisc add dev foo parent 1 pfifo", "1", "bad parent"},
     {"tc qdisc add dev foo parent 1: pfifo", "1:", "bad parent"},
-    {"tc qdisc add dev foo root handle 1:2 pfifo", "1:2", "bad handle"},
+    {"tc qdisc add dev foo root handle 1:2 pfifo", "1:2", "invalid qdisc ID"},
     {"tc qdisc add dev foo root pfifo limit", "limit", "needs a value"},
     {"tc qdisc add dev foo root pfifo limit lots", "lots", "bad limit"},
     {"tc qdisc add dev foo root pfifo size 3", "size", "unknown option"},
@@ -307,7 +307,7 @@ TEST(ScriptRun, ErrorsNameFileLineAndWordExitOne) {
   // A runtime error stops the script at that line.
   r = run_script("ip link add dev foo type dummy\nip link set dev bar up\ntc qdisc show\n");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find(":2: cannot find device \"bar\" (at \"bar\")"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":2: Cannot find device \"bar\" (at \"bar\")"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
   r = run_script("ip link add dev foo type dummy\nip link add dev foo type dummy\n");
   EXPECT_EQ(r.rc, 1);
@@ -322,7 +322,7 @@ TEST(ScriptRun, ErrorsNameFileLineAndWordExitOne) {
       "ip link add dev f type dummy\ntc qdisc add dev f root pfifo\ntc qdisc add dev f root "
       "bfifo\n");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find(":3: exclusivity flag on"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":3: Exclusivity flag on"), std::string::npos) << r.err;
   // Usage errors exit 2.
   EXPECT_EQ(run_main({"run"}), 2);
   EXPECT_EQ(run_main({"run", "/nonexistent/script.pp"}), 1);

@@ -120,9 +120,9 @@ TEST(TcKinds, QdiscUtilsRoundTrip) {
     Lexer lx(words);
     auto o = u->parse_qopt(lx);
     EXPECT_TRUE(o) << o.error().msg;
-    KindPrint p;
+    PrintSink p(false);
     u->print_qopt(*o, p);
-    return p.text;
+    return p.take_text();
   };
   EXPECT_EQ(parse_print("pfifo", {"limit", "0x10"}), "limit 16p");
   EXPECT_EQ(parse_print("bfifo", {"limit", "4kb"}), "limit 4Kb");

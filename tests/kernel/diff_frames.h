@@ -80,6 +80,50 @@ inline bool kernel_send(const std::string& ns, const std::string& dev, const std
 }
 
 // Lines that differ, position by position (a missing line counts as differing).
+// The digits after each `key` in s replaced by "*".
+inline void star_number_after(std::string& s, const std::string& key) {
+  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + key.size())) {
+    size_t end = at + key.size();
+    while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
+    if (end > at + key.size()) s.replace(at + key.size(), end - at - key.size(), "*");
+  }
+}
+
+// What may differ between the kernel's tc and pktpath's, and why, in one place:
+// - `refcnt N` ("refcnt":N in JSON): the kernel counts the references its tx queues and
+//   the dump itself hold; pktpath's qdiscs have no reference count.
+// - ` installed N sec used N sec [firstused N sec]` after an action's index: wall-clock
+//   ages of the kernel's action; pktpath keeps no timestamps of use.
+// - pktpath's own line under a bpf filter (`\t Sent N bytes N pkt (matched N, dropped N)
+//   engine E`): the classifier's counters and engine, which the kernel does not keep.
+// - u32's `(rule hit N success N)`: this kernel is built without CONFIG_CLS_U32_PERF,
+//   pktpath counts as a kernel with it does.
+inline std::string normalise_tc(std::string s) {
+  star_number_after(s, " refcnt ");
+  star_number_after(s, "\"refcnt\":");
+  for (size_t at = s.find("\n\t Sent "); at != std::string::npos; at = s.find("\n\t Sent ", at)) {
+    const size_t end = s.find('\n', at + 1);
+    if (s.find(" engine ", at) > end) {
+      at = end;
+      continue;
+    }
+    s.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  for (size_t at = s.find(" installed "); at != std::string::npos; at = s.find(" installed ", at)) {
+    const size_t end = s.find('\n', at);
+    s.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  for (size_t at = s.find("(rule hit "); at != std::string::npos; at = s.find("(rule hit ", at)) {
+    const size_t end = s.find(')', at);
+    if (end == std::string::npos || s.compare(at, 10, "(rule hit ") != 0 || s.find(" success ", at) > end) {
+      at += 10;
+      continue;
+    }
+    s.erase(at, end + 1 - at);
+  }
+  return s;
+}
+
 inline size_t differing_lines(const std::string& want, const std::string& got) {
   std::istringstream a(want), b(got);
   size_t differ = 0;

@@ -3,7 +3,8 @@
 // (mirred), whose egress drops port 53, so the mirred counts those as overlimits. The
 // kernel's frames come from v0's peer v1 (AF_PACKET, python3); pktpath's from a pcap rx
 // device named v0, v2 a dummy. `tc -s filter show` and `tc -s qdisc show dev D clsact`
-// must match after normalise(). Skips without root, veth, clsact or python3.
+// must match after kernel_test::normalise_tc() (diff_frames.h). Skips without root, veth,
+// clsact or python3.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -45,26 +46,6 @@ std::vector<Frame> frames() {
   return out;
 }
 
-// What may differ and why, in one place:
-// - ` installed N sec used N sec [firstused N sec]` after an action's index: wall-clock
-//   ages of the kernel's action; pktpath keeps no timestamps of use.
-// - pktpath's own line under a bpf filter (`\t Sent N bytes N pkt (matched N, dropped N)
-//   engine E`): the classifier's counters and engine, which the kernel does not keep.
-std::string normalise(std::string s) {
-  for (size_t at = s.find("\n\t Sent "); at != std::string::npos; at = s.find("\n\t Sent ", at)) {
-    const size_t end = s.find('\n', at + 1);
-    if (s.find(" engine ", at) > end) {
-      at = end;
-      continue;
-    }
-    s.erase(at, end == std::string::npos ? std::string::npos : end - at);
-  }
-  for (size_t at = s.find(" installed "); at != std::string::npos; at = s.find(" installed ", at)) {
-    const size_t end = s.find('\n', at);
-    s.erase(at, end == std::string::npos ? std::string::npos : end - at);
-  }
-  return s;
-}
 
 std::string kernel_side(const std::vector<Frame>& fs, std::string& why) {
   const std::string ns = "pptcc" + std::to_string(::getpid());
@@ -90,7 +71,7 @@ TEST(TcCountersDifferential, ActionAndQdiscCountersAsTheKernel) {
   if (!sh("command -v python3")) GTEST_SKIP() << "needs python3";
   const auto fs = frames();
   std::string why;
-  const std::string want = normalise(kernel_side(fs, why));
+  const std::string want = kernel_test::normalise_tc(kernel_side(fs, why));
   if (!why.empty()) GTEST_SKIP() << why;
   const std::string tag = std::to_string(::getpid());
   const std::string pcapf = ::testing::TempDir() + "tc_counters_" + tag + ".pcap",
@@ -104,7 +85,7 @@ TEST(TcCountersDifferential, ActionAndQdiscCountersAsTheKernel) {
     f << "ip link set dev v0 up\n";
     for (const std::string& s : kShows) f << "tc " << s << "\n";
   }
-  const std::string got = normalise(run_out(std::string(PKTPATH_BINARY) + " run " + script + " 2>&1"));
+  const std::string got = kernel_test::normalise_tc(run_out(std::string(PKTPATH_BINARY) + " run " + script + " 2>&1"));
   std::remove(pcapf.c_str());
   std::remove(script.c_str());
   const size_t differ = kernel_test::differing_lines(want, got);

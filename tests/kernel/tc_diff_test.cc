@@ -1,7 +1,8 @@
 // The same tc lines on a kernel veth in a namespace (the system's tc and kernel) and in a
-// pktpath script: `tc qdisc|class|filter show` print the same bytes after the
-// normalisations in normalise(). Each configuration prints one line with the number of
-// lines that differ. Skips without root, veth or a kind the kernel lacks.
+// pktpath script: `tc [-s|-d|-j] qdisc|class|filter show` print the same bytes after the
+// normalisations in kernel_test::normalise_tc() (diff_frames.h). Each configuration
+// prints one line with the number of lines that differ. Skips without root, veth or a
+// kind the kernel lacks.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "diff_frames.h"
 #include "drivers/kernel_ns.h"
 
 namespace pktpath {
@@ -21,23 +23,19 @@ using kernel_test::sh;
 struct Config {
   const char* name;
   std::vector<std::string> lines;  // tc lines (without "tc"), on veth v0 <-> v1
-  std::vector<std::string> shows;  // tc show lines compared
+  std::vector<std::string> shows;  // tc show lines compared, each also with -s, -d and -j
 };
 
-// What may differ and why, in one place:
-// - `refcnt N`: the kernel counts the references its tx queues and the dump itself hold;
-//   pktpath's qdiscs have no reference count.
-// Nothing else: stdout only (the kernel's warnings go to stderr, as pktpath's), and the
-// namespace has IPv6 off so the kernel sends no frames of its own into the counters.
-std::string normalise(std::string s) {
-  const std::string key = " refcnt ";
-  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + key.size())) {
-    size_t end = at + key.size();
-    while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
-    if (end > at + key.size()) s.replace(at + key.size(), end - at - key.size(), "*");
-  }
-  return s;
+// Each show as given and with tc's -s, -d and -j flags (iproute2 6.1 prints classes as
+// text under -j, so `-j class show` is not compared: pktpath prints JSON there).
+std::vector<std::string> with_flags(const std::vector<std::string>& shows) {
+  std::vector<std::string> out;
+  for (const std::string& s : shows)
+    for (const char* f : {"", "-s ", "-d ", "-j "})
+      if (!(std::string(f) == "-j " && s.rfind("class", 0) == 0)) out.push_back(f + s);
+  return out;
 }
+
 
 std::string kernel_output(const Config& c, std::string& why) {
   const std::string ns = "pptcd" + std::to_string(::getpid());
@@ -58,7 +56,8 @@ std::string kernel_output(const Config& c, std::string& why) {
         break;
       }
     if (why.empty())
-      for (const std::string& s : c.shows) out += run_out("ip netns exec " + ns + " tc " + s + " 2>/dev/null");
+      for (const std::string& s : with_flags(c.shows))
+        out += run_out("ip netns exec " + ns + " tc " + s + " 2>/dev/null");
   }
   sh("ip netns del " + ns);
   return out;
@@ -71,7 +70,7 @@ std::string pktpath_output(const Config& c) {
     if (!f) return "cannot write " + path;
     std::fputs("ip link add v0 type veth peer name v1\nip link set v0 up\nip link set v1 up\n", f);
     for (const std::string& l : c.lines) std::fprintf(f, "tc %s\n", l.c_str());
-    for (const std::string& s : c.shows) std::fprintf(f, "tc %s\n", s.c_str());
+    for (const std::string& s : with_flags(c.shows)) std::fprintf(f, "tc %s\n", s.c_str());
     std::fclose(f);
   }
   std::string out = run_out(std::string(PKTPATH_BINARY) + " run " + path + " 2>/dev/null");
@@ -118,6 +117,19 @@ const Config kConfigs[] = {
       "action mirred egress redirect dev v1",
       "filter add dev v0 parent 1: protocol ip prio 5 u32 match ip tos 0x10 0xff"},
      {"filter show dev v0 parent 1:"}},
+    {"u32 table ids across the block's prefs, newest table first",
+     {"qdisc add dev v0 root handle 1: htb",
+      "filter add dev v0 parent 1: protocol ip prio 5 u32 match ip dst 10.0.0.1 flowid 1:10",
+      "filter add dev v0 parent 1: protocol ip prio 6 u32 match ip dst 10.0.0.2 flowid 1:10",
+      "filter add dev v0 parent 1: protocol ip prio 6 u32 divisor 16",
+      "filter add dev v0 parent 1: protocol ip prio 6 handle 7: u32 divisor 4",
+      "filter add dev v0 parent 1: protocol ip prio 6 u32 ht 802:3: match ip src 1.2.3.4 flowid 1:3",
+      "filter add dev v0 parent 1: protocol ip prio 6 u32 match ip dst 10.0.0.0/8 hashkey mask 0x0000000f at 12 "
+      "link 802:",
+      "filter add dev v0 parent 1: protocol ip prio 5 u32 divisor 2",
+      "filter del dev v0 parent 1: protocol ip prio 6 handle 7: u32",
+      "filter add dev v0 parent 1: protocol ip prio 7 u32 match ip dst 10.0.0.3 flowid 1:10"},
+     {"filter show dev v0 parent 1:"}},
     {"bpf on clsact",
      {"qdisc add dev v1 clsact", "filter add dev v1 ingress bpf da bytecode '1,6 0 0 0,'",
       "filter add dev v1 egress prio 3 bpf bytecode '4,40 0 0 12,21 0 1 2048,6 0 0 65535,6 0 0 0' "
@@ -145,12 +157,12 @@ TEST(TcDifferential, ShowsAsTheKernelPrints) {
   size_t compared = 0;
   for (const Config& c : kConfigs) {
     std::string why;
-    const std::string want = normalise(kernel_output(c, why));
+    const std::string want = kernel_test::normalise_tc(kernel_output(c, why));
     if (!why.empty()) {
       std::printf("tc differential: %-48s skipped: %s\n", c.name, why.c_str());
       continue;
     }
-    const std::string got = normalise(pktpath_output(c));
+    const std::string got = kernel_test::normalise_tc(pktpath_output(c));
     const auto a = lines_of(want), b = lines_of(got);
     size_t differ = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
     for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) differ += a[i] != b[i];
@@ -159,6 +171,108 @@ TEST(TcDifferential, ShowsAsTheKernelPrints) {
     ++compared;
   }
   if (compared == 0) GTEST_SKIP() << "the kernel ran none of the configurations";
+}
+
+// Common mistakes, refused by the kernel (or by tc before it) and by pktpath: the message
+// tc prints ("Error: MSG." from the kernel's extack, tc's own argument errors, "RTNETLINK
+// answers: ERRNO" where the kernel gives no extack) must begin pktpath's, which may add
+// what it names in parentheses (and the CLI "(at "WORD")").
+struct Mistake {
+  const char* name;
+  std::vector<std::string> setup;  // tc lines that succeed first
+  std::string line;                // the refused tc line
+};
+
+const Mistake kMistakes[] = {
+    {"unknown qdisc kind", {}, "qdisc add dev v0 root handle 1: nosuchkind"},
+    {"bad qdisc handle", {}, "qdisc add dev v0 root handle zz: htb"},
+    {"missing parent qdisc", {}, "qdisc add dev v0 parent 1:10 handle 10: pfifo"},
+    {"missing parent class", {"qdisc add dev v0 root handle 1: htb"}, "qdisc del dev v0 parent 1:33"},
+    {"root already there", {"qdisc add dev v0 root handle 1: htb"}, "qdisc add dev v0 root handle 1: htb"},
+    {"another root there", {"qdisc add dev v0 root handle 1: htb"}, "qdisc add dev v0 root handle 2: htb"},
+    {"ingress hook busy", {"qdisc add dev v0 ingress"}, "qdisc add dev v0 clsact"},
+    {"handle in use elsewhere",
+     {"qdisc add dev v0 root handle 1: htb", "class add dev v0 parent 1: classid 1:10 htb rate 1mbit"},
+     "qdisc add dev v0 parent 1:10 handle 1: pfifo"},
+    {"class exists",
+     {"qdisc add dev v0 root handle 1: htb", "class add dev v0 parent 1: classid 1:10 htb rate 1mbit"},
+     "class add dev v0 parent 1: classid 1:10 htb rate 1mbit"},
+    {"class missing", {"qdisc add dev v0 root handle 1: htb"}, "class del dev v0 classid 1:99"},
+    {"htb class without rate", {"qdisc add dev v0 root handle 1: htb"}, "class add dev v0 parent 1: classid 1:10 htb"},
+    {"filter on a missing qdisc", {"qdisc add dev v0 root handle 1: htb"},
+     "filter add dev v0 parent 7: protocol ip prio 1 u32 match ip dst 1.1.1.1 flowid 1:1"},
+    {"u32 table missing", {"qdisc add dev v0 root handle 1: htb"},
+     "filter add dev v0 parent 1: protocol ip prio 1 u32 ht 5: match ip dst 1.1.1.1 flowid 1:1"},
+    {"no such device", {}, "qdisc add dev nosuch root pfifo"},
+    {"change with nothing there", {}, "qdisc change dev v0 root handle 1: htb"},
+    {"change to another kind", {"qdisc add dev v0 root handle 1: htb"}, "qdisc change dev v0 root handle 1: tbf rate 1mbit burst 10k latency 5ms"},
+    {"filter without clsact", {}, "filter add dev v0 ingress bpf da bytecode '1,6 0 0 0,'"},
+};
+
+// tc's message for the refused line: its first stderr line without "Error: " and the
+// period iproute2 adds.
+std::string kernel_error(const Mistake& m, std::string& why) {
+  const std::string ns = "pptce" + std::to_string(::getpid());
+  sh("ip netns del " + ns);
+  if (!sh("ip netns add " + ns) || !sh("ip -n " + ns + " link add v0 type veth peer name v1")) {
+    why = "cannot make a veth pair";
+    sh("ip netns del " + ns);
+    return {};
+  }
+  for (const std::string& l : m.setup)
+    if (why.empty() && !sh("ip netns exec " + ns + " tc " + l)) why = "the kernel refuses \"tc " + l + "\"";
+  std::string out;
+  if (why.empty()) out = run_out("ip netns exec " + ns + " tc " + m.line + " 2>&1 >/dev/null");
+  sh("ip netns del " + ns);
+  out = out.substr(0, out.find('\n'));
+  if (out.rfind("Error: ", 0) == 0) out.erase(0, 7);
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  if (why.empty() && out.empty()) why = "the kernel took the line";
+  return out;
+}
+
+// pktpath's message for the refused line: "PATH:N: MSG (at "WORD")" -> MSG.
+std::string pktpath_error(const Mistake& m) {
+  const std::string path = ::testing::TempDir() + "tc_err_" + std::to_string(::getpid()) + ".pp";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) return "cannot write " + path;
+    std::fputs("ip link add v0 type veth peer name v1\n", f);
+    for (const std::string& l : m.setup) std::fprintf(f, "tc %s\n", l.c_str());
+    std::fprintf(f, "tc %s\n", m.line.c_str());
+    std::fclose(f);
+  }
+  std::string out = run_out(std::string(PKTPATH_BINARY) + " run " + path + " 2>&1 >/dev/null");
+  std::remove(path.c_str());
+  out = out.substr(0, out.find('\n'));
+  const size_t at = out.find(".pp:");
+  if (at == std::string::npos) return out;
+  const size_t msg = out.find(": ", at + 4);
+  if (msg == std::string::npos) return out;
+  out.erase(0, msg + 2);
+  const size_t word = out.rfind(" (at \"");
+  if (word != std::string::npos) out.erase(word);
+  return out;
+}
+
+TEST(TcDifferential, ErrorsAsTcPrintsThem) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a kernel namespace and veth)";
+  if (!sh("command -v tc")) GTEST_SKIP() << "no tc (iproute2) to compare with";
+  size_t compared = 0;
+  for (const Mistake& m : kMistakes) {
+    std::string why;
+    const std::string want = kernel_error(m, why);
+    if (!why.empty()) {
+      std::printf("tc error differential: %-28s skipped: %s\n", m.name, why.c_str());
+      continue;
+    }
+    const std::string got = pktpath_error(m);
+    const bool same = got.rfind(want, 0) == 0;
+    std::printf("tc error differential: %-28s %s\n", m.name, same ? "same" : "differs");
+    EXPECT_TRUE(same) << m.name << ": tc says \"" << want << "\", pktpath \"" << got << "\"";
+    ++compared;
+  }
+  if (compared == 0) GTEST_SKIP() << "the kernel refused none of the lines";
 }
 
 }  // namespace

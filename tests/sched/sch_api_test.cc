@@ -64,7 +64,7 @@ TEST_F(TcModify, MqChildGraftRepointsTheTxQueue) {
   r.parent = 0x20001;
   auto st = tc_qdisc_modify(table, *d, r);
   ASSERT_FALSE(st);
-  EXPECT_NE(st.error().msg.find("not found"), std::string::npos);
+  EXPECT_NE(st.error().msg.find("Failed to find specified qdisc"), std::string::npos);
 }
 
 TEST_F(TcModify, ReplaceWhileQueuedDropsOldPackets) {

@@ -193,7 +193,8 @@ TEST_F(ClsTest, U32Table) {
     ASSERT_TRUE(ok(tc::filter_add(*d, Dir::Egress, *s, false, &pref, &handle)));
   std::vector<uint32_t> handles;
   tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& f) { handles.push_back(f.handle()); });
-  EXPECT_EQ(handles, (std::vector<uint32_t>{0x80000800, 0x80000801, 0x80000800, 0x80000800}));
+  // Prefs 2 and 3 get the block's next root tables, 801: and 802:.
+  EXPECT_EQ(handles, (std::vector<uint32_t>{0x80000800, 0x80000801, 0x80100800, 0x80200800}));
 
   struct Row {
     const char* what;
@@ -668,6 +669,59 @@ TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
 
 // Many u32 prefs: adding one binds only its own pref's tables; the others' bound objects
 // run on unchanged (a rebuild of every pref per add made 2,000 prefs take over 30 s).
+// Table ids are the block's, as tc_u_common numbers them: the first pref's root is 800:,
+// a later pref's the next id (gen_new_htid, cyclic), tables made with divisor too; a
+// pref's ids go with its last node. Another pref's table cannot be named.
+TEST_F(ClsTest, U32TableIdsAreNumberedAcrossTheBlock) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  auto node = [&](uint32_t pref, uint32_t dst) {
+    tc::U32Spec s = with<tc::U32Spec>(pref, 0x0800, 0x10001);
+    s.keys = {key(dst, 0xffffffff, 16)};
+    s.terminal = true;
+    return s;
+  };
+  auto handles = [&](uint32_t pref) {
+    std::vector<uint32_t> v;
+    tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& f) {
+      if (f.pref() == pref) v.push_back(f.handle());
+    });
+    return v;
+  };
+  add(d, node(5, 0x0a000001));
+  add(d, node(6, 0x0a000002));
+  EXPECT_EQ(handles(5), std::vector<uint32_t>{0x80000800});
+  EXPECT_EQ(handles(6), std::vector<uint32_t>{0x80100800});
+  tc::U32Spec table = with<tc::U32Spec>(6, 0x0800, 0);
+  table.divisor = 4;
+  add(d, table);
+  add(d, table);
+  // Newest table first, then the root's knode.
+  EXPECT_EQ(handles(6), (std::vector<uint32_t>{0x80300000, 0x80200000, 0x80100800}));
+  tc::U32Spec cross = node(6, 0x0a000003);
+  cross.htid = tc::kU32RootHt;  // ht 800:: is pref 5's root
+  std::string err = failure_of(tc::filter_add(*d, Dir::Egress, cross, false));
+  EXPECT_NE(err.find("belongs to pref 5"), std::string::npos) << err;
+  cross.htid = 0;
+  cross.link = tc::kU32RootHt;
+  err = failure_of(tc::filter_add(*d, Dir::Egress, cross, false));
+  EXPECT_NE(err.find("Not linking to root node"), std::string::npos) << err;
+  tc::U32Spec taken = with<tc::U32Spec>(5, 0x0800, 0);
+  taken.divisor = 2;
+  taken.handle = 0x80200000;  // pref 6's
+  err = failure_of(tc::filter_add(*d, Dir::Egress, taken, false));
+  EXPECT_NE(err.find("exists"), std::string::npos) << err;
+  // Pref 6 goes: its ids are free; the cursor moves on (804:), as idr_alloc_cyclic does.
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 6, 0)));
+  add(d, node(7, 0x0a000004));
+  EXPECT_EQ(handles(7), std::vector<uint32_t>{0x80400800});
+  Frame f;
+  f.dst = "10.0.0.4";
+  uint32_t cl = 0;
+  EXPECT_EQ(classify(d, f, &cl), tc::TC_ACT_OK);
+  EXPECT_EQ(cl, 0x10001u);
+}
+
 TEST_F(ClsTest, U32PrefAddBindsOnlyItsOwnPref) {
   NetDevice* d = make("foo", "dummy");
   clsact(d);

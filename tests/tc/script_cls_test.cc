@@ -133,6 +133,7 @@ TEST_F(ClsRunnerTest, U32ShowAsIproute2) {
             "not_in_hw \n"
             "  match 00100000/00ff0000 at 0\n"
             "\taction order 1: gact action drop\n"
+            "\t random type none pass val 0\n"
             "\t index 1 ref 1 bind 1\n"
             "\n");
 }
@@ -206,8 +207,7 @@ TEST_F(ClsRunnerTest, MatchallPoliceShowWithStats) {
             "filter protocol all pref 49152 matchall chain 0 \n"
             "filter protocol all pref 49152 matchall chain 0 handle 0x1 \n"
             "  not_in_hw (rule hit 20)\n"
-            "\taction order 1: police\n"
-            "\tindex 1 rate 800bit burst 600b mtu 2Kb action drop overhead 0b \n"
+            "\taction order 1:  police 0x1 rate 800bit burst 600b mtu 2Kb action drop overhead 0b \n"
             "\tref 1 bind 1 \n"
             "\tAction statistics:\n"
             "\tSent 1200 bytes 20 pkt (dropped 10, overlimits 10 requeues 0) \n"
@@ -245,8 +245,7 @@ TEST_F(ClsRunnerTest, FlowerShowAsIproute2) {
             "  dst_port 80-90\n"
             "  skip_hw\n"
             "  not_in_hw\n"
-            "\taction order 1: police\n"
-            "\tindex 1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b \n"
+            "\taction order 1:  police 0x1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b \n"
             "\tref 1 bind 1 \n"
             "\n");
 }

@@ -120,14 +120,14 @@ TEST_F(HtbCli, U32HashTableClassifies) {
             "filter protocol ip pref 5 u32 chain 0 \n"
             "filter protocol ip pref 5 u32 chain 0 fh 2: ht divisor 256 \n"
             "filter protocol ip pref 5 u32 chain 0 fh 2:1:800 order 2048 key ht 2 bkt 1 *flowid 1:10 not_in_hw "
-            " (rule hit 1 success 1)\n"
+            "(rule hit 1 success 1)\n"
             "  match 0a000001/ffffffff at 16\n"
             "filter protocol ip pref 5 u32 chain 0 fh 2:7:800 order 2048 key ht 2 bkt 7 *flowid 1:10 not_in_hw "
-            " (rule hit 1 success 1)\n"
+            "(rule hit 1 success 1)\n"
             "  match 0a000007/ffffffff at 16\n"
             "filter protocol ip pref 5 u32 chain 0 fh 800: ht divisor 1 \n"
             "filter protocol ip pref 5 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 link 2: not_in_hw "
-            " (rule hit 4 success 0)\n"
+            "(rule hit 4 success 0)\n"
             "  match 0a000000/ffffff00 at 16\n"
             "    hash mask 000000ff at 16 \n");
   EXPECT_NE(run_error("tc filter del dev t0 parent 1: prio 5 handle 2: u32").find("in-use"), std::string::npos);

@@ -49,35 +49,43 @@ Status bpf_parse_opt(Lexer& lx, FilterRequest& req) {
   return {};
 }
 
-// mirrors bpf_print_opt; with -s, pktpath's own per-filter counters (tc has none for
-// cls_bpf): packets the program ran on, how many it matched, direct-action drops.
-void bpf_print_opt(const ::pktpath::tc::TcFilter& tf, bool stats, KindPrint& out) {
+// mirrors bpf_print_opt: handle, flowid, direct-action, the flags, then the program as the
+// kernel gives it back (bpf_print_ops: the instructions, however they were written).
+// With -s, pktpath's own per-filter counters (tc has none for cls_bpf) on the next line:
+// packets the program ran on, how many it matched, direct-action drops, the engine.
+void bpf_print_opt(const ::pktpath::tc::TcFilter& tf, PrintSink& out) {
   const auto& f = static_cast<const ::pktpath::tc::BpfFilter&>(tf);
   const auto& s = f.spec();
-  char b[256];
-  std::snprintf(b, sizeof b, "handle 0x%x ", f.handle());
-  out.text += b;
+  out.print_0xhex(PRINT_ANY, "handle", "handle %#x ", f.handle());
   print_filter_classid(s, "flowid", out);
-  // bpf_print_opt's order: direct-action, the flags, then the program as the kernel
-  // gives it back (bpf_print_ops: the instructions, however they were written).
-  if (s.da) out.text += "direct-action ";
-  out.text += "not_in_hw bytecode '" + std::to_string(s.insns.size());
-  for (size_t i = 0; i < s.insns.size(); ++i) {
-    const bpf::Insn& in = s.insns[i];
-    std::snprintf(b, sizeof b, ",%u %u %u %u", in.code, in.jt, in.jf, in.k);
-    out.text += b;
+  if (s.da) out.print_bool(PRINT_ANY, "direct-action", "direct-action ", true);
+  print_filter_flags(s, "", out);
+  if (!s.insns.empty()) {
+    out.open_object("bytecode");
+    out.print_uint(PRINT_ANY, "length", "bytecode '%u,", s.insns.size());
+    out.open_array("insns");
+    for (size_t i = 0; i < s.insns.size(); ++i) {
+      const bpf::Insn& in = s.insns[i];
+      out.open_object(nullptr);
+      out.print_uint(PRINT_ANY, "code", "%hu ", in.code);
+      out.print_uint(PRINT_ANY, "jt", "%hhu ", in.jt);
+      out.print_uint(PRINT_ANY, "jf", "%hhu ", in.jf);
+      out.print_uint(PRINT_ANY, "k", i + 1 == s.insns.size() ? "%u'" : "%u,", in.k);
+      out.close_object();
+    }
+    out.close_array();
+    out.close_object();
   }
-  out.text += "'\n";
-  out.json["bytecode"] = s.source;
-  out.json["direct-action"] = s.da;
-  out.json["engine"] = bpf::engine_name(f.engine());
-  if (stats) {
+  if (out.stats) {
     const auto fs = f.stats.sum();
-    std::snprintf(b, sizeof b, "\t Sent %llu bytes %llu pkt (matched %llu, dropped %llu) engine %s\n",
-                  static_cast<unsigned long long>(fs.bytes), static_cast<unsigned long long>(fs.packets),
-                  static_cast<unsigned long long>(fs.matched), static_cast<unsigned long long>(fs.drops),
-                  bpf::engine_name(f.engine()));
-    out.text += b;
+    out.print_nl();
+    out.open_object("pktpath_stats");
+    out.print_uint(PRINT_ANY, "bytes", "\t Sent %llu bytes", fs.bytes);
+    out.print_uint(PRINT_ANY, "packets", " %llu pkt", fs.packets);
+    out.print_uint(PRINT_ANY, "matched", " (matched %llu", fs.matched);
+    out.print_uint(PRINT_ANY, "drops", ", dropped %llu)", fs.drops);
+    out.print_string(PRINT_ANY, "engine", " engine %s", bpf::engine_name(f.engine()));
+    out.close_object();
   }
 }
 

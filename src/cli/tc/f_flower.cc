@@ -186,19 +186,25 @@ bool any(const uint8_t* m, size_t n) {
 }
 
 // mirrors flower_print_opt for the keys above: one key a line, in tc's order.
-void flower_print_opt(const ktc::TcFilter& f, bool, KindPrint& out) {
+void flower_print_opt(const ktc::TcFilter& f, PrintSink& out) {
   const auto* s = dynamic_cast<const ktc::FlowerSpec*>(&f.spec_base());
   if (!s) return;
   char b[160];
-  std::snprintf(b, sizeof b, "handle 0x%x ", f.handle());
-  out.text += b;
-  out.json["handle"] = f.handle();
+  out.print_uint(PRINT_ANY, "handle", "handle 0x%x ", f.handle());
   print_filter_classid(*s, "classid", out);
+  out.open_object("keys");
+  // IND / MASKED: each key on its own line, "  KEY VALUE".
   auto line = [&](const char* key, const std::string& v) {
-    out.text += std::string("\n  ") + key + " " + v;
-    out.json["keys"][key] = v;
+    const std::string fmt = std::string("  ") + key + " %s";
+    out.print_nl();
+    out.print_string(PRINT_ANY, key, fmt.c_str(), v);
   };
-  if (s->mask.vlan_id) line("vlan_id", std::to_string(s->key.vlan_id));
+  auto number = [&](const char* key, uint64_t v) {
+    const std::string fmt = std::string("  ") + key + " %u";
+    out.print_nl();
+    out.print_uint(PRINT_ANY, key, fmt.c_str(), v);
+  };
+  if (s->mask.vlan_id) number("vlan_id", s->key.vlan_id);
   for (const char* which : {"dst_mac", "src_mac"}) {
     const bool dst = which[0] == 'd';
     const uint8_t* m = dst ? s->mask.dst_mac : s->mask.src_mac;
@@ -252,10 +258,10 @@ void flower_print_opt(const ktc::TcFilter& f, bool, KindPrint& out) {
     if (dst ? s->dst_range : s->src_range)
       line(which, std::to_string(dst ? s->dst_min : s->src_min) + "-" + std::to_string(dst ? s->dst_max : s->src_max));
     else if (dst ? s->mask.dst_port : s->mask.src_port)
-      line(which, std::to_string(ntohs(dst ? s->key.dst_port : s->key.src_port)));
+      number(which, ntohs(dst ? s->key.dst_port : s->key.src_port));
   }
+  out.close_object();
   print_filter_flags(*s, "\n  ", out);
-  out.text += "\n";
 }
 
 const FilterUtilRegistrar kFlower{{"flower", flower_parse_opt, flower_print_opt}};

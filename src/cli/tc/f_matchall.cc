@@ -23,20 +23,11 @@ Status matchall_parse_opt(Lexer& lx, FilterRequest& req) {
 
 // mirrors matchall_print_opt: handle, flowid, the flags each on its own line, with -s the
 // hit count (tc_matchall_pcnt).
-void matchall_print_opt(const ktc::TcFilter& f, bool stats, KindPrint& out) {
-  char b[128];
-  std::snprintf(b, sizeof b, "handle 0x%x ", f.handle());
-  out.text += b;
-  out.json["handle"] = f.handle();
+void matchall_print_opt(const ktc::TcFilter& f, PrintSink& out) {
+  out.print_uint(PRINT_ANY, "handle", "handle 0x%x ", f.handle());
   print_filter_classid(f.spec_base(), "flowid", out);
   print_filter_flags(f.spec_base(), "\n  ", out);
-  if (stats) {
-    const auto s = f.stats.sum();
-    std::snprintf(b, sizeof b, " (rule hit %llu)", static_cast<unsigned long long>(s.matched));
-    out.text += b;
-    out.json["rule_hit"] = s.matched;
-  }
-  out.text += "\n";
+  if (out.stats) out.print_uint(PRINT_ANY, "rule_hit", " (rule hit %llu)", f.stats.sum().matched);
 }
 
 const FilterUtilRegistrar kMatchall{{"matchall", matchall_parse_opt, matchall_print_opt}};

@@ -243,71 +243,68 @@ std::string sprint_u32_handle(uint32_t h) {
   return std::string(b, l);
 }
 
-// The root table's line, as the kernel dumps it before the root's knodes (and, with
-// no such knode, after the pref's other tables); state 1: printed, or the pref has its
-// own root entry (an empty u32 line made it).
-void u32_print_gap(const ktc::TcFilter* next, int& state, const std::string& head, KindPrint& out) {
-  if (state) return;
-  if (next && ktc::u32_htid(next->handle()) != ktc::kU32RootHt) return;
-  state = 1;
-  if (!next || ktc::u32_key(next->handle())) out.text += head + "fh 800: ht divisor 1 \n";
+// The root table's entry, as the kernel dumps it before the root's knodes (and, with
+// no such knode, after the pref's other tables). state: the pref's root table id once a
+// node showed it, | 1 once the entry is printed (or the pref has its own root entry, which
+// an empty u32 line made).
+void u32_print_gap(const ktc::TcFilter* next, uint64_t& state, const FilterHead& head, PrintSink& out) {
+  if (state & 1) return;
+  if (const auto* s = next ? dynamic_cast<const ktc::U32Spec*>(&next->spec_base()) : nullptr) state = s->root;
+  const uint32_t root = state ? static_cast<uint32_t>(state) : ktc::kU32RootHt;
+  if (next && ktc::u32_htid(next->handle()) != root) return;
+  state |= 1;
+  if (next && !ktc::u32_key(next->handle())) return;
+  out.open_object(nullptr);
+  head(out);
+  out.open_object("options");
+  out.print_string(PRINT_ANY, "fh", "fh %s ", sprint_u32_handle(root));
+  out.print_int(PRINT_ANY, "ht_divisor", "ht divisor %d ", 1);
+  out.close_object();
+  out.print_nl();
+  out.close_object();
 }
 
 // mirrors u32_print_opt: fh, order, the table's divisor or the knode's table and bucket,
 // flowid, link, flags, with -s the node's counters (tc_u32_pcnt: rule hit / success),
-// then each key and the hash key.
-void u32_print_opt(const ktc::TcFilter& f, bool stats, KindPrint& out) {
+// then each key (print_raw) and the hash key.
+void u32_print_opt(const ktc::TcFilter& f, PrintSink& out) {
   const auto* s = dynamic_cast<const ktc::U32Spec*>(&f.spec_base());
   if (!s) return;
-  char b[128];
-  const std::string fh = sprint_u32_handle(f.handle());
-  out.text += "fh " + fh + " ";
-  out.json["fh"] = fh;
+  out.print_string(PRINT_ANY, "fh", "fh %s ", sprint_u32_handle(f.handle()));
+  if (ktc::u32_node(f.handle())) out.print_int(PRINT_ANY, "order", "order %d ", ktc::u32_node(f.handle()));
   if (!ktc::u32_key(f.handle())) {
-    std::snprintf(b, sizeof b, "ht divisor %u ", s->divisor ? s->divisor : 1);
-    out.text += b;
-    out.json["ht_divisor"] = s->divisor ? s->divisor : 1;
+    out.print_int(PRINT_ANY, "ht_divisor", "ht divisor %d ", s->divisor ? s->divisor : 1);
     return;
   }
-  std::snprintf(b, sizeof b, "order %u key ht %x bkt %x ", ktc::u32_node(f.handle()),
-                ktc::u32_htid(f.handle()) >> 20, ktc::u32_hash(f.handle()));
-  out.text += b;
-  out.json["order"] = ktc::u32_node(f.handle());
-  out.json["key_ht"] = ktc::u32_htid(f.handle()) >> 20;
-  out.json["bkt"] = ktc::u32_hash(f.handle());
+  out.print_hex(PRINT_ANY, "key_ht", "key ht %x ", ktc::u32_htid(f.handle()) >> 20);
+  out.print_hex(PRINT_ANY, "bkt", "bkt %x ", ktc::u32_hash(f.handle()));
   if (s->classid_set) {
-    if (s->terminal) out.text += "*";  // iproute2 6.1 marks a terminal key's flowid so
+    if (s->terminal) out.print_string(PRINT_FP, nullptr, "*", "");  // iproute2 6.1 marks a terminal key's flowid so
     print_filter_classid(*s, "flowid", out);
   } else if (s->terminal) {
-    out.text += "terminal flowid ";
+    out.print_string(PRINT_FP, nullptr, "terminal flowid ", "");
   }
-  if (s->link) {
-    const std::string l = sprint_u32_handle(s->link);
-    out.text += "link " + l + " ";
-    out.json["link"] = l;
-  }
+  if (s->link) out.print_string(PRINT_ANY, "link", "link %s ", sprint_u32_handle(s->link));
   print_filter_flags(*s, "", out);
-  if (stats) {
+  if (out.stats) {
     const auto st = f.stats.sum();
-    std::snprintf(b, sizeof b, " (rule hit %llu success %llu)", static_cast<unsigned long long>(st.packets),
-                  static_cast<unsigned long long>(st.matched));
-    out.text += b;
-    out.json["pcnt"] = {{"rule_hit", st.packets}, {"success", st.matched}};
+    out.print_uint(PRINT_ANY, "rule_hit", "(rule hit %llu ", st.packets);
+    out.print_uint(PRINT_ANY, "success", "success %llu)", st.matched);
   }
-  nlohmann::json keys = nlohmann::json::array();
   for (const ktc::U32Key& k : s->keys) {
-    std::snprintf(b, sizeof b, "\n  match %08x/%08x at %d", ntohl(k.val), ntohl(k.mask), k.off);
-    out.text += b;
-    keys.push_back({{"value", ntohl(k.val)}, {"mask", ntohl(k.mask)}, {"off", k.off}});
+    out.open_object("match");
+    out.print_nl();
+    out.print_hex(PRINT_ANY, "value", "  match %08x", ntohl(k.val));
+    out.print_hex(PRINT_ANY, "mask", "/%08x ", ntohl(k.mask));
+    out.print_string(PRINT_ANY, "offmask", "at %s", "");
+    out.print_int(PRINT_ANY, "off", "%d", k.off);
+    out.close_object();
   }
-  out.json["match"] = keys;
   if (s->hmask) {
-    std::snprintf(b, sizeof b, "\n    hash mask %08x at %d ", ntohl(s->hmask), s->hoff);
-    out.text += b;
-    out.json["hash_mask"] = ntohl(s->hmask);
-    out.json["hash_off"] = s->hoff;
+    out.print_nl();
+    out.print_hex(PRINT_ANY, "hash_mask", "    hash mask %08x ", ntohl(s->hmask));
+    out.print_int(PRINT_ANY, "hash_off", "at %d ", s->hoff);
   }
-  out.text += "\n";
 }
 
 const FilterUtilRegistrar kU32{{"u32", u32_parse_opt, u32_print_opt, u32_print_gap}};

@@ -16,11 +16,21 @@ Result<ActionOptions> gact_parse(Lexer& lx) {
   return ActionOptions(o);
 }
 
-void gact_print(const ActionOptions& opts, KindPrint& out) {
+// mirrors print_gact (built with CONFIG_GACT_PROB, as Debian's tc is: the random line
+// shows "none" when the action has no probability)
+void gact_print(const ActionOptions& opts, uint32_t index, PrintSink& out) {
   const auto* o = opts.get<ktc::GactOptions>();
   if (!o) return;
-  out.text = std::string("gact action ") + ktc::tc_act_name(o->verdict);
-  out.json["control_action"] = {{"type", ktc::tc_act_name(o->verdict)}};
+  out.print_string(PRINT_ANY, "kind", "%s ", "gact");
+  print_action_control(out, "action ", o->verdict, "");
+  out.open_object("prob");
+  out.print_nl();
+  out.print_string(PRINT_ANY, "random_type", "\t random type %s", "none");
+  print_action_control(out, " ", ktc::TC_ACT_OK, " ");
+  out.print_int(PRINT_ANY, "val", "val %d", 0);
+  out.close_object();
+  out.print_nl();
+  print_action_index(out, "\t index %u", index);
 }
 
 const ActionUtilRegistrar kGact{{"gact", gact_parse, gact_print}};

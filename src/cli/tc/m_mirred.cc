@@ -33,18 +33,18 @@ Result<ActionOptions> mirred_parse(Lexer& lx) {
 }
 
 // mirrors print_mirred
-void mirred_print(const ActionOptions& opts, KindPrint& out) {
+void mirred_print(const ActionOptions& opts, uint32_t index, PrintSink& out) {
   const auto* o = opts.get<ktc::MirredOptions>();
   if (!o) return;
-  const char* dir = o->dir == Mirred::Dir::Egress ? "Egress" : "Ingress";
-  const char* what = o->kind == Mirred::Kind::Redirect ? "Redirect" : "Mirror";
-  out.text = std::string("mirred (") + dir + " " + what + " to device " + o->dev + ") " +
-             ktc::tc_act_name(o->verdict);
-  out.index_prefix = "\tindex";
-  out.json["mirred_action"] = o->kind == Mirred::Kind::Redirect ? "redirect" : "mirror";
-  out.json["direction"] = o->dir == Mirred::Dir::Egress ? "egress" : "ingress";
-  out.json["to_dev"] = o->dev;
-  out.json["control_action"] = {{"type", ktc::tc_act_name(o->verdict)}};
+  const bool redirect = o->kind == Mirred::Kind::Redirect, egress = o->dir == Mirred::Dir::Egress;
+  out.print_string(PRINT_ANY, "kind", "%s ", "mirred");
+  out.print_string(PRINT_FP, nullptr, "(%s", std::string(egress ? "Egress" : "Ingress") + (redirect ? " Redirect" : " Mirror"));
+  out.print_string(PRINT_JSON, "mirred_action", nullptr, redirect ? "redirect" : "mirror");
+  out.print_string(PRINT_JSON, "direction", nullptr, egress ? "egress" : "ingress");
+  out.print_string(PRINT_ANY, "to_dev", " to device %s)", o->dev);
+  print_action_control(out, " ", o->verdict, "");
+  out.print_nl();
+  print_action_index(out, "\tindex %u", index);
 }
 
 const ActionUtilRegistrar kMirred{{"mirred", mirred_parse, mirred_print}};

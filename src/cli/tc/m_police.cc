@@ -59,27 +59,31 @@ Result<ActionOptions> police_parse(Lexer& lx) {
   return ActionOptions(o);
 }
 
-// mirrors print_police (iproute2 6.1): the kind, then its own index and ref lines.
-void police_print(const ActionOptions& opts, KindPrint& out) {
+// mirrors print_police (iproute2 6.1): rate, burst and mtu in the text only, the index
+// on the kind's line, then its own ref line.
+void police_print(const ActionOptions& opts, uint32_t, PrintSink& out) {
   const auto* o = opts.get<ktc::PoliceOptions>();
   if (!o) return;
-  out.own_index_line = true;
-  out.text = "police\n\tindex " + std::to_string(o->index) + " rate " + sprint_rate(o->rate_bytes_ps) + " burst " +
-             sprint_size(o->burst) + " mtu " + sprint_size(o->mtu) + " ";
-  if (o->peak_bytes_ps) out.text += "peakrate " + sprint_rate(o->peak_bytes_ps) + " ";
-  out.text += std::string("action ") + ktc::tc_act_name(o->exceed);
+  out.print_string(PRINT_JSON, "kind", "%s", "police");
+  out.print_hex(PRINT_FP, nullptr, " police 0x%x ", o->index);
+  out.print_uint(PRINT_JSON, "index", nullptr, o->index);
+  out.print_string(PRINT_FP, nullptr, "rate %s ", sprint_rate(o->rate_bytes_ps));
+  out.print_string(PRINT_FP, nullptr, "burst %s ", sprint_size(o->burst));
+  out.print_string(PRINT_FP, nullptr, "mtu %s ", sprint_size(o->mtu));
+  if (o->peak_bytes_ps) out.print_string(PRINT_FP, nullptr, "peakrate %s ", sprint_rate(o->peak_bytes_ps));
+  print_action_control(out, "action ", o->exceed, "");
   // TCA_POLICE_RESULT is dumped only when not OK (0).
-  out.text += o->conform != ktc::TC_ACT_OK ? std::string("/") + ktc::tc_act_name(o->conform) + " " : " ";
-  out.text += "overhead 0b \n\tref 1 bind 1 \n";
-  out.json["kind"] = "police";
-  out.json["index"] = o->index;
-  out.json["rate"] = sprint_rate(o->rate_bytes_ps);
-  out.json["burst"] = sprint_size(o->burst);
-  out.json["mtu"] = sprint_size(o->mtu);
-  if (o->peak_bytes_ps) out.json["peakrate"] = sprint_rate(o->peak_bytes_ps);
-  out.json["control_action"] = {{"type", ktc::tc_act_name(o->exceed)}};
-  out.json["notexceed_action"] = {{"type", ktc::tc_act_name(o->conform)}};
-  out.json["overhead"] = 0;
+  if (o->conform != ktc::TC_ACT_OK)
+    print_action_control(out, "/", o->conform, " ");
+  else
+    out.print_string(PRINT_FP, nullptr, " ", "");
+  out.print_uint(PRINT_JSON, "overhead", nullptr, 0);
+  out.print_string(PRINT_FP, nullptr, "overhead %s ", sprint_size(0));
+  if (out.details) out.print_string(PRINT_ANY, "linklayer", "linklayer %s ", "ethernet");
+  out.print_nl();
+  out.print_int(PRINT_ANY, "ref", "\tref %d ", 1);
+  out.print_int(PRINT_ANY, "bind", "bind %d ", 1);
+  out.print_nl();
 }
 
 const ActionUtilRegistrar kPolice{{"police", police_parse, police_print}};

@@ -47,27 +47,17 @@ Result<ActionOptions> skbedit_parse(Lexer& lx) {
 }
 
 // mirrors print_skbedit
-void skbedit_print(const ActionOptions& opts, KindPrint& out) {
+void skbedit_print(const ActionOptions& opts, uint32_t index, PrintSink& out) {
   const auto* o = opts.get<ktc::SkbeditOptions>();
   if (!o) return;
   const auto& p = o->params;
-  out.text = "skbedit";
-  if (p.queue_mapping) {
-    out.text += " queue_mapping " + std::to_string(*p.queue_mapping);
-    out.json["queue_mapping"] = *p.queue_mapping;
-  }
-  if (p.priority) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%x:%x", *p.priority >> 16, *p.priority & 0xffff);
-    out.text += std::string(" priority ") + b;
-    out.json["priority"] = b;
-  }
-  if (p.mark) {
-    out.text += " mark " + std::to_string(*p.mark);
-    out.json["mark"] = *p.mark;
-  }
-  out.text += std::string(" ") + ktc::tc_act_name(p.verdict);
-  out.json["control_action"] = {{"type", ktc::tc_act_name(p.verdict)}};
+  out.print_string(PRINT_ANY, "kind", "%s ", "skbedit");
+  if (p.queue_mapping) out.print_uint(PRINT_ANY, "queue_mapping", "queue_mapping %u", *p.queue_mapping);
+  if (p.priority) out.print_string(PRINT_ANY, "priority", " priority %s", sprint_tc_classid(*p.priority));
+  if (p.mark) out.print_uint(PRINT_ANY, "mark", " mark %u", *p.mark);
+  print_action_control(out, " ", p.verdict, "");
+  out.print_nl();
+  print_action_index(out, "\t index %u", index);
 }
 
 const ActionUtilRegistrar kSkbedit{{"skbedit", skbedit_parse, skbedit_print}};

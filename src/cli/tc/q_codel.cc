@@ -24,7 +24,7 @@ Result<QdiscOptions> codel_parse_opt(Lexer& lx) {
 }
 
 // mirrors codel_print_opt
-void codel_print_opt(const QdiscOptions& opts, KindPrint& out) {
+void codel_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<CodelOptions>();
   if (!o) return;
   print_codel_limit(out, o->limit);
@@ -33,28 +33,25 @@ void codel_print_opt(const QdiscOptions& opts, KindPrint& out) {
 }
 
 // mirrors codel_print_xstats
-void codel_print_xstats(const QdiscXstats& xs, KindPrint& out) {
+void codel_print_xstats(const QdiscXstats& xs, PrintSink& out) {
   const auto* x = xs.get<CodelXstats>();
   if (!x) return;
-  print_xstat(out, "  ", "count", x->count);
-  print_xstat(out, " ", "lastcount", x->lastcount);
-  out.text += " ldelay " + sprint_time(x->ldelay_us);
-  out.json["ldelay"] = x->ldelay_us;
-  if (x->dropping) {
-    out.text += " dropping";
-    out.json["dropping"] = true;
-  }
-  out.json["drop_next"] = x->drop_next_us;
+  out.print_uint(PRINT_ANY, "count", "  count %u", x->count);
+  out.print_uint(PRINT_ANY, "lastcount", " lastcount %u", x->lastcount);
+  out.print_uint(PRINT_JSON, "ldelay", nullptr, x->ldelay_us);
+  out.print_string(PRINT_FP, nullptr, " ldelay %s", sprint_time(x->ldelay_us));
+  if (x->dropping) out.print_bool(PRINT_ANY, "dropping", " dropping", true);
+  out.print_int(PRINT_JSON, "drop_next", nullptr, x->drop_next_us);
   if (x->drop_next_us < 0)
-    out.text +=
-        " drop_next -" + sprint_time(static_cast<uint64_t>(-static_cast<int64_t>(x->drop_next_us)));
+    out.print_string(PRINT_FP, nullptr, " drop_next -%s",
+                     sprint_time(static_cast<uint64_t>(-static_cast<int64_t>(x->drop_next_us))));
   else
-    out.text += " drop_next " + sprint_time(static_cast<uint64_t>(x->drop_next_us));
-  out.text += "\n";
-  print_xstat(out, "  ", "maxpacket", x->maxpacket);
-  print_xstat(out, " ", "ecn_mark", x->ecn_mark);
-  print_xstat(out, " ", "drop_overlimit", x->drop_overlimit);
-  if (x->ce_mark) print_xstat(out, " ", "ce_mark", x->ce_mark);
+    out.print_string(PRINT_FP, nullptr, " drop_next %s", sprint_time(static_cast<uint64_t>(x->drop_next_us)));
+  out.print_nl();
+  out.print_uint(PRINT_ANY, "maxpacket", "  maxpacket %u", x->maxpacket);
+  out.print_uint(PRINT_ANY, "ecn_mark", " ecn_mark %u", x->ecn_mark);
+  out.print_uint(PRINT_ANY, "drop_overlimit", " drop_overlimit %u", x->drop_overlimit);
+  if (x->ce_mark) out.print_uint(PRINT_ANY, "ce_mark", " ce_mark %u", x->ce_mark);
 }
 
 const QdiscUtilRegistrar kCodel{

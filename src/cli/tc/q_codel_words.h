@@ -47,42 +47,28 @@ inline Result<bool> parse_codel_word(Lexer& lx, const std::string& k,
   return true;
 }
 
-// "limit Np " as both print it.
-inline void print_codel_limit(KindPrint& out, std::optional<uint32_t> limit) {
-  if (!limit) return;
-  out.text += "limit " + std::to_string(*limit) + "p ";
-  out.json["limit"] = *limit;
+// "limit Np " (codel_print_opt, fq_codel_print_opt).
+inline void print_codel_limit(PrintSink& out, std::optional<uint32_t> limit) {
+  if (limit) out.print_uint(PRINT_ANY, "limit", "limit %up ", *limit);
 }
 
-// target, ce_threshold, interval: text as sprint_time, JSON in microseconds.
-inline void print_codel_times(KindPrint& out, std::optional<uint32_t> target,
-                              std::optional<uint32_t> ce, std::optional<uint32_t> interval) {
-  if (target) {
-    out.text += "target " + sprint_time(*target) + " ";
-    out.json["target"] = *target;
-  }
-  if (ce) {
-    out.text += "ce_threshold " + sprint_time(*ce) + " ";
-    out.json["ce_threshold"] = *ce;
-  }
-  if (interval) {
-    out.text += "interval " + sprint_time(*interval) + " ";
-    out.json["interval"] = *interval;
-  }
+// A time option: JSON in microseconds, text as sprint_time.
+inline void print_codel_time(PrintSink& out, const char* key, const char* fmt, std::optional<uint32_t> us) {
+  if (!us) return;
+  out.print_uint(PRINT_JSON, key, nullptr, *us);
+  out.print_string(PRINT_FP, nullptr, fmt, sprint_time(*us));
 }
 
-inline void print_codel_ecn(KindPrint& out, std::optional<bool> ecn) {
-  if (!ecn || !*ecn) return;
-  out.text += "ecn ";
-  out.json["ecn"] = true;
+// target, ce_threshold, interval in that order.
+inline void print_codel_times(PrintSink& out, std::optional<uint32_t> target, std::optional<uint32_t> ce,
+                              std::optional<uint32_t> interval) {
+  print_codel_time(out, "target", "target %s ", target);
+  print_codel_time(out, "ce_threshold", "ce_threshold %s ", ce);
+  print_codel_time(out, "interval", "interval %s ", interval);
 }
 
-// One `SEP name value` of an xstats line, text and JSON.
-inline void print_xstat(KindPrint& out, const char* sep, const char* name, uint32_t v) {
-  out.text += sep;
-  out.text += name;
-  out.text += " " + std::to_string(v);
-  out.json[name] = v;
+inline void print_codel_ecn(PrintSink& out, std::optional<bool> ecn) {
+  if (ecn && *ecn) out.print_bool(PRINT_ANY, "ecn", "ecn ", true);
 }
 
 }  // namespace pktpath::cli::tc

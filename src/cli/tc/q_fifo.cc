@@ -23,11 +23,15 @@ Result<QdiscOptions> fifo_parse_opt(Lexer& lx) {
 }
 
 template <bool kBytes>
-void fifo_print_opt(const QdiscOptions& opts, KindPrint& out) {
+void fifo_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* f = opts.get<FifoOptions>();
   if (!f) return;
-  out.text = "limit " + (kBytes ? sprint_size(f->limit) : std::to_string(f->limit) + "p");
-  out.json["limit"] = f->limit;
+  if (kBytes) {
+    out.print_uint(PRINT_JSON, "limit", nullptr, f->limit);
+    out.print_string(PRINT_FP, nullptr, "limit %s", sprint_size(f->limit));
+  } else {
+    out.print_uint(PRINT_ANY, "limit", "limit %up", f->limit);
+  }
 }
 
 const QdiscUtilRegistrar kPfifo{{"pfifo", fifo_parse_opt<false>, fifo_print_opt<false>}};

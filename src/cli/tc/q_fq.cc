@@ -76,76 +76,75 @@ Result<QdiscOptions> fq_parse_opt(Lexer& lx) {
   return QdiscOptions(o);
 }
 
-void put_u32(KindPrint& out, const char* key, const std::string& text, uint32_t v) {
-  out.text += std::string(key) + " " + text + " ";
-  out.json[key] = v;
+// A time: JSON the number, text as `show` prints it.
+void print_time_opt(PrintSink& out, const char* key, const char* fmt, uint64_t v, const std::string& text) {
+  out.print_uint(PRINT_JSON, key, nullptr, v);
+  out.print_string(PRINT_FP, nullptr, fmt, text);
+}
+
+// A size or rate: JSON the number, text as sprint_size / sprint_rate.
+void print_sized(PrintSink& out, const char* key, const char* fmt, uint64_t v, const std::string& text) {
+  print_time_opt(out, key, fmt, v, text);
 }
 
 // mirrors fq_print_opt
-void fq_print_opt(const QdiscOptions& opts, KindPrint& out) {
+void fq_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<FqOptions>();
   if (!o) return;
-  if (o->limit) put_u32(out, "limit", std::to_string(*o->limit) + "p", *o->limit);
-  if (o->flow_limit) put_u32(out, "flow_limit", std::to_string(*o->flow_limit) + "p", *o->flow_limit);
-  if (o->buckets_log) put_u32(out, "buckets", std::to_string(1u << *o->buckets_log), 1u << *o->buckets_log);
-  if (o->orphan_mask) put_u32(out, "orphan_mask", std::to_string(*o->orphan_mask), *o->orphan_mask);
-  if (o->pacing && !*o->pacing) {
-    out.text += "nopacing ";
-    out.json["pacing"] = false;
-  }
-  if (o->quantum) put_u32(out, "quantum", sprint_size(*o->quantum), *o->quantum);
-  if (o->initial_quantum) put_u32(out, "initial_quantum", sprint_size(*o->initial_quantum), *o->initial_quantum);
-  if (o->maxrate && *o->maxrate != ~0u) put_u32(out, "maxrate", sprint_rate(*o->maxrate), *o->maxrate);
+  if (o->limit) out.print_uint(PRINT_ANY, "limit", "limit %up ", *o->limit);
+  if (o->flow_limit) out.print_uint(PRINT_ANY, "flow_limit", "flow_limit %up ", *o->flow_limit);
+  if (o->buckets_log) out.print_uint(PRINT_ANY, "buckets", "buckets %u ", 1u << *o->buckets_log);
+  if (o->orphan_mask) out.print_uint(PRINT_ANY, "orphan_mask", "orphan_mask %u ", *o->orphan_mask);
+  if (o->pacing && !*o->pacing) out.print_bool(PRINT_ANY, "pacing", "nopacing ", false);
+  if (o->quantum) print_sized(out, "quantum", "quantum %s ", *o->quantum, sprint_size(*o->quantum));
+  if (o->initial_quantum)
+    print_sized(out, "initial_quantum", "initial_quantum %s ", *o->initial_quantum, sprint_size(*o->initial_quantum));
+  if (o->maxrate && *o->maxrate != ~0u) print_sized(out, "maxrate", "maxrate %s ", *o->maxrate, sprint_rate(*o->maxrate));
   if (o->low_rate_threshold && *o->low_rate_threshold)
-    put_u32(out, "low_rate_threshold", sprint_rate(*o->low_rate_threshold), *o->low_rate_threshold);
-  if (o->refill_delay_us) put_u32(out, "refill_delay", sprint_time(*o->refill_delay_us), *o->refill_delay_us);
+    print_sized(out, "low_rate_threshold", "low_rate_threshold %s ", *o->low_rate_threshold,
+                sprint_rate(*o->low_rate_threshold));
+  if (o->refill_delay_us)
+    print_time_opt(out, "refill_delay", "refill_delay %s ", *o->refill_delay_us, sprint_time(*o->refill_delay_us));
   if (o->ce_threshold_us && *o->ce_threshold_us != ~0u)
-    put_u32(out, "ce_threshold", sprint_time(*o->ce_threshold_us), *o->ce_threshold_us);
-  if (o->timer_slack_ns) put_u32(out, "timer_slack", sprint_time64(*o->timer_slack_ns), *o->timer_slack_ns);
-  if (o->horizon_us) put_u32(out, "horizon", sprint_time(*o->horizon_us), *o->horizon_us);
+    print_time_opt(out, "ce_threshold", "ce_threshold %s ", *o->ce_threshold_us, sprint_time(*o->ce_threshold_us));
+  if (o->timer_slack_ns)
+    print_time_opt(out, "timer_slack", "timer_slack %s ", *o->timer_slack_ns, sprint_time64(*o->timer_slack_ns));
+  if (o->horizon_us) print_time_opt(out, "horizon", "horizon %s ", *o->horizon_us, sprint_time(*o->horizon_us));
   if (o->horizon_drop) {
     const char* w = *o->horizon_drop ? "horizon_drop" : "horizon_cap";
-    out.text += std::string(w) + " ";
-    out.json[w] = nullptr;
+    out.print_null(PRINT_ANY, w, "%s ", w);
   }
-}
-
-// One `SEP name value` of fq's 64-bit xstats, text and JSON.
-void put_x(KindPrint& out, const char* sep, const char* name, uint64_t v) {
-  out.text += std::string(sep) + name + " " + std::to_string(v);
-  out.json[name] = v;
 }
 
 // mirrors fq_print_xstats
-void fq_print_xstats(const QdiscXstats& xs, KindPrint& out) {
+void fq_print_xstats(const QdiscXstats& xs, PrintSink& out) {
   const auto* x = xs.get<FqXstats>();
   if (!x) return;
-  out.text += "  flows " + std::to_string(x->flows) + " (inactive " + std::to_string(x->inactive_flows) +
-              " throttled " + std::to_string(x->throttled_flows) + ")";
-  out.json["flows"] = x->flows;
-  out.json["inactive"] = x->inactive_flows;
-  out.json["throttled"] = x->throttled_flows;  // iproute2 reuses the key below
+  out.print_uint(PRINT_ANY, "flows", "  flows %u", x->flows);
+  out.print_uint(PRINT_ANY, "inactive", " (inactive %u", x->inactive_flows);
+  out.print_uint(PRINT_ANY, "throttled", " throttled %u)", x->throttled_flows);
   if (x->time_next_delayed_flow > 0) {
-    out.text += " next_packet_delay " + sprint_time64(x->time_next_delayed_flow);
-    out.json["next_packet_delay"] = x->time_next_delayed_flow;
+    out.print_uint(PRINT_JSON, "next_packet_delay", nullptr, x->time_next_delayed_flow);
+    out.print_string(PRINT_FP, nullptr, " next_packet_delay %s", sprint_time64(x->time_next_delayed_flow));
   }
-  out.text += "\n";
-  put_x(out, "  ", "gc", x->gc_flows);
-  put_x(out, " ", "highprio", x->highprio_packets);
-  if (x->tcp_retrans) put_x(out, " ", "retrans", x->tcp_retrans);
-  put_x(out, " ", "throttled", x->throttled);
+  out.print_nl();
+  out.print_uint(PRINT_ANY, "gc", "  gc %llu", x->gc_flows);
+  out.print_uint(PRINT_ANY, "highprio", " highprio %llu", x->highprio_packets);
+  if (x->tcp_retrans) out.print_uint(PRINT_ANY, "retrans", " retrans %llu", x->tcp_retrans);
+  out.print_uint(PRINT_ANY, "throttled", " throttled %llu", x->throttled);  // iproute2 reuses the key
   if (x->unthrottle_latency_ns) {
-    out.text += " latency " + sprint_time64(x->unthrottle_latency_ns);
-    out.json["latency"] = x->unthrottle_latency_ns;
+    out.print_uint(PRINT_JSON, "latency", nullptr, x->unthrottle_latency_ns);
+    out.print_string(PRINT_FP, nullptr, " latency %s", sprint_time64(x->unthrottle_latency_ns));
   }
-  if (x->ce_mark) put_x(out, " ", "ce_mark", x->ce_mark);
-  if (x->flows_plimit) put_x(out, " ", "flows_plimit", x->flows_plimit);
+  if (x->ce_mark) out.print_uint(PRINT_ANY, "ce_mark", " ce_mark %llu", x->ce_mark);
+  if (x->flows_plimit) out.print_uint(PRINT_ANY, "flows_plimit", " flows_plimit %llu", x->flows_plimit);
   if (x->pkts_too_long || x->allocation_errors || x->horizon_drops || x->horizon_caps) {
-    out.text += "\n";
-    if (x->pkts_too_long) put_x(out, "  ", "pkts_too_long", x->pkts_too_long);
-    if (x->allocation_errors) put_x(out, " ", "alloc_errors", x->allocation_errors);
-    if (x->horizon_drops) put_x(out, " ", "horizon_drops", x->horizon_drops);
-    if (x->horizon_caps) put_x(out, " ", "horizon_caps", x->horizon_caps);
+    out.print_nl();
+    if (x->pkts_too_long) out.print_uint(PRINT_ANY, "pkts_too_long", " pkts_too_long %llu", x->pkts_too_long);
+    if (x->allocation_errors)
+      out.print_uint(PRINT_ANY, "alloc_errors", " alloc_errors %llu", x->allocation_errors);
+    if (x->horizon_drops) out.print_uint(PRINT_ANY, "horizon_drops", " horizon_drops %llu", x->horizon_drops);
+    if (x->horizon_caps) out.print_uint(PRINT_ANY, "horizon_caps", "  horizon_caps %llu", x->horizon_caps);
   }
 }
 

@@ -43,44 +43,37 @@ Result<QdiscOptions> fq_codel_parse_opt(Lexer& lx) {
 }
 
 // mirrors fq_codel_print_opt
-void fq_codel_print_opt(const QdiscOptions& opts, KindPrint& out) {
+void fq_codel_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<FqCodelOptions>();
   if (!o) return;
   print_codel_limit(out, o->limit);
-  if (o->flows) {
-    out.text += "flows " + std::to_string(*o->flows) + " ";
-    out.json["flows"] = *o->flows;
-  }
-  if (o->quantum) {
-    out.text += "quantum " + std::to_string(*o->quantum) + " ";
-    out.json["quantum"] = *o->quantum;
-  }
-  print_codel_times(out, o->target_us, o->ce_threshold_us, o->interval_us);
+  if (o->flows) out.print_uint(PRINT_ANY, "flows", "flows %u ", *o->flows);
+  if (o->quantum) out.print_uint(PRINT_ANY, "quantum", "quantum %u ", *o->quantum);
+  print_codel_time(out, "target", "target %s ", o->target_us);
+  print_codel_time(out, "ce_threshold", "ce_threshold %s ", o->ce_threshold_us);
+  print_codel_time(out, "interval", "interval %s ", o->interval_us);
   if (o->memory_limit) {
-    out.text += "memory_limit " + sprint_size(*o->memory_limit) + " ";
-    out.json["memory_limit"] = *o->memory_limit;
+    out.print_uint(PRINT_JSON, "memory_limit", nullptr, *o->memory_limit);
+    out.print_string(PRINT_FP, nullptr, "memory_limit %s ", sprint_size(*o->memory_limit));
   }
   print_codel_ecn(out, o->ecn);
-  if (o->drop_batch && *o->drop_batch) {
-    out.text += "drop_batch " + std::to_string(*o->drop_batch) + " ";
-    out.json["drop_batch"] = *o->drop_batch;
-  }
+  if (o->drop_batch && *o->drop_batch) out.print_uint(PRINT_ANY, "drop_batch", "drop_batch %u ", *o->drop_batch);
 }
 
 // mirrors fq_codel_print_xstats (the qdisc's; pktpath shows no per-flow classes)
-void fq_codel_print_xstats(const QdiscXstats& xs, KindPrint& out) {
+void fq_codel_print_xstats(const QdiscXstats& xs, PrintSink& out) {
   const auto* x = xs.get<FqCodelXstats>();
   if (!x) return;
-  print_xstat(out, "  ", "maxpacket", x->maxpacket);
-  print_xstat(out, " ", "drop_overlimit", x->drop_overlimit);
-  print_xstat(out, " ", "new_flow_count", x->new_flow_count);
-  print_xstat(out, " ", "ecn_mark", x->ecn_mark);
-  if (x->ce_mark) print_xstat(out, " ", "ce_mark", x->ce_mark);
-  if (x->memory_usage) print_xstat(out, " ", "memory_used", x->memory_usage);
-  if (x->drop_overmemory) print_xstat(out, " ", "drop_overmemory", x->drop_overmemory);
-  out.text += "\n";
-  print_xstat(out, "  ", "new_flows_len", x->new_flows_len);
-  print_xstat(out, " ", "old_flows_len", x->old_flows_len);
+  out.print_uint(PRINT_ANY, "maxpacket", "  maxpacket %u", x->maxpacket);
+  out.print_uint(PRINT_ANY, "drop_overlimit", " drop_overlimit %u", x->drop_overlimit);
+  out.print_uint(PRINT_ANY, "new_flow_count", " new_flow_count %u", x->new_flow_count);
+  out.print_uint(PRINT_ANY, "ecn_mark", " ecn_mark %u", x->ecn_mark);
+  if (x->ce_mark) out.print_uint(PRINT_ANY, "ce_mark", " ce_mark %u", x->ce_mark);
+  if (x->memory_usage) out.print_uint(PRINT_ANY, "memory_used", " memory_used %u", x->memory_usage);
+  if (x->drop_overmemory) out.print_uint(PRINT_ANY, "drop_overmemory", " drop_overmemory %u", x->drop_overmemory);
+  out.print_nl();
+  out.print_uint(PRINT_ANY, "new_flows_len", "  new_flows_len %u", x->new_flows_len);
+  out.print_uint(PRINT_ANY, "old_flows_len", " old_flows_len %u", x->old_flows_len);
 }
 
 const QdiscUtilRegistrar kFqCodel{

@@ -85,51 +85,64 @@ Result<KindOptions> htb_parse_class_opt(Lexer& lx) {
 }
 
 // mirrors htb_print_opt for the qdisc (TCA_HTB_INIT, TCA_HTB_DIRECT_QLEN)
-void htb_print_opt(const QdiscOptions& opts, KindPrint& out) {
+void htb_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<HtbOptions>();
   if (!o) return;
-  char b[160];
-  std::snprintf(b, sizeof b, "r2q %u default %#x direct_packets_stat %u direct_qlen %u", o->rate2quantum, o->defcls,
-                o->direct_pkts, o->direct_qlen);
-  out.text = b;
-  out.json["r2q"] = o->rate2quantum;
-  std::snprintf(b, sizeof b, "%#x", o->defcls);
-  out.json["default"] = b;
-  out.json["direct_packets_stat"] = o->direct_pkts;
-  out.json["direct_qlen"] = o->direct_qlen;
+  out.print_int(PRINT_ANY, "r2q", "r2q %d", o->rate2quantum);
+  out.print_0xhex(PRINT_ANY, "default", " default %#x", o->defcls);
+  out.print_uint(PRINT_ANY, "direct_packets_stat", " direct_packets_stat %u", o->direct_pkts);
+  if (out.details) out.print_string(PRINT_ANY, "ver", " ver %s", "3.17");  // HTB_VER
+  out.print_uint(PRINT_ANY, "direct_qlen", " direct_qlen %u", o->direct_qlen);
 }
 
-// mirrors htb_print_opt for a class (TCA_HTB_PARMS): the bursts back from ticks.
-void htb_print_class_opt(const KindOptions& opts, KindPrint& out) {
+// A size in text (sprint_size), the number in JSON (print_size).
+void print_size(PrintSink& out, const char* key, const char* fmt, uint32_t v) {
+  out.print_uint(PRINT_JSON, key, nullptr, v);
+  out.print_string(PRINT_FP, nullptr, fmt, sprint_size(v));
+}
+
+// mirrors htb_print_opt for a class (TCA_HTB_PARMS): the bursts back from ticks. Text as
+// iproute2 6.1 prints it, JSON keys as 6.2's (the first to dump classes in JSON).
+void htb_print_class_opt(const KindOptions& opts, PrintSink& out) {
   const auto* o = opts.get<HtbClassOptions>();
   if (!o) return;
   const uint32_t burst = ktc::tc_calc_xmitsize(o->rate_bytes_ps, o->buffer);
   const uint32_t cburst = ktc::tc_calc_xmitsize(o->ceil_bytes_ps, o->cbuffer);
   if (o->level == 0) {
-    out.text += "prio " + std::to_string(o->prio) + " ";
-    out.json["prio"] = o->prio;
+    out.print_int(PRINT_ANY, "prio", "prio %d ", o->prio);
+    if (out.details) out.print_int(PRINT_ANY, "quantum", "quantum %d ", o->quantum);
   }
-  out.text += "rate " + sprint_rate(o->rate_bytes_ps) + " ceil " + sprint_rate(o->ceil_bytes_ps) + " burst " +
-              sprint_size(burst) + " cburst " + sprint_size(cburst) + " ";
-  out.json["rate"] = o->rate_bytes_ps;
-  out.json["ceil"] = o->ceil_bytes_ps;
-  out.json["burst"] = burst;
-  out.json["cburst"] = cburst;
+  out.print_uint(PRINT_JSON, "rate", nullptr, o->rate_bytes_ps);
+  out.print_string(PRINT_FP, nullptr, "rate %s ", sprint_rate(o->rate_bytes_ps));
+  out.print_uint(PRINT_JSON, "ceil", nullptr, o->ceil_bytes_ps);
+  out.print_string(PRINT_FP, nullptr, "ceil %s ", sprint_rate(o->ceil_bytes_ps));
+  if (out.details) out.print_string(PRINT_ANY, "linklayer", "linklayer %s ", "ethernet");
+  if (out.details) {
+    // The rate tables' cell (1 << cell_log: 1 for tables tc computes at these MTUs).
+    print_size(out, "burst", "burst %s/", burst);
+    out.print_uint(PRINT_ANY, "burst_cell", "%u ", 1);
+    print_size(out, "mpu_rate", "mpu %s ", 0);
+    print_size(out, "cburst", "cburst %s/", cburst);
+    out.print_uint(PRINT_ANY, "cburst_cell", "%u ", 1);
+    print_size(out, "mpu_ceil", "mpu %s ", 0);
+    out.print_int(PRINT_ANY, "level", "level %d ", o->level);
+  } else {
+    print_size(out, "burst", "burst %s ", burst);
+    print_size(out, "cburst", "cburst %s ", cburst);
+  }
 }
 
 // mirrors htb_print_xstats
-void htb_print_class_xstats(const QdiscXstats& xs, KindPrint& out) {
+void htb_print_class_xstats(const QdiscXstats& xs, PrintSink& out) {
   const auto* x = xs.get<HtbClassXstats>();
   if (!x) return;
-  char b[160];
-  std::snprintf(b, sizeof b, " lended: %u borrowed: %u giants: %u\n tokens: %d ctokens: %d", x->lends, x->borrows,
-                x->giants, x->tokens, x->ctokens);
-  out.text = b;
-  out.json["lended"] = x->lends;
-  out.json["borrowed"] = x->borrows;
-  out.json["giants"] = x->giants;
-  out.json["tokens"] = x->tokens;
-  out.json["ctokens"] = x->ctokens;
+  out.print_uint(PRINT_ANY, "lended", " lended: %u ", x->lends);
+  out.print_uint(PRINT_ANY, "borrowed", "borrowed: %u ", x->borrows);
+  out.print_uint(PRINT_ANY, "giants", "giants: %u", x->giants);
+  out.print_nl();
+  out.print_int(PRINT_ANY, "tokens", " tokens: %d ", x->tokens);
+  out.print_int(PRINT_ANY, "ctokens", "ctokens: %d", x->ctokens);
+  out.print_nl();
 }
 
 const QdiscUtilRegistrar kHtb{{"htb", htb_parse_opt, htb_print_opt, false, nullptr, htb_parse_class_opt,

@@ -4,7 +4,7 @@
 namespace pktpath::cli::tc {
 namespace {
 
-void ingress_print_opt(const QdiscOptions&, KindPrint& out) { out.text = "---------------- "; }
+void ingress_print_opt(const QdiscOptions&, PrintSink& out) { out.print_string(PRINT_FP, nullptr, "---------------- ", ""); }
 
 const QdiscUtilRegistrar kIngress{{"ingress", nullptr, ingress_print_opt, true}};
 

@@ -245,109 +245,96 @@ std::string sprint_percent(uint32_t per) {  // print_percent
   return b;
 }
 
-// __print_percent: " fmt VALUE" in text, the percentage in JSON.
-void percent_out(KindPrint& out, nlohmann::json& j, const char* key, const std::string& word, uint32_t per) {
-  out.text += " " + word + (word.empty() ? "" : " ") + sprint_percent(per);
-  j[key] = 100. * per / kMaxPercent;
+// __print_percent: " WORD P%" in text, the percentage in JSON.
+void percent_out(PrintSink& out, const char* key, const std::string& word, uint32_t per) {
+  out.print_string(PRINT_FP, nullptr, "%s", " " + word + (word.empty() ? "" : " ") + sprint_percent(per));
+  out.print_float(PRINT_JSON, key, nullptr, 100. * per / kMaxPercent);
 }
 // print_corr: the correlation when present in text; always in JSON.
-void corr_out(KindPrint& out, nlohmann::json& j, bool present, uint32_t corr) {
-  if (present) out.text += " " + sprint_percent(corr);
-  j["correlation"] = 100. * corr / kMaxPercent;
+void corr_out(PrintSink& out, bool present, uint32_t corr) {
+  if (present) out.print_string(PRINT_FP, nullptr, " %s", sprint_percent(corr));
+  out.print_float(PRINT_JSON, "correlation", nullptr, 100. * corr / kMaxPercent);
 }
 
 // duplicate, reorder, corrupt: " NAME P[ CORR]" when P is set, JSON {NAME, correlation}.
-void prob_group(KindPrint& out, const char* name, uint32_t p, uint32_t corr) {
+void prob_group(PrintSink& out, const char* name, uint32_t p, uint32_t corr) {
   if (!p) return;
-  nlohmann::json j;
-  percent_out(out, j, name, name, p);
-  corr_out(out, j, corr != 0, corr);
-  out.json[name] = j;
+  out.open_object(name);
+  percent_out(out, name, name, p);
+  corr_out(out, corr != 0, corr);
+  out.close_object();
+}
+
+// PRINT_INT_OPT: JSON always, text " NAME N" when not zero.
+void int_opt(PrintSink& out, const char* name, int64_t v) {
+  out.print_int(PRINT_JSON, name, nullptr, v);
+  if (v) out.print_string(PRINT_FP, nullptr, "%s", " " + std::string(name) + " " + std::to_string(v));
 }
 
 // mirrors netem_print_opt
-void netem_print_opt(const QdiscOptions& opts, KindPrint& out) {
+void netem_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<NetemOptions>();
   if (!o) return;
-  out.text = "limit " + std::to_string(o->limit);
-  out.json["limit"] = o->limit;
+  out.print_uint(PRINT_ANY, "limit", "limit %u", o->limit);
   if (o->latency_ns) {
-    nlohmann::json j;
-    out.text += " delay " + sprint_time64(o->latency_ns);
-    if (o->jitter_ns) out.text += "  " + sprint_time64(o->jitter_ns);
-    j["delay"] = static_cast<double>(o->latency_ns) / 1e9;
-    j["jitter"] = static_cast<double>(o->jitter_ns) / 1e9;
-    corr_out(out, j, o->jitter_ns && o->delay_corr, o->delay_corr);
-    out.json["delay"] = j;
+    out.open_object("delay");
+    out.print_string(PRINT_FP, nullptr, " delay %s", sprint_time64(o->latency_ns));
+    if (o->jitter_ns) out.print_string(PRINT_FP, nullptr, "  %s", sprint_time64(o->jitter_ns));
+    out.print_float(PRINT_JSON, "delay", nullptr, static_cast<double>(o->latency_ns) / 1e9);
+    out.print_float(PRINT_JSON, "jitter", nullptr, static_cast<double>(o->jitter_ns) / 1e9);
+    corr_out(out, o->jitter_ns && o->delay_corr, o->delay_corr);
+    out.close_object();
   }
   if (o->loss_model == NetemLossModel::Random && o->loss) {
-    nlohmann::json j;
-    percent_out(out, j, "loss", "loss", o->loss);
-    corr_out(out, j, o->loss_corr != 0, o->loss_corr);
-    out.json["loss-random"] = j;
+    out.open_object("loss-random");
+    percent_out(out, "loss", "loss", o->loss);
+    corr_out(out, o->loss_corr != 0, o->loss_corr);
+    out.close_object();
   }
   if (o->loss_model == NetemLossModel::State) {
-    nlohmann::json j;
-    percent_out(out, j, "p13", "loss state p13", o->p13);
-    percent_out(out, j, "p31", "p31", o->p31);
-    percent_out(out, j, "p32", "p32", o->p32);
-    percent_out(out, j, "p23", "p23", o->p23);
-    percent_out(out, j, "p14", "p14", o->p14);
-    out.json["loss-state"] = j;
+    out.open_object("loss-state");
+    percent_out(out, "p13", "loss state p13", o->p13);
+    percent_out(out, "p31", "p31", o->p31);
+    percent_out(out, "p32", "p32", o->p32);
+    percent_out(out, "p23", "p23", o->p23);
+    percent_out(out, "p14", "p14", o->p14);
+    out.close_object();
   }
   if (o->loss_model == NetemLossModel::GeModel) {
-    nlohmann::json j;
-    percent_out(out, j, "p", "loss gemodel p", o->ge_p);
-    percent_out(out, j, "r", "r", o->ge_r);
-    percent_out(out, j, "1-h", "1-h", UINT32_MAX - o->ge_h);
-    percent_out(out, j, "1-k", "1-k", o->ge_k1);
-    out.json["loss-gemodel"] = j;
+    out.open_object("loss-gemodel");
+    percent_out(out, "p", "loss gemodel p", o->ge_p);
+    percent_out(out, "r", "r", o->ge_r);
+    percent_out(out, "1-h", "1-h", UINT32_MAX - o->ge_h);
+    percent_out(out, "1-k", "1-k", o->ge_k1);
+    out.close_object();
   }
   prob_group(out, "duplicate", o->duplicate, o->dup_corr);
   prob_group(out, "reorder", o->reorder, o->reorder_corr);
   prob_group(out, "corrupt", o->corrupt, o->corrupt_corr);
   if (o->rate) {
-    nlohmann::json j;
-    out.text += " rate " + sprint_rate(o->rate);
-    j["rate"] = o->rate;
-    if (o->packet_overhead) {
-      out.text += " packetoverhead " + std::to_string(o->packet_overhead);
-      j["packetoverhead"] = o->packet_overhead;
-    }
-    if (o->cell_size) {
-      out.text += " cellsize " + std::to_string(o->cell_size);
-      j["cellsize"] = o->cell_size;
-    }
-    if (o->cell_overhead) {
-      out.text += " celloverhead " + std::to_string(o->cell_overhead);
-      j["celloverhead"] = o->cell_overhead;
-    }
-    out.json["rate"] = j;
+    out.open_object("rate");
+    out.print_uint(PRINT_JSON, "rate", nullptr, o->rate);
+    out.print_string(PRINT_FP, nullptr, " rate %s", sprint_rate(o->rate));
+    int_opt(out, "packetoverhead", o->packet_overhead);
+    out.print_uint(PRINT_JSON, "cellsize", nullptr, o->cell_size);
+    if (o->cell_size) out.print_uint(PRINT_FP, nullptr, " cellsize %u", o->cell_size);
+    int_opt(out, "celloverhead", o->cell_overhead);
+    out.close_object();
   }
   if (o->slot_min_ns || o->slot_max_ns) {
-    nlohmann::json j;
-    out.text += " slot " + sprint_time64(o->slot_min_ns) + " " + sprint_time64(o->slot_max_ns);
-    j["min-delay"] = static_cast<double>(o->slot_min_ns) / 1e9;
-    j["max-delay"] = static_cast<double>(o->slot_max_ns) / 1e9;
-    if (o->slot_packets) {
-      out.text += " packets " + std::to_string(o->slot_packets);
-      j["packets"] = o->slot_packets;
-    }
-    if (o->slot_bytes) {
-      out.text += " bytes " + std::to_string(o->slot_bytes);
-      j["bytes"] = o->slot_bytes;
-    }
-    out.json["slot"] = j;
+    out.open_object("slot");
+    out.print_string(PRINT_FP, nullptr, " slot %s", sprint_time64(o->slot_min_ns));
+    out.print_float(PRINT_JSON, "min-delay", nullptr, static_cast<double>(o->slot_min_ns) / 1e9);
+    out.print_string(PRINT_FP, nullptr, " %s", sprint_time64(o->slot_max_ns));
+    out.print_float(PRINT_JSON, "max-delay", nullptr, static_cast<double>(o->slot_max_ns) / 1e9);
+    int_opt(out, "packets", o->slot_packets);
+    int_opt(out, "bytes", o->slot_bytes);
+    out.close_object();
   }
-  if (o->seed) {
-    out.text += " seed " + std::to_string(*o->seed);
-    out.json["seed"] = *o->seed;
-  }
-  out.json["ecn"] = false;
-  if (o->gap) {
-    out.text += " gap " + std::to_string(o->gap);
-    out.json["gap"] = o->gap;
-  }
+  if (o->seed) out.print_uint(PRINT_ANY, "seed", " seed %llu", *o->seed);
+  out.print_bool(PRINT_JSON, "ecn", nullptr, false);
+  out.print_uint(PRINT_JSON, "gap", nullptr, o->gap);
+  if (o->gap) out.print_uint(PRINT_FP, nullptr, " gap %lu", o->gap);
 }
 
 const QdiscUtilRegistrar kNetem{{"netem", netem_parse_opt, netem_print_opt}};

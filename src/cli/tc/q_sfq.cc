@@ -45,28 +45,18 @@ Result<QdiscOptions> sfq_parse_opt(Lexer& lx) {
   return QdiscOptions(o);
 }
 
-// mirrors sfq_print_opt (`flows N/D`, a -d detail, is not shown)
-void sfq_print_opt(const QdiscOptions& opts, KindPrint& out) {
+// mirrors sfq_print_opt
+void sfq_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<SfqOptions>();
   if (!o) return;
-  out.text = "limit " + std::to_string(o->limit) + "p quantum " + sprint_size(o->quantum) + " ";
-  out.json["limit"] = o->limit;
-  out.json["quantum"] = o->quantum;
-  if (o->depth) {
-    out.text += "depth " + std::to_string(o->depth) + " ";
-    out.json["depth"] = o->depth;
-  }
-  if (o->headdrop) {
-    out.text += "headdrop ";
-    out.json["headdrop"] = true;
-  }
-  out.text += "divisor " + std::to_string(o->divisor) + " ";
-  out.json["divisor"] = o->divisor;
-  out.json["flows"] = o->flows;
-  if (o->perturb_period) {
-    out.text += "perturb " + std::to_string(o->perturb_period) + "sec ";
-    out.json["perturb"] = o->perturb_period;
-  }
+  out.print_uint(PRINT_ANY, "limit", "limit %up ", o->limit);
+  out.print_uint(PRINT_JSON, "quantum", nullptr, o->quantum);
+  out.print_string(PRINT_FP, nullptr, "quantum %s ", sprint_size(o->quantum));
+  if (o->depth) out.print_uint(PRINT_ANY, "depth", "depth %u ", o->depth);
+  if (o->headdrop) out.print_bool(PRINT_ANY, "headdrop", "headdrop ", true);
+  if (out.details) out.print_uint(PRINT_ANY, "flows", "flows %u ", o->flows);
+  out.print_uint(PRINT_ANY, "divisor", "divisor %u ", o->divisor);
+  if (o->perturb_period) out.print_int(PRINT_ANY, "perturb", "perturb %dsec ", o->perturb_period);
 }
 
 const QdiscUtilRegistrar kSfq{{"sfq", sfq_parse_opt, sfq_print_opt}};

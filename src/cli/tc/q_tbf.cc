@@ -51,24 +51,33 @@ Result<QdiscOptions> tbf_parse_opt(Lexer& lx) {
 // its trailing space. The kernel keeps the burst as the time it takes at the rate
 // (tbf_change: psched_l2t_ns) and dumps it in ticks, so tc shows the size back from
 // those (1600 at 70mbit: 1592b).
-void tbf_print_opt(const QdiscOptions& opts, KindPrint& out) {
+void tbf_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* t = opts.get<TbfOptions>();
   if (!t || t->rate_bytes_ps == 0) return;
   ktc::PschedRate r;
   r.precompute(t->rate_bytes_ps);
   const auto ticks = static_cast<uint32_t>(r.l2t_ns(t->burst) >> ktc::kPschedShift);
   const uint32_t burst = ktc::tc_calc_xmitsize(t->rate_bytes_ps, ticks);
-  out.text = "rate " + sprint_rate(t->rate_bytes_ps) + " burst " + sprint_size(burst) + " ";
+  out.print_uint(PRINT_JSON, "rate", nullptr, t->rate_bytes_ps);
+  out.print_string(PRINT_FP, nullptr, "rate %s ", sprint_rate(t->rate_bytes_ps));
+  if (out.details) {
+    out.print_string(PRINT_ANY, "burst", "burst %s ", sprint_size(burst) + "/1");
+    out.print_uint(PRINT_JSON, "mpu", nullptr, 0);
+    out.print_string(PRINT_FP, nullptr, "mpu %s ", sprint_size(0));
+  } else {
+    out.print_uint(PRINT_JSON, "burst", nullptr, burst);
+    out.print_string(PRINT_FP, nullptr, "burst %s ", sprint_size(burst));
+  }
   const double latency =
       1e6 * (static_cast<double>(t->limit) / static_cast<double>(t->rate_bytes_ps)) - ktc::tc_core_tick2time(ticks);
-  if (latency >= 0)
-    out.text += "lat " + sprint_time(static_cast<uint32_t>(latency)) + " ";
-  else
-    out.text += "limit " + sprint_size(t->limit) + " ";
-  out.json["rate"] = t->rate_bytes_ps;
-  out.json["burst"] = burst;
-  out.json["limit"] = t->limit;
-  if (latency >= 0) out.json["lat"] = static_cast<uint64_t>(latency);
+  if (latency >= 0) {
+    out.print_uint(PRINT_JSON, "lat", nullptr, static_cast<uint64_t>(latency));
+    out.print_string(PRINT_FP, nullptr, "lat %s ", sprint_time(static_cast<uint32_t>(latency)));
+  } else {
+    out.print_uint(PRINT_JSON, "limit", nullptr, t->limit);
+    out.print_string(PRINT_FP, nullptr, "limit %s ", sprint_size(t->limit));
+  }
+  if (out.details) out.print_string(PRINT_ANY, "linklayer", "linklayer %s ", "ethernet");
 }
 
 const QdiscUtilRegistrar kTbf{{"tbf", tbf_parse_opt, tbf_print_opt}};

@@ -15,7 +15,9 @@ Result<ExtCommand> parse_tc(const std::vector<std::string>& words) {
       flags.stats = true;
     else if (matches(f, "-json"))
       flags.json = true;
-    else if (!matches(f, "-details") && !matches(f, "-pretty"))
+    else if (matches(f, "-details"))
+      flags.details = true;
+    else if (!matches(f, "-pretty"))
       return unexpected("unknown tc option \"" + f + "\"", f);
   }
   const std::string obj = lx.next();
@@ -29,7 +31,7 @@ Result<ExtCommand> parse_tc(const std::vector<std::string>& words) {
 NetDevice* find_settled_device(ScriptRunner& r, const std::string& dev, ScriptError& err) {
   NetDevice* d = r.table().find(dev);
   if (!d) {
-    fail(err, dev, "cannot find device \"" + dev + "\"");
+    fail(err, dev, "Cannot find device \"" + dev + "\"");
     return nullptr;
   }
   r.drain_pending();

@@ -19,10 +19,11 @@ namespace pktpath::cli::tc {
 struct TcFlags {
   bool stats = false;  // -s
   bool json = false;   // -j
+  bool details = false;  // -d
 };
 
 // The device a line acts on, with the pending work run so that what it shows is
-// settled; nullptr after an error naming the device ("cannot find device").
+// settled; nullptr after an error naming the device ("Cannot find device").
 NetDevice* find_settled_device(ScriptRunner& r, const std::string& dev, ScriptError& err);
 
 // words[0] is "tc".

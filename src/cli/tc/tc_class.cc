@@ -2,13 +2,11 @@
 // `tc [-s] [-j] class show dev D` (iproute2's tc/tc_class.c: tc_class_modify,
 // print_class). The kind's words are parsed and printed by its q_<kind>.cc.
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "cli/script_exec.h"
 #include "cli/tc/tc.h"
 #include "cli/tc/tc_util.h"
 #include "sched/sch_api.h"
-#include "base/json_text.h"
 
 namespace pktpath::cli::tc {
 namespace {
@@ -37,16 +35,20 @@ struct ClassShowLine final : ExtLine {
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     NetDevice* d = find_settled_device(r, dev, err);
     if (!d) return false;
-    const bool json = flags.json || r.json();
-    nlohmann::json arr = nlohmann::json::array();
+    PrintSink out(flags.json || r.json());
+    out.stats = flags.stats;
+    out.details = flags.details;
     const uint64_t now_ns = r.control_cpu().clock().now_ns();
     std::vector<Qdisc*> qs;
     collect(d->qdisc(), qs);
     for (Qdisc* q : qs) {
       const QdiscUtil* u = get_qdisc_util(q->kind());
-      for (const QdiscClassInfo& c : q->class_dump(now_ns)) print(*q, u, c, json, arr, r.out());
+      for (const QdiscClassInfo& c : q->class_dump(now_ns)) print(*q, u, c, out);
     }
-    if (json) std::fprintf(r.out(), "%s\n", json_text(arr).c_str());
+    if (out.is_json())
+      std::fprintf(r.out(), "%s\n", out.json_text().c_str());
+    else
+      std::fputs(out.take_text().c_str(), r.out());
     return true;
   }
 
@@ -56,37 +58,31 @@ struct ClassShowLine final : ExtLine {
     for (unsigned i = 0; i < q->num_children(); ++i) collect(q->child_at(i), out);
   }
 
-  void print(const Qdisc& q, const QdiscUtil* u, const QdiscClassInfo& c, bool json, nlohmann::json& arr,
-             std::FILE* out) const {
-    KindPrint opt, xopt;
-    if (u && u->print_copt) u->print_copt(c.opts, opt);
-    const bool xstats = flags.stats && u && u->print_cxstats && !c.xstats.empty();
-    if (xstats) u->print_cxstats(c.xstats, xopt);
-    const QdiscStats& s = c.stats;
-    if (json) {
-      nlohmann::json j = {{"class", q.kind()}, {"handle", tc_handle_str(c.classid)}};
-      if (c.parent == TC_H_ROOT)
-        j["root"] = true;
-      else
-        j["parent"] = tc_handle_str(c.parent);
-      if (c.leaf_handle) j["leaf"] = tc_handle_str(c.leaf_handle);
-      j.update(opt.json);
-      if (flags.stats) {
-        qstats_json(j, s);
-        if (xstats) j.update(xopt.json);
+  // mirrors print_class: iproute2 6.1's text; JSON as 6.2 has it (6.1 prints classes as
+  // text under -j), with "leaf" as the qdisc's handle.
+  void print(const Qdisc& q, const QdiscUtil* u, const QdiscClassInfo& c, PrintSink& out) const {
+    out.open_object(nullptr);
+    out.print_string(PRINT_ANY, "class", "class %s ", q.kind());
+    out.print_string(PRINT_ANY, "handle", "%s ", tc_handle_str(c.classid));
+    if (c.parent == TC_H_ROOT)
+      out.print_bool(PRINT_ANY, "root", "root ", true);
+    else
+      out.print_string(PRINT_ANY, "parent", "parent %s ", tc_handle_str(c.parent));
+    if (c.leaf_handle) out.print_string(PRINT_ANY, "leaf", "leaf %s ", tc_handle_str(c.leaf_handle));
+    if (u && u->print_copt) u->print_copt(c.opts, out);  // print_class keeps the space each field ends with
+    out.print_nl();
+    if (flags.stats) {
+      // A class without counters still dumps an empty TCA_STATS2: tc prints its newline.
+      out.open_object("stats");
+      if (c.has_stats) print_tcstats(out, c.stats, " ");
+      out.print_nl();
+      if (u && u->print_cxstats && !c.xstats.empty()) {
+        u->print_cxstats(c.xstats, out);
+        out.print_nl();
       }
-      arr.push_back(std::move(j));
-      return;
+      out.close_object();
     }
-    std::string line = std::string("class ") + q.kind() + " " + tc_handle_str(c.classid) + " ";
-    line += c.parent == TC_H_ROOT ? std::string("root ") : "parent " + tc_handle_str(c.parent) + " ";
-    if (c.leaf_handle) line += "leaf " + tc_handle_str(c.leaf_handle) + " ";
-    line += opt.text;  // print_class keeps the space each field ends with
-    std::fprintf(out, "%s\n", line.c_str());
-    if (!flags.stats) return;
-    print_qstats(out, s);
-    if (xstats) std::fprintf(out, "%s\n", xopt.text.c_str());
-    std::fprintf(out, "\n");
+    out.close_object();
   }
 };
 
@@ -148,7 +144,7 @@ Result<ExtCommand> parse_class(Lexer& lx, const TcFlags& flags) {
       have_classid = true;
     } else {
       const QdiscUtil* u = get_qdisc_util(k);
-      if (!u) return unexpected("unknown qdisc kind \"" + k + "\"", k);
+      if (!u) return unexpected("Specified qdisc kind is unknown (\"" + k + "\")", k);
       line->at = k;
       req.kind = k;
       if (req.op == ClassOp::Del) {

@@ -5,14 +5,12 @@
 // up when the line runs.
 #include <cstdio>
 #include <functional>
-#include <nlohmann/json.hpp>
 
 #include "cli/script_exec.h"
 #include "cli/tc/tc.h"
 #include "cli/tc/tc_util.h"
 #include "sched/clsact.h"
 #include "sched/sch_api.h"
-#include "base/json_text.h"
 
 namespace pktpath::cli::tc {
 namespace {
@@ -31,7 +29,7 @@ struct FilterTarget {
   ktc::FilterBlock* block(NetDevice& d, std::string* msg) const {
     Qdisc* q = qdisc_lookup(d, qdisc);
     if (!q) {
-      *msg = "Cannot find specified qdisc " + tc_handle_str(qdisc) + " on " + d.name();
+      *msg = "Parent Qdisc doesn't exists (" + tc_handle_str(qdisc) + " on " + d.name() + ")";
       return nullptr;
     }
     if (!q->filter_block()) {
@@ -60,7 +58,7 @@ struct FilterLine final : ExtLine {
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     NetDevice* d = r.table().find(dev);
-    if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
+    if (!d) return fail(err, dev, "Cannot find device \"" + dev + "\"");
     std::string msg;
     ktc::FilterBlock* block = nullptr;
     if (target.qdisc && !(block = target.block(*d, &msg))) return fail(err, dev, msg);
@@ -142,25 +140,35 @@ struct FilterShowLine final : ExtLine {
     std::string parent_word;
     if (of_root) {
       Qdisc* root = d->qdisc();
-      if (!root || !root->filter_block() || root->handle() == 0) return true;
+      if (!root || !root->filter_block() || root->handle() == 0) {
+        if (flags.json || r.json()) std::fprintf(r.out(), "[]\n");  // new_json_obj's empty array
+        return true;
+      }
       target.qdisc = root->handle();
       parent_word = "parent " + tc_handle_str(root->handle()) + " ";
     }
-    const bool json = flags.json || r.json();
-    nlohmann::json arr = nlohmann::json::array();
-    std::string text;
-    char b[512];
+    PrintSink out(flags.json || r.json());
+    out.stats = flags.stats;
+    out.details = flags.details;
     // The pref's filter before this one and its kind's gap printer (FilterUtil::print_gap).
     const ktc::TcFilter* prev = nullptr;
     const FilterUtil* prev_util = nullptr;
-    std::string prev_head;
-    int gap_state = 0;
+    const ktc::TcFilter* prev_head = nullptr;
+    uint64_t gap_state = 0;
+    // mirrors print_filter up to the kind's options: "filter [parent P ]protocol P pref N
+    // KIND chain 0 ".
+    auto head_of = [&](const ktc::TcFilter& f) {
+      return [&, fp = &f](PrintSink& o) {
+        o.print_string(PRINT_FP, nullptr, "filter ", "");
+        if (of_root) o.print_string(PRINT_ANY, "parent", "parent %s ", tc_handle_str(target.qdisc));
+        o.print_string(PRINT_ANY, "protocol", "protocol %s ", proto_name(fp->protocol()));
+        o.print_uint(PRINT_ANY, "pref", "pref %u ", fp->pref());
+        o.print_string(PRINT_ANY, "kind", "%s ", fp->kind());
+        o.print_uint(PRINT_ANY, "chain", "chain %u ", 0);
+      };
+    };
     auto end_pref = [&] {
-      if (prev && prev_util && prev_util->print_gap && !json) {
-        KindPrint pp;
-        prev_util->print_gap(nullptr, gap_state, prev_head, pp);
-        text += pp.text;
-      }
+      if (prev && prev_util && prev_util->print_gap) prev_util->print_gap(nullptr, gap_state, head_of(*prev_head), out);
       prev = nullptr;
       gap_state = 0;
     };
@@ -168,81 +176,33 @@ struct FilterShowLine final : ExtLine {
       const FilterUtil* util = get_filter_util(f.kind());
       if (!util) return;
       if (prev && prev->pref() != f.pref()) end_pref();
-      const std::string proto = proto_name(f.protocol());
-      KindPrint fopt;
-      util->print_fopt(f, flags.stats, fopt);
-      // The actions: each kind's m_<kind>.cc prints its description.
-      nlohmann::json acts = nlohmann::json::array();
-      std::string atext;
-      unsigned order = 1;
-      for (const auto& a : f.spec_base().actions) {
-        KindPrint ap;
-        if (const ActionUtil* au = get_action_util(a->kind())) au->print_aopt(a->dump(), ap);
-        const auto as = a->stats.sum();
-        nlohmann::json aj = {{"order", order}, {"kind", a->kind()}, {"index", a->index},
-                             {"stats", {{"bytes", as.bytes}, {"packets", as.packets}, {"drops", as.drops},
-                                        {"overlimits", as.overlimits}}}};
-        if (ap.own_index_line)
-          aj.update(ap.json);  // its fields as iproute2's JSON names them
-        else
-          aj["description"] = ap.text;
-        acts.push_back(aj);
-        if (ap.own_index_line)
-          atext += "\taction order " + std::to_string(order) + ": " + ap.text;
-        else {
-          std::snprintf(b, sizeof b, "\taction order %u: %s\n%s %u ref 1 bind 1\n", order, ap.text.c_str(),
-                        ap.index_prefix, a->index);
-          atext += b;
-        }
-        if (flags.stats) {
-          std::snprintf(b, sizeof b,
-                        "\tAction statistics:\n\tSent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues 0) "
-                        "\n\tbacklog 0b 0p requeues 0\n",
-                        static_cast<unsigned long long>(as.bytes), static_cast<unsigned long long>(as.packets),
-                        static_cast<unsigned long long>(as.drops), static_cast<unsigned long long>(as.overlimits));
-          atext += b;
-        }
-        ++order;
-      }
-      if (json) {
-        nlohmann::json o = {{"protocol", proto}, {"pref", f.pref()}, {"kind", f.kind()}, {"chain", 0}};
-        if (of_root) o["parent"] = tc_handle_str(target.qdisc);
-        nlohmann::json opt = fopt.json;
-        opt["handle"] = f.handle();
-        opt["actions"] = acts;
-        o["options"] = opt;
-        if (flags.stats) {
-          const auto fs = f.stats.sum();
-          o["stats"] = {{"bytes", fs.bytes}, {"packets", fs.packets}, {"matched", fs.matched}, {"drops", fs.drops}};
-        }
-        arr.push_back(o);
-        return;
-      }
+      const FilterHead head = head_of(f);
       // tc's layout: the pref's line (once per pref, as the kernel dumps its tcf_proto
       // before the nodes), then each filter with its options and actions.
-      std::snprintf(b, sizeof b, "filter %sprotocol %s pref %u %s chain 0 ", parent_word.c_str(), proto.c_str(),
-                    f.pref(), f.kind());
-      const std::string head = b;
-      if (!prev) text += head + "\n";
-      if (util->print_gap) {
-        KindPrint pp;
-        util->print_gap(&f, gap_state, head, pp);
-        text += pp.text;
+      if (!prev) {
+        out.open_object(nullptr);
+        head(out);
+        out.print_nl();
+        out.close_object();
       }
-      // The options end the filter's line(s); actions follow, then an empty line
-      // (print_filter's print_nl after tc_print_action's "\n").
-      std::string opts = fopt.text;
-      if (!opts.empty() && opts.back() == '\n') opts.pop_back();
-      text += head + opts + "\n" + (atext.empty() ? "" : atext + "\n");
+      if (util->print_gap) util->print_gap(&f, gap_state, head, out);
+      out.open_object(nullptr);
+      head(out);
+      out.open_object("options");
+      util->print_fopt(f, out);
+      print_actions(f.spec_base(), out);
+      out.close_object();
+      out.print_nl();
+      out.close_object();
       prev = &f;
       prev_util = util;
-      prev_head = head;
+      prev_head = &f;
     });
     end_pref();
-    if (json)
-      std::fprintf(r.out(), "%s\n", json_text(arr).c_str());
+    if (out.is_json())
+      std::fprintf(r.out(), "%s\n", out.json_text().c_str());
     else
-      std::fputs(text.c_str(), r.out());
+      std::fputs(out.take_text().c_str(), r.out());
     return true;
   }
 };

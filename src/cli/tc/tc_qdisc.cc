@@ -3,7 +3,6 @@
 // printed by its q_<kind>.cc.
 #include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "cli/script_exec.h"
 #include "cli/tc/tc.h"
@@ -11,7 +10,6 @@
 #include "sched/clsact.h"
 #include "sched/sch_api.h"
 #include "sched/sch_generic.h"
-#include "base/json_text.h"
 
 namespace pktpath::cli::tc {
 namespace {
@@ -73,22 +71,26 @@ struct QdiscShowLine final : ExtLine {
     std::vector<NetDevice*> devs;
     if (!dev.empty()) {
       NetDevice* d = r.table().find(dev);
-      if (!d) return fail(err, dev, "cannot find device \"" + dev + "\"");
+      if (!d) return fail(err, dev, "Cannot find device \"" + dev + "\"");
       devs.push_back(d);
     } else {
       devs = r.table().list();
     }
     r.drain_pending();
-    const bool json = flags.json || r.json();
-    nlohmann::json arr = nlohmann::json::array();
+    PrintSink out(flags.json || r.json());
+    out.stats = flags.stats;
+    out.details = flags.details;
     const uint64_t now_ns = r.control_cpu().clock().now_ns();
     for (NetDevice* d : devs)
       for (const QdiscRow& row : rows(*d, now_ns)) {
         if (only == Only::Root && !row.is_root) continue;
         if (only == Only::Ingress && row.parent != TC_H_INGRESS) continue;
-        print(row, *d, json, arr, r.out());
+        print(row, *d, out);
       }
-    if (json) std::fprintf(r.out(), "%s\n", json_text(arr).c_str());
+    if (out.is_json())
+      std::fprintf(r.out(), "%s\n", out.json_text().c_str());
+    else
+      std::fputs(out.take_text().c_str(), r.out());
     return true;
   }
 
@@ -117,39 +119,36 @@ struct QdiscShowLine final : ExtLine {
     return out;
   }
 
-  void print(const QdiscRow& q, NetDevice& d, bool json, nlohmann::json& arr, std::FILE* out) const {
-    KindPrint opt, xopt;
+  // mirrors print_qdisc
+  void print(const QdiscRow& q, NetDevice& d, PrintSink& out) const {
     const QdiscUtil* u = get_qdisc_util(q.kind);
-    if (u && u->print_qopt) u->print_qopt(q.opts, opt);
-    const bool xstats = flags.stats && u && u->print_xstats && !q.xstats.empty();
-    if (xstats) u->print_xstats(q.xstats, xopt);
-    const QdiscStats& s = q.stats;
-    if (json) {
-      nlohmann::json j = {{"kind", q.kind}, {"handle", tc_handle_str(q.handle)}};
-      if (dev.empty()) j["dev"] = d.name();
-      if (q.is_root) {
-        j["root"] = true;
-        j["refcnt"] = 2;
-      } else {
-        j["parent"] = tc_handle_str(q.parent);
-      }
-      j["options"] = opt.json;
-      if (flags.stats) {
-        qstats_json(j, s);
-        if (xstats) j.update(xopt.json);
-      }
-      arr.push_back(std::move(j));
-      return;
+    out.open_object(nullptr);
+    out.print_string(PRINT_ANY, "kind", "qdisc %s", q.kind);
+    out.print_string(PRINT_ANY, "handle", " %s", tc_handle_str(q.handle));
+    out.print_string(PRINT_FP, nullptr, " ", "");
+    if (dev.empty()) {
+      out.print_string(PRINT_FP, nullptr, "dev ", "");
+      out.print_string(PRINT_ANY, "dev", "%s ", d.name());
     }
-    std::string line = "qdisc " + q.kind + " " + tc_handle_str(q.handle) + " ";
-    if (dev.empty()) line += "dev " + d.name() + " ";
-    line += q.is_root ? "root refcnt 2 " : "parent " + tc_handle_str(q.parent) + " ";
-    line += opt.text;  // print_qdisc keeps the space each field ends with
-    std::fprintf(out, "%s\n", line.c_str());
+    if (q.is_root) {
+      out.print_bool(PRINT_ANY, "root", "root ", true);
+      out.print_uint(PRINT_ANY, "refcnt", "refcnt %u ", 2);
+    } else {
+      out.print_string(PRINT_ANY, "parent", "parent %s ", tc_handle_str(q.parent));
+    }
+    out.open_object("options");
+    if (u && u->print_qopt) u->print_qopt(q.opts, out);  // print_qdisc keeps the space each field ends with
+    out.close_object();
+    out.print_nl();
     if (flags.stats) {
-      print_qstats(out, s);
-      if (xstats) std::fprintf(out, "%s\n", xopt.text.c_str());
+      print_tcstats(out, q.stats, " ");
+      out.print_nl();
+      if (u && u->print_xstats && !q.xstats.empty()) {
+        u->print_xstats(q.xstats, out);
+        out.print_nl();
+      }
     }
+    out.close_object();
   }
 };
 
@@ -204,13 +203,13 @@ Result<ExtCommand> parse_qdisc(Lexer& lx, const TcFlags& flags) {
       auto v = lx.value(k);
       if (!v) return unexpected(v.error());
       auto h = get_qdisc_handle(*v);
-      if (!h || *h == 0) return unexpected("bad handle \"" + *v + "\" (want MAJ:)", *v);
+      if (!h || *h == 0) return unexpected("argument \"" + *v + "\" is wrong: invalid qdisc ID", *v);
       req.handle = *h;
       req.handle_set = true;
     } else {
       line->kind_word = k;
       util = get_qdisc_util(k);
-      if (!util) return unexpected("unknown qdisc kind \"" + k + "\"", k);
+      if (!util) return unexpected("Specified qdisc kind is unknown (\"" + k + "\")", k);
       req.kind = k;
       if (util->parse_qopt) {
         auto o = util->parse_qopt(lx);

@@ -58,23 +58,19 @@ Result<QdiscOp> parse_modify_verb(const std::string& verb, const char* object) {
   return unexpected("unknown tc " + std::string(object) + " command \"" + verb + "\"", verb);
 }
 
-void print_qstats(std::FILE* out, const QdiscStats& s) {
-  std::fprintf(out, " Sent %llu bytes %llu pkt (dropped %llu, overlimits %llu requeues %llu) \n",
-               static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.packets),
-               static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.overlimits),
-               static_cast<unsigned long long>(s.requeues));
-  std::fprintf(out, " backlog %s %llup requeues %llu\n", sprint_size(static_cast<uint32_t>(s.backlog)).c_str(),
-               static_cast<unsigned long long>(s.qlen), static_cast<unsigned long long>(s.requeues));
-}
-
-void qstats_json(nlohmann::json& j, const QdiscStats& s) {
-  j["bytes"] = s.bytes;
-  j["packets"] = s.packets;
-  j["drops"] = s.drops;
-  j["overlimits"] = s.overlimits;
-  j["requeues"] = s.requeues;
-  j["backlog"] = s.backlog;
-  j["qlen"] = s.qlen;
+void print_tcstats(PrintSink& out, const QdiscStats& s, const char* prefix) {
+  out.print_string(PRINT_FP, nullptr, "%s", prefix);
+  out.print_uint(PRINT_ANY, "bytes", "Sent %llu bytes", s.bytes);
+  out.print_uint(PRINT_ANY, "packets", " %llu pkt", s.packets);
+  out.print_uint(PRINT_ANY, "drops", " (dropped %u", s.drops);
+  out.print_uint(PRINT_ANY, "overlimits", ", overlimits %u", s.overlimits);
+  out.print_uint(PRINT_ANY, "requeues", " requeues %u) ", s.requeues);
+  out.print_nl();
+  out.print_string(PRINT_FP, nullptr, "%s", prefix);
+  out.print_uint(PRINT_JSON, "backlog", nullptr, s.backlog);
+  out.print_string(PRINT_FP, nullptr, "backlog %s", sprint_size(static_cast<uint32_t>(s.backlog)));
+  out.print_uint(PRINT_ANY, "qlen", " %up", s.qlen);
+  out.print_uint(PRINT_FP, nullptr, " requeues %u", s.requeues);
 }
 
 // --- numbers.
@@ -346,18 +342,15 @@ void register_filter_util(const FilterUtil& u) { add_util(u, "filter"); }
 const FilterUtil* get_filter_util(std::string_view id) { return find_util<FilterUtil>(id); }
 
 // mirrors prio_print_opt
-void print_prio_qopt(const QdiscOptions& opts, KindPrint& out) {
+void print_prio_qopt(const QdiscOptions& opts, PrintSink& out) {
   const auto* p = opts.get<PrioOptions>();
   if (!p) return;
-  out.text = "bands " + std::to_string(p->bands) + " priomap";
-  nlohmann::json map = nlohmann::json::array();
-  for (unsigned i = 0; i <= kTcPrioMax; ++i) {
-    out.text += " " + std::to_string(p->priomap[i]);
-    map.push_back(p->priomap[i]);
-  }
-  out.json["bands"] = p->bands;
-  out.json["priomap"] = map;
-  out.json["multiqueue"] = false;
+  out.print_uint(PRINT_ANY, "bands", "bands %u ", p->bands);
+  out.open_array("priomap");
+  out.text(PRINT_FP, "priomap");
+  for (unsigned i = 0; i <= kTcPrioMax; ++i) out.print_uint(PRINT_ANY, nullptr, " %d", p->priomap[i]);
+  out.close_array();
+  out.print_bool(PRINT_JSON, "multiqueue", nullptr, false);
 }
 
 // --- actions.
@@ -378,6 +371,53 @@ bool action_a2n(const std::string& s, int& verdict) {
       return true;
     }
   return false;
+}
+
+// mirrors tc_print_action: each action's "\taction order N: " and its kind's lines, with
+// -s its counters under "Action statistics:"; in JSON the "actions" array.
+void print_actions(const ::pktpath::tc::FilterSpec& spec, PrintSink& out) {
+  if (spec.actions.empty()) return;
+  out.open_array("actions");
+  unsigned order = 1;
+  for (const auto& a : spec.actions) {
+    out.open_object(nullptr);
+    out.print_nl();
+    out.print_uint(PRINT_ANY, "order", "\taction order %u: ", order++);
+    if (const ActionUtil* au = get_action_util(a->kind())) au->print_aopt(a->dump(), a->index, out);
+    if (out.stats) {
+      const auto as = a->stats.sum();
+      QdiscStats qs;
+      qs.bytes = as.bytes;
+      qs.packets = as.packets;
+      qs.drops = as.drops;
+      qs.overlimits = as.overlimits;
+      out.print_string(PRINT_FP, nullptr, "\tAction statistics:", "");
+      out.print_nl();
+      out.open_object("stats");
+      print_tcstats(out, qs, "\t");
+      out.close_object();
+      out.print_nl();
+    }
+    out.close_object();
+  }
+  out.close_array();
+}
+
+// mirrors print_action_control: PREFIX verdict SUFFIX, in JSON {"type": verdict}.
+void print_action_control(PrintSink& out, const char* prefix, int verdict, const char* suffix) {
+  out.print_string(PRINT_FP, nullptr, "%s", prefix);
+  out.open_object("control_action");
+  out.print_string(PRINT_ANY, "type", "%s", ::pktpath::tc::tc_act_name(verdict));
+  out.close_object();
+  out.print_string(PRINT_FP, nullptr, "%s", suffix);
+}
+
+// The line every action kind ends with: "\t index N ref 1 bind 1" (mirred's "\tindex").
+void print_action_index(PrintSink& out, const char* fmt, uint32_t index) {
+  out.print_uint(PRINT_ANY, "index", fmt, index);
+  out.print_int(PRINT_ANY, "ref", " ref %d", 1);
+  out.print_int(PRINT_ANY, "bind", " bind %d", 1);
+  out.print_nl();
 }
 
 // mirrors parse_action (m_action.c) for one action
@@ -423,20 +463,17 @@ Result<bool> parse_filter_common(const std::string& k, Lexer& lx, FilterRequest&
   return true;
 }
 
-void print_filter_classid(const ::pktpath::tc::FilterSpec& s, const char* word, KindPrint& out) {
+void print_filter_classid(const ::pktpath::tc::FilterSpec& s, const char* word, PrintSink& out) {
   if (!s.classid_set) return;
-  out.text += std::string(word) + " " + sprint_tc_classid(s.classid) + " ";
-  out.json[word] = sprint_tc_classid(s.classid);
+  const std::string fmt = std::string(word) + " %s ";
+  out.print_string(PRINT_ANY, word, fmt.c_str(), sprint_tc_classid(s.classid));
 }
 
-void print_filter_flags(const ::pktpath::tc::FilterSpec& s, const char* sep, KindPrint& out) {
+void print_filter_flags(const ::pktpath::tc::FilterSpec& s, const char* sep, PrintSink& out) {
   const std::string tail = *sep ? "" : " ";
-  if (s.skip_hw) {
-    out.text += sep + std::string("skip_hw") + tail;
-    out.json["skip_hw"] = true;
-  }
-  out.text += sep + std::string("not_in_hw") + tail;
-  out.json["not_in_hw"] = true;
+  const std::string skip = sep + std::string("skip_hw") + tail, not_in = sep + std::string("not_in_hw") + tail;
+  if (s.skip_hw) out.print_bool(PRINT_ANY, "skip_hw", skip.c_str(), true);
+  out.print_bool(PRINT_ANY, "not_in_hw", not_in.c_str(), true);
 }
 
 Result<uint32_t> get_u32_handle(const std::string& s) {

@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli/print_sink.h"
 #include "core/result.h"
 #include "sched/act_api.h"
 #include "sched/cls_api.h"
@@ -81,21 +83,10 @@ std::string sprint_time(uint64_t usec);       // 500us, 10ms, 1.5s
 std::string sprint_time64(int64_t nsec);      // 10us, 1.5ms, 999ns
 std::string sprint_tc_classid(uint32_t h);    // root, none, 1:, :2, 1:2
 
-// tc -s's two counter lines for a qdisc or a class (print_tcstats_attr: Sent ...,
-// backlog ...), each ending with a newline, and the keys tc -j adds for them.
-void print_qstats(std::FILE* out, const QdiscStats& s);
-void qstats_json(nlohmann::json& j, const QdiscStats& s);
-
-// What a kind prints: the text after the fixed part of the line, and its JSON object.
-struct KindPrint {
-  std::string text;
-  nlohmann::json json = nlohmann::json::object();
-  // An action that prints its own index and ref lines (police) sets this.
-  bool own_index_line = false;
-  // What precedes an action's index on its line (iproute2's print_<kind>: "\t index",
-  // mirred's "\tindex").
-  const char* index_prefix = "\t index";
-};
+// tc -s's two counter lines for a qdisc, a class or an action (print_tcstats2_attr:
+// "PREFIX Sent ...", "PREFIX backlog ..."), the second without its newline; in JSON the
+// counters' keys.
+void print_tcstats(PrintSink& out, const QdiscStats& s, const char* prefix);
 
 // --- qdisc kinds (struct qdisc_util).
 
@@ -103,24 +94,24 @@ struct QdiscUtil {
   const char* id;
   // The words after the kind -> the kind's typed options; nullptr: takes no options.
   Result<QdiscOptions> (*parse_qopt)(Lexer& lx) = nullptr;
-  // The options a qdisc dumps -> text and JSON; nullptr: prints nothing.
-  void (*print_qopt)(const QdiscOptions& opts, KindPrint& out) = nullptr;
+  // The options a qdisc dumps, through the sink; nullptr: prints nothing.
+  void (*print_qopt)(const QdiscOptions& opts, PrintSink& out) = nullptr;
   // clsact / ingress: add, replace and del only, at parent ffff:fff1.
   bool ingress_hook = false;
   // The kind's extra statistics (tc -s) -> the lines after "backlog" (without the last
   // newline) and the keys tc -j adds to the qdisc's object; nullptr: none.
-  void (*print_xstats)(const QdiscXstats& xstats, KindPrint& out) = nullptr;
+  void (*print_xstats)(const QdiscXstats& xstats, PrintSink& out) = nullptr;
   // Classful kinds with tc class words (htb): the words after the kind -> the class's
   // typed options; a class dump -> text and JSON; its xstats (tc -s class) -> the lines
   // after "backlog". nullptr: the kind takes no `tc class` options.
   Result<KindOptions> (*parse_copt)(Lexer& lx) = nullptr;
-  void (*print_copt)(const KindOptions& opts, KindPrint& out) = nullptr;
-  void (*print_cxstats)(const QdiscXstats& xstats, KindPrint& out) = nullptr;
+  void (*print_copt)(const KindOptions& opts, PrintSink& out) = nullptr;
+  void (*print_cxstats)(const QdiscXstats& xstats, PrintSink& out) = nullptr;
 };
 void register_qdisc_util(const QdiscUtil& u);
 const QdiscUtil* get_qdisc_util(std::string_view id);
 // prio's printer (bands and priomap), which pfifo_fast shares as in iproute2.
-void print_prio_qopt(const QdiscOptions& opts, KindPrint& out);
+void print_prio_qopt(const QdiscOptions& opts, PrintSink& out);
 struct QdiscUtilRegistrar {
   explicit QdiscUtilRegistrar(const QdiscUtil& u) { register_qdisc_util(u); }
 };
@@ -132,8 +123,9 @@ struct ActionUtil {
   // The words after the kind (the lexer stands on the first); stops at a word it does
   // not know, leaving it for the filter.
   Result<ActionOptions> (*parse_aopt)(Lexer& lx);
-  // tc's description after "action order N: ", e.g. "gact action drop".
-  void (*print_aopt)(const ActionOptions& opts, KindPrint& out);
+  // mirrors print_<kind>: what follows "action order N: ", to its index line and the
+  // newline after it (print_action_index).
+  void (*print_aopt)(const ActionOptions& opts, uint32_t index, PrintSink& out);
 };
 void register_action_util(const ActionUtil& u);
 const ActionUtil* get_action_util(std::string_view id);
@@ -150,6 +142,13 @@ struct ActionRequest {
 // parse_action: the lexer stands after "action". A control word alone (`action drop`)
 // is gact's short form.
 Result<ActionRequest> parse_action(Lexer& lx);
+// mirrors tc_print_action: a filter's actions, in JSON its "actions" array.
+void print_actions(const ::pktpath::tc::FilterSpec& spec, PrintSink& out);
+// mirrors print_action_control: PREFIX verdict SUFFIX; JSON "control_action": {"type"}.
+void print_action_control(PrintSink& out, const char* prefix, int verdict, const char* suffix);
+// An action's last line: FMT's index (iproute2's "\t index %u", mirred's "\tindex %u"),
+// " ref 1 bind 1", newline.
+void print_action_index(PrintSink& out, const char* fmt, uint32_t index);
 // gact's verdict words (action_a2n): ok, pass, drop, shot, pipe, continue, ...
 bool action_a2n(const std::string& s, int& verdict);
 
@@ -164,30 +163,31 @@ struct FilterRequest {
   std::shared_ptr<::pktpath::tc::FilterSpec> spec;
   std::vector<ActionRequest> actions;
 };
+// Prints a filter's fixed part, "filter [parent P ]protocol P pref N KIND chain 0 ".
+using FilterHead = std::function<void(PrintSink&)>;
 struct FilterUtil {
   const char* id;
   // The words after the kind, to the end of the line (the lexer stands on the first);
   // sets req.spec.
   Status (*parse_fopt)(Lexer& lx, FilterRequest& req);
-  // The filter's line after "filter protocol P pref N KIND chain 0 " (from its handle
-  // on), ending with a newline, and its JSON options.
-  void (*print_fopt)(const ::pktpath::tc::TcFilter& f, bool stats, KindPrint& out);
-  // Optional: lines between a pref's filters (u32's root table): called before each
+  // mirrors <kind>_print_opt: the filter's options after "filter ... chain 0 " (from
+  // its handle on), without the actions (print_actions follows) or the last newline.
+  void (*print_fopt)(const ::pktpath::tc::TcFilter& f, PrintSink& out);
+  // Optional: entries between a pref's filters (u32's root table): called before each
   // filter (next) and once after the pref's last (next nullptr); `state` is zero at the
-  // pref's start and the kind's own between calls; `head` is "filter protocol P pref N
-  // KIND chain 0 ".
-  void (*print_gap)(const ::pktpath::tc::TcFilter* next, int& state, const std::string& head,
-                    KindPrint& out) = nullptr;
+  // pref's start and the kind's own between calls; `head` prints "filter ... chain 0 ".
+  void (*print_gap)(const ::pktpath::tc::TcFilter* next, uint64_t& state, const FilterHead& head,
+                    PrintSink& out) = nullptr;
 };
 // The words every kind takes after its name: classid|flowid X:Y, action ..., skip_hw,
 // skip_sw (refused: no offload). True when `k` (just read) was one of them.
 Result<bool> parse_filter_common(const std::string& k, Lexer& lx, FilterRequest& req,
                                  ::pktpath::tc::FilterSpec& spec);
 // "WORD X:Y " when a classid was given (word: flowid or classid, as the kind prints it).
-void print_filter_classid(const ::pktpath::tc::FilterSpec& s, const char* word, KindPrint& out);
+void print_filter_classid(const ::pktpath::tc::FilterSpec& s, const char* word, PrintSink& out);
 // The offload flags as the kernel reports a software filter: [skip_hw] not_in_hw, each
 // after `sep` ("\n  " for flower and matchall) or followed by a space (sep "").
-void print_filter_flags(const ::pktpath::tc::FilterSpec& s, const char* sep, KindPrint& out);
+void print_filter_flags(const ::pktpath::tc::FilterSpec& s, const char* sep, PrintSink& out);
 // get_u32_handle: u32's "HT:BKT:NODE" in hex, parts optional ("800:", "800::800").
 Result<uint32_t> get_u32_handle(const std::string& s);
 void register_filter_util(const FilterUtil& u);
