@@ -7,6 +7,7 @@
 #include "core/netdevice.h"
 #include "core/net.h"
 #include "sched/qdisc.h"
+#include "sched/sch_api.h"
 
 namespace pktpath {
 
@@ -72,6 +73,21 @@ class MqQdisc final : public Qdisc {
     children_[minor - 1] = std::move(q);
     if (dev.is_up()) dev.txq(static_cast<uint16_t>(minor - 1)).qdisc = children_[minor - 1].get();
     return old;
+  }
+
+  // mirrors mq_dump_class and mq_dump_class_stats: a class per tx queue at the root,
+  // its leaf the queue's qdisc, its counters that qdisc's.
+  std::vector<QdiscClassInfo> class_dump(uint64_t) const override {
+    std::vector<QdiscClassInfo> out;
+    for (size_t i = 0; i < children_.size(); ++i) {
+      QdiscClassInfo c;
+      c.classid = (handle() & 0xffff0000u) | static_cast<uint32_t>(i + 1);
+      c.parent = TC_H_ROOT;
+      c.leaf_handle = children_[i]->handle();
+      c.stats = children_[i]->stats();
+      out.push_back(std::move(c));
+    }
+    return out;
   }
 
   // mirrors mq_dump: the root's counters are the sum of its children's.

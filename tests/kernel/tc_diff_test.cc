@@ -24,6 +24,7 @@ struct Config {
   const char* name;
   std::vector<std::string> lines;  // tc lines (without "tc"), on veth v0 <-> v1
   std::vector<std::string> shows;  // tc show lines compared, each also with -s, -d and -j
+  const char* link = "v0 type veth peer name v1";  // after `ip link add`
 };
 
 // Each show as given and with tc's -s, -d and -j flags (iproute2 6.1 prints classes as
@@ -46,7 +47,7 @@ std::string kernel_output(const Config& c, std::string& why) {
   }
   sh("ip netns exec " + ns + " sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1");
   std::string out;
-  if (!sh("ip -n " + ns + " link add v0 type veth peer name v1") || !sh("ip -n " + ns + " link set v0 up") ||
+  if (!sh("ip -n " + ns + " link add " + c.link) || !sh("ip -n " + ns + " link set v0 up") ||
       !sh("ip -n " + ns + " link set v1 up")) {
     why = "cannot make a veth pair";
   } else {
@@ -68,7 +69,7 @@ std::string pktpath_output(const Config& c) {
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     if (!f) return "cannot write " + path;
-    std::fputs("ip link add v0 type veth peer name v1\nip link set v0 up\nip link set v1 up\n", f);
+    std::fprintf(f, "ip link add %s\nip link set v0 up\nip link set v1 up\n", c.link);
     for (const std::string& l : c.lines) std::fprintf(f, "tc %s\n", l.c_str());
     for (const std::string& s : with_flags(c.shows)) std::fprintf(f, "tc %s\n", s.c_str());
     std::fclose(f);
@@ -147,6 +148,10 @@ const Config kConfigs[] = {
       "filter add dev v0 parent 1: protocol ip prio 1 u32 match ip dst 10.0.0.1/32 flowid 1:10",
       "filter add dev v0 parent 1: protocol ip prio 1 u32 match u32 0x10000 0xffff0000 flowid 1:20"},
      {"filter show dev v0", "filter show dev v1"}},
+    {"mq on a 4-queue veth, a child replaced",
+     {"qdisc add dev v0 root handle 1: mq", "qdisc add dev v0 parent 1:2 handle 20: pfifo limit 50"},
+     {"qdisc show dev v0", "class show dev v0"},
+     "v0 numtxqueues 4 type veth peer name v1"},
     {"noqueue, ingress, pfifo_fast", {"qdisc add dev v0 ingress", "qdisc add dev v1 root handle 2: pfifo_fast"},
      {"qdisc show dev v0", "qdisc show dev v1"}},
 };

@@ -59,6 +59,7 @@ struct QdiscRow {
   QdiscOptions opts;
   QdiscStats stats;
   QdiscXstats xstats;
+  bool mq_root = false;  // TCQ_F_MQROOT
 };
 
 struct QdiscShowLine final : ExtLine {
@@ -103,7 +104,7 @@ struct QdiscShowLine final : ExtLine {
     std::vector<QdiscRow> out;
     for (auto [q, is_root] : qs)
       out.push_back(QdiscRow{q->kind(), q->handle(), is_root, q->parent(), q->dump(), q->stats(),
-                             q->xstats(now_ns)});
+                             q->xstats(now_ns), (q->flags() & TCQ_F_MQROOT) != 0});
     // clsact / ingress: listed after the tree, at parent ffff:fff1.
     if (const char* k = ktc::ingress_qdisc_kind(d)) {
       QdiscRow row{k, kIngressHandle, false, TC_H_INGRESS, {}, {}, {}};
@@ -132,7 +133,9 @@ struct QdiscShowLine final : ExtLine {
     }
     if (q.is_root) {
       out.print_bool(PRINT_ANY, "root", "root ", true);
-      out.print_uint(PRINT_ANY, "refcnt", "refcnt %u ", 2);
+      // tcm_info, printed when not 1: the tx queues hold a root, not an mq root (they
+      // hold its children).
+      if (!q.mq_root) out.print_uint(PRINT_ANY, "refcnt", "refcnt %u ", 2);
     } else {
       out.print_string(PRINT_ANY, "parent", "parent %s ", tc_handle_str(q.parent));
     }
