@@ -67,18 +67,17 @@ void police_print(const ActionOptions& opts, uint32_t, PrintSink& out) {
   out.print_string(PRINT_JSON, "kind", "%s", "police");
   out.print_hex(PRINT_FP, nullptr, " police 0x%x ", o->index);
   out.print_uint(PRINT_JSON, "index", nullptr, o->index);
-  out.print_string(PRINT_FP, nullptr, "rate %s ", sprint_rate(o->rate_bytes_ps));
-  out.print_string(PRINT_FP, nullptr, "burst %s ", sprint_size(o->burst));
-  out.print_string(PRINT_FP, nullptr, "mtu %s ", sprint_size(o->mtu));
-  if (o->peak_bytes_ps) out.print_string(PRINT_FP, nullptr, "peakrate %s ", sprint_rate(o->peak_bytes_ps));
+  print_rate(out, PRINT_FP, "rate", "rate %s ", o->rate_bytes_ps);
+  print_size(out, PRINT_FP, "burst", "burst %s ", o->burst);
+  print_size(out, PRINT_FP, "mtu", "mtu %s ", o->mtu);
+  if (o->peak_bytes_ps) print_rate(out, PRINT_FP, "peakrate", "peakrate %s ", o->peak_bytes_ps);
   print_action_control(out, "action ", o->exceed, "");
   // TCA_POLICE_RESULT is dumped only when not OK (0).
   if (o->conform != ktc::TC_ACT_OK)
     print_action_control(out, "/", o->conform, " ");
   else
     out.print_string(PRINT_FP, nullptr, " ", "");
-  out.print_uint(PRINT_JSON, "overhead", nullptr, 0);
-  out.print_string(PRINT_FP, nullptr, "overhead %s ", sprint_size(0));
+  print_size(out, PRINT_ANY, "overhead", "overhead %s ", 0);
   if (out.details) out.print_string(PRINT_ANY, "linklayer", "linklayer %s ", "ethernet");
   out.print_nl();
   out.print_int(PRINT_ANY, "ref", "\tref %d ", 1);

@@ -38,8 +38,7 @@ void codel_print_xstats(const QdiscXstats& xs, PrintSink& out) {
   if (!x) return;
   out.print_uint(PRINT_ANY, "count", "  count %u", x->count);
   out.print_uint(PRINT_ANY, "lastcount", " lastcount %u", x->lastcount);
-  out.print_uint(PRINT_JSON, "ldelay", nullptr, x->ldelay_us);
-  out.print_string(PRINT_FP, nullptr, " ldelay %s", sprint_time(x->ldelay_us));
+  print_time(out, "ldelay", " ldelay %s", x->ldelay_us);
   if (x->dropping) out.print_bool(PRINT_ANY, "dropping", " dropping", true);
   out.print_int(PRINT_JSON, "drop_next", nullptr, x->drop_next_us);
   if (x->drop_next_us < 0)

@@ -54,9 +54,7 @@ inline void print_codel_limit(PrintSink& out, std::optional<uint32_t> limit) {
 
 // A time option: JSON in microseconds, text as sprint_time.
 inline void print_codel_time(PrintSink& out, const char* key, const char* fmt, std::optional<uint32_t> us) {
-  if (!us) return;
-  out.print_uint(PRINT_JSON, key, nullptr, *us);
-  out.print_string(PRINT_FP, nullptr, fmt, sprint_time(*us));
+  if (us) print_time(out, key, fmt, *us);
 }
 
 // target, ce_threshold, interval in that order.

@@ -27,8 +27,7 @@ void fifo_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* f = opts.get<FifoOptions>();
   if (!f) return;
   if (kBytes) {
-    out.print_uint(PRINT_JSON, "limit", nullptr, f->limit);
-    out.print_string(PRINT_FP, nullptr, "limit %s", sprint_size(f->limit));
+    print_size(out, PRINT_ANY, "limit", "limit %s", f->limit);
   } else {
     out.print_uint(PRINT_ANY, "limit", "limit %up", f->limit);
   }

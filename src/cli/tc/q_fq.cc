@@ -76,17 +76,6 @@ Result<QdiscOptions> fq_parse_opt(Lexer& lx) {
   return QdiscOptions(o);
 }
 
-// A time: JSON the number, text as `show` prints it.
-void print_time_opt(PrintSink& out, const char* key, const char* fmt, uint64_t v, const std::string& text) {
-  out.print_uint(PRINT_JSON, key, nullptr, v);
-  out.print_string(PRINT_FP, nullptr, fmt, text);
-}
-
-// A size or rate: JSON the number, text as sprint_size / sprint_rate.
-void print_sized(PrintSink& out, const char* key, const char* fmt, uint64_t v, const std::string& text) {
-  print_time_opt(out, key, fmt, v, text);
-}
-
 // mirrors fq_print_opt
 void fq_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<FqOptions>();
@@ -96,20 +85,16 @@ void fq_print_opt(const QdiscOptions& opts, PrintSink& out) {
   if (o->buckets_log) out.print_uint(PRINT_ANY, "buckets", "buckets %u ", 1u << *o->buckets_log);
   if (o->orphan_mask) out.print_uint(PRINT_ANY, "orphan_mask", "orphan_mask %u ", *o->orphan_mask);
   if (o->pacing && !*o->pacing) out.print_bool(PRINT_ANY, "pacing", "nopacing ", false);
-  if (o->quantum) print_sized(out, "quantum", "quantum %s ", *o->quantum, sprint_size(*o->quantum));
-  if (o->initial_quantum)
-    print_sized(out, "initial_quantum", "initial_quantum %s ", *o->initial_quantum, sprint_size(*o->initial_quantum));
-  if (o->maxrate && *o->maxrate != ~0u) print_sized(out, "maxrate", "maxrate %s ", *o->maxrate, sprint_rate(*o->maxrate));
+  if (o->quantum) print_size(out, PRINT_ANY, "quantum", "quantum %s ", *o->quantum);
+  if (o->initial_quantum) print_size(out, PRINT_ANY, "initial_quantum", "initial_quantum %s ", *o->initial_quantum);
+  if (o->maxrate && *o->maxrate != ~0u) print_rate(out, PRINT_ANY, "maxrate", "maxrate %s ", *o->maxrate);
   if (o->low_rate_threshold && *o->low_rate_threshold)
-    print_sized(out, "low_rate_threshold", "low_rate_threshold %s ", *o->low_rate_threshold,
-                sprint_rate(*o->low_rate_threshold));
-  if (o->refill_delay_us)
-    print_time_opt(out, "refill_delay", "refill_delay %s ", *o->refill_delay_us, sprint_time(*o->refill_delay_us));
+    print_rate(out, PRINT_ANY, "low_rate_threshold", "low_rate_threshold %s ", *o->low_rate_threshold);
+  if (o->refill_delay_us) print_time(out, "refill_delay", "refill_delay %s ", *o->refill_delay_us);
   if (o->ce_threshold_us && *o->ce_threshold_us != ~0u)
-    print_time_opt(out, "ce_threshold", "ce_threshold %s ", *o->ce_threshold_us, sprint_time(*o->ce_threshold_us));
-  if (o->timer_slack_ns)
-    print_time_opt(out, "timer_slack", "timer_slack %s ", *o->timer_slack_ns, sprint_time64(*o->timer_slack_ns));
-  if (o->horizon_us) print_time_opt(out, "horizon", "horizon %s ", *o->horizon_us, sprint_time(*o->horizon_us));
+    print_time(out, "ce_threshold", "ce_threshold %s ", *o->ce_threshold_us);
+  if (o->timer_slack_ns) print_time64(out, "timer_slack", "timer_slack %s ", *o->timer_slack_ns);
+  if (o->horizon_us) print_time(out, "horizon", "horizon %s ", *o->horizon_us);
   if (o->horizon_drop) {
     const char* w = *o->horizon_drop ? "horizon_drop" : "horizon_cap";
     out.print_null(PRINT_ANY, w, "%s ", w);
@@ -124,8 +109,7 @@ void fq_print_xstats(const QdiscXstats& xs, PrintSink& out) {
   out.print_uint(PRINT_ANY, "inactive", " (inactive %u", x->inactive_flows);
   out.print_uint(PRINT_ANY, "throttled", " throttled %u)", x->throttled_flows);
   if (x->time_next_delayed_flow > 0) {
-    out.print_uint(PRINT_JSON, "next_packet_delay", nullptr, x->time_next_delayed_flow);
-    out.print_string(PRINT_FP, nullptr, " next_packet_delay %s", sprint_time64(x->time_next_delayed_flow));
+    print_time64(out, "next_packet_delay", " next_packet_delay %s", x->time_next_delayed_flow);
   }
   out.print_nl();
   out.print_uint(PRINT_ANY, "gc", "  gc %llu", x->gc_flows);
@@ -133,8 +117,7 @@ void fq_print_xstats(const QdiscXstats& xs, PrintSink& out) {
   if (x->tcp_retrans) out.print_uint(PRINT_ANY, "retrans", " retrans %llu", x->tcp_retrans);
   out.print_uint(PRINT_ANY, "throttled", " throttled %llu", x->throttled);  // iproute2 reuses the key
   if (x->unthrottle_latency_ns) {
-    out.print_uint(PRINT_JSON, "latency", nullptr, x->unthrottle_latency_ns);
-    out.print_string(PRINT_FP, nullptr, " latency %s", sprint_time64(x->unthrottle_latency_ns));
+    print_time64(out, "latency", " latency %s", x->unthrottle_latency_ns);
   }
   if (x->ce_mark) out.print_uint(PRINT_ANY, "ce_mark", " ce_mark %llu", x->ce_mark);
   if (x->flows_plimit) out.print_uint(PRINT_ANY, "flows_plimit", " flows_plimit %llu", x->flows_plimit);

@@ -52,10 +52,7 @@ void fq_codel_print_opt(const QdiscOptions& opts, PrintSink& out) {
   print_codel_time(out, "target", "target %s ", o->target_us);
   print_codel_time(out, "ce_threshold", "ce_threshold %s ", o->ce_threshold_us);
   print_codel_time(out, "interval", "interval %s ", o->interval_us);
-  if (o->memory_limit) {
-    out.print_uint(PRINT_JSON, "memory_limit", nullptr, *o->memory_limit);
-    out.print_string(PRINT_FP, nullptr, "memory_limit %s ", sprint_size(*o->memory_limit));
-  }
+  if (o->memory_limit) print_size(out, PRINT_ANY, "memory_limit", "memory_limit %s ", *o->memory_limit);
   print_codel_ecn(out, o->ecn);
   if (o->drop_batch && *o->drop_batch) out.print_uint(PRINT_ANY, "drop_batch", "drop_batch %u ", *o->drop_batch);
 }

@@ -95,12 +95,6 @@ void htb_print_opt(const QdiscOptions& opts, PrintSink& out) {
   out.print_uint(PRINT_ANY, "direct_qlen", " direct_qlen %u", o->direct_qlen);
 }
 
-// A size in text (sprint_size), the number in JSON (print_size).
-void print_size(PrintSink& out, const char* key, const char* fmt, uint32_t v) {
-  out.print_uint(PRINT_JSON, key, nullptr, v);
-  out.print_string(PRINT_FP, nullptr, fmt, sprint_size(v));
-}
-
 // mirrors htb_print_opt for a class (TCA_HTB_PARMS): the bursts back from ticks. Text as
 // iproute2 6.1 prints it, JSON keys as 6.2's (the first to dump classes in JSON).
 void htb_print_class_opt(const KindOptions& opts, PrintSink& out) {
@@ -112,23 +106,21 @@ void htb_print_class_opt(const KindOptions& opts, PrintSink& out) {
     out.print_int(PRINT_ANY, "prio", "prio %d ", o->prio);
     if (out.details) out.print_int(PRINT_ANY, "quantum", "quantum %d ", o->quantum);
   }
-  out.print_uint(PRINT_JSON, "rate", nullptr, o->rate_bytes_ps);
-  out.print_string(PRINT_FP, nullptr, "rate %s ", sprint_rate(o->rate_bytes_ps));
-  out.print_uint(PRINT_JSON, "ceil", nullptr, o->ceil_bytes_ps);
-  out.print_string(PRINT_FP, nullptr, "ceil %s ", sprint_rate(o->ceil_bytes_ps));
+  print_rate(out, PRINT_ANY, "rate", "rate %s ", o->rate_bytes_ps);
+  print_rate(out, PRINT_ANY, "ceil", "ceil %s ", o->ceil_bytes_ps);
   if (out.details) out.print_string(PRINT_ANY, "linklayer", "linklayer %s ", "ethernet");
   if (out.details) {
     // The rate tables' cell (1 << cell_log: 1 for tables tc computes at these MTUs).
-    print_size(out, "burst", "burst %s/", burst);
+    print_size(out, PRINT_ANY, "burst", "burst %s/", burst);
     out.print_uint(PRINT_ANY, "burst_cell", "%u ", 1);
-    print_size(out, "mpu_rate", "mpu %s ", 0);
-    print_size(out, "cburst", "cburst %s/", cburst);
+    print_size(out, PRINT_ANY, "mpu_rate", "mpu %s ", 0);
+    print_size(out, PRINT_ANY, "cburst", "cburst %s/", cburst);
     out.print_uint(PRINT_ANY, "cburst_cell", "%u ", 1);
-    print_size(out, "mpu_ceil", "mpu %s ", 0);
+    print_size(out, PRINT_ANY, "mpu_ceil", "mpu %s ", 0);
     out.print_int(PRINT_ANY, "level", "level %d ", o->level);
   } else {
-    print_size(out, "burst", "burst %s ", burst);
-    print_size(out, "cburst", "cburst %s ", cburst);
+    print_size(out, PRINT_ANY, "burst", "burst %s ", burst);
+    print_size(out, PRINT_ANY, "cburst", "cburst %s ", cburst);
   }
 }
 

@@ -313,8 +313,7 @@ void netem_print_opt(const QdiscOptions& opts, PrintSink& out) {
   prob_group(out, "corrupt", o->corrupt, o->corrupt_corr);
   if (o->rate) {
     out.open_object("rate");
-    out.print_uint(PRINT_JSON, "rate", nullptr, o->rate);
-    out.print_string(PRINT_FP, nullptr, " rate %s", sprint_rate(o->rate));
+    print_rate(out, PRINT_ANY, "rate", " rate %s", o->rate);
     int_opt(out, "packetoverhead", o->packet_overhead);
     out.print_uint(PRINT_JSON, "cellsize", nullptr, o->cell_size);
     if (o->cell_size) out.print_uint(PRINT_FP, nullptr, " cellsize %u", o->cell_size);

@@ -50,8 +50,7 @@ void sfq_print_opt(const QdiscOptions& opts, PrintSink& out) {
   const auto* o = opts.get<SfqOptions>();
   if (!o) return;
   out.print_uint(PRINT_ANY, "limit", "limit %up ", o->limit);
-  out.print_uint(PRINT_JSON, "quantum", nullptr, o->quantum);
-  out.print_string(PRINT_FP, nullptr, "quantum %s ", sprint_size(o->quantum));
+  print_size(out, PRINT_ANY, "quantum", "quantum %s ", o->quantum);
   if (o->depth) out.print_uint(PRINT_ANY, "depth", "depth %u ", o->depth);
   if (o->headdrop) out.print_bool(PRINT_ANY, "headdrop", "headdrop ", true);
   if (out.details) out.print_uint(PRINT_ANY, "flows", "flows %u ", o->flows);

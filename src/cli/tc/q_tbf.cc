@@ -58,24 +58,19 @@ void tbf_print_opt(const QdiscOptions& opts, PrintSink& out) {
   r.precompute(t->rate_bytes_ps);
   const auto ticks = static_cast<uint32_t>(r.l2t_ns(t->burst) >> ktc::kPschedShift);
   const uint32_t burst = ktc::tc_calc_xmitsize(t->rate_bytes_ps, ticks);
-  out.print_uint(PRINT_JSON, "rate", nullptr, t->rate_bytes_ps);
-  out.print_string(PRINT_FP, nullptr, "rate %s ", sprint_rate(t->rate_bytes_ps));
+  print_rate(out, PRINT_ANY, "rate", "rate %s ", t->rate_bytes_ps);
   if (out.details) {
     out.print_string(PRINT_ANY, "burst", "burst %s ", sprint_size(burst) + "/1");
-    out.print_uint(PRINT_JSON, "mpu", nullptr, 0);
-    out.print_string(PRINT_FP, nullptr, "mpu %s ", sprint_size(0));
+    print_size(out, PRINT_ANY, "mpu", "mpu %s ", 0);
   } else {
-    out.print_uint(PRINT_JSON, "burst", nullptr, burst);
-    out.print_string(PRINT_FP, nullptr, "burst %s ", sprint_size(burst));
+    print_size(out, PRINT_ANY, "burst", "burst %s ", burst);
   }
   const double latency =
       1e6 * (static_cast<double>(t->limit) / static_cast<double>(t->rate_bytes_ps)) - ktc::tc_core_tick2time(ticks);
   if (latency >= 0) {
-    out.print_uint(PRINT_JSON, "lat", nullptr, static_cast<uint64_t>(latency));
-    out.print_string(PRINT_FP, nullptr, "lat %s ", sprint_time(static_cast<uint32_t>(latency)));
+    print_time(out, "lat", "lat %s ", static_cast<uint32_t>(latency));
   } else {
-    out.print_uint(PRINT_JSON, "limit", nullptr, t->limit);
-    out.print_string(PRINT_FP, nullptr, "limit %s ", sprint_size(t->limit));
+    print_size(out, PRINT_ANY, "limit", "limit %s ", t->limit);
   }
   if (out.details) out.print_string(PRINT_ANY, "linklayer", "linklayer %s ", "ethernet");
 }

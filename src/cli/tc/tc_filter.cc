@@ -5,6 +5,7 @@
 // up when the line runs.
 #include <cstdio>
 #include <functional>
+#include <optional>
 
 #include "cli/script_exec.h"
 #include "cli/tc/tc.h"
@@ -150,36 +151,38 @@ struct FilterShowLine final : ExtLine {
     PrintSink out(flags.json || r.json());
     out.stats = flags.stats;
     out.details = flags.details;
-    // The pref's filter before this one and its kind's gap printer (FilterUtil::print_gap).
-    const ktc::TcFilter* prev = nullptr;
-    const FilterUtil* prev_util = nullptr;
-    const ktc::TcFilter* prev_head = nullptr;
-    uint64_t gap_state = 0;
     // mirrors print_filter up to the kind's options: "filter [parent P ]protocol P pref N
-    // KIND chain 0 ".
-    auto head_of = [&](const ktc::TcFilter& f) {
-      return [&, fp = &f](PrintSink& o) {
+    // KIND chain 0 ", from values copied out of the filter (the last pref's head prints
+    // after the walk, when the filters may no longer be read).
+    auto head_of = [&](const ktc::TcFilter& f) -> FilterHead {
+      return [&, proto = proto_name(f.protocol()), pref = f.pref(), kind = std::string(f.kind())](PrintSink& o) {
         o.print_string(PRINT_FP, nullptr, "filter ", "");
         if (of_root) o.print_string(PRINT_ANY, "parent", "parent %s ", tc_handle_str(target.qdisc));
-        o.print_string(PRINT_ANY, "protocol", "protocol %s ", proto_name(fp->protocol()));
-        o.print_uint(PRINT_ANY, "pref", "pref %u ", fp->pref());
-        o.print_string(PRINT_ANY, "kind", "%s ", fp->kind());
+        o.print_string(PRINT_ANY, "protocol", "protocol %s ", proto);
+        o.print_uint(PRINT_ANY, "pref", "pref %u ", pref);
+        o.print_string(PRINT_ANY, "kind", "%s ", kind);
         o.print_uint(PRINT_ANY, "chain", "chain %u ", 0);
       };
     };
+    // The pref being printed: its number, its kind's gap printer (FilterUtil::print_gap)
+    // and head; none before the first filter.
+    std::optional<uint32_t> cur_pref;
+    const FilterUtil* cur_util = nullptr;
+    FilterHead cur_head;
+    uint64_t gap_state = 0;
     auto end_pref = [&] {
-      if (prev && prev_util && prev_util->print_gap) prev_util->print_gap(nullptr, gap_state, head_of(*prev_head), out);
-      prev = nullptr;
+      if (cur_pref && cur_util->print_gap) cur_util->print_gap(nullptr, gap_state, cur_head, out);
+      cur_pref.reset();
       gap_state = 0;
     };
     target.walk(*d, [&](const ktc::TcFilter& f) {
       const FilterUtil* util = get_filter_util(f.kind());
       if (!util) return;
-      if (prev && prev->pref() != f.pref()) end_pref();
+      if (cur_pref && *cur_pref != f.pref()) end_pref();
       const FilterHead head = head_of(f);
       // tc's layout: the pref's line (once per pref, as the kernel dumps its tcf_proto
       // before the nodes), then each filter with its options and actions.
-      if (!prev) {
+      if (!cur_pref) {
         out.open_object(nullptr);
         head(out);
         out.print_nl();
@@ -194,9 +197,9 @@ struct FilterShowLine final : ExtLine {
       out.close_object();
       out.print_nl();
       out.close_object();
-      prev = &f;
-      prev_util = util;
-      prev_head = &f;
+      cur_pref = f.pref();
+      cur_util = util;
+      cur_head = head;
     });
     end_pref();
     if (out.is_json())

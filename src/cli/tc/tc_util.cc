@@ -58,6 +58,26 @@ Result<QdiscOp> parse_modify_verb(const std::string& verb, const char* object) {
   return unexpected("unknown tc " + std::string(object) + " command \"" + verb + "\"", verb);
 }
 
+namespace {
+void print_as(PrintSink& out, PrintMode m, const char* key, const char* fmt, uint64_t v, const std::string& text) {
+  if (m & PRINT_JSON) out.print_uint(PRINT_JSON, key, nullptr, v);
+  if (m & PRINT_FP) out.print_string(PRINT_FP, nullptr, fmt, text);
+}
+}  // namespace
+
+void print_size(PrintSink& out, PrintMode m, const char* key, const char* fmt, uint32_t bytes) {
+  print_as(out, m, key, fmt, bytes, sprint_size(bytes));
+}
+void print_rate(PrintSink& out, PrintMode m, const char* key, const char* fmt, uint64_t bytes_ps) {
+  print_as(out, m, key, fmt, bytes_ps, sprint_rate(bytes_ps));
+}
+void print_time(PrintSink& out, const char* key, const char* fmt, uint64_t usec) {
+  print_as(out, PRINT_ANY, key, fmt, usec, sprint_time(usec));
+}
+void print_time64(PrintSink& out, const char* key, const char* fmt, int64_t nsec) {
+  print_as(out, PRINT_ANY, key, fmt, static_cast<uint64_t>(nsec), sprint_time64(nsec));
+}
+
 void print_tcstats(PrintSink& out, const QdiscStats& s, const char* prefix) {
   out.print_string(PRINT_FP, nullptr, "%s", prefix);
   out.print_uint(PRINT_ANY, "bytes", "Sent %llu bytes", s.bytes);
@@ -67,8 +87,7 @@ void print_tcstats(PrintSink& out, const QdiscStats& s, const char* prefix) {
   out.print_uint(PRINT_ANY, "requeues", " requeues %u) ", s.requeues);
   out.print_nl();
   out.print_string(PRINT_FP, nullptr, "%s", prefix);
-  out.print_uint(PRINT_JSON, "backlog", nullptr, s.backlog);
-  out.print_string(PRINT_FP, nullptr, "backlog %s", sprint_size(static_cast<uint32_t>(s.backlog)));
+  print_size(out, PRINT_ANY, "backlog", "backlog %s", static_cast<uint32_t>(s.backlog));
   out.print_uint(PRINT_ANY, "qlen", " %up", s.qlen);
   out.print_uint(PRINT_FP, nullptr, " requeues %u", s.requeues);
 }

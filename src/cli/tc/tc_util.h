@@ -83,6 +83,14 @@ std::string sprint_time(uint64_t usec);       // 500us, 10ms, 1.5s
 std::string sprint_time64(int64_t nsec);      // 10us, 1.5ms, 999ns
 std::string sprint_tc_classid(uint32_t h);    // root, none, 1:, :2, 1:2
 
+// iproute2's print_size, tc_print_rate and the qdiscs' time pairs: in JSON the number
+// under `key` (bytes, bytes/s, microseconds, nanoseconds), in text `fmt` with sprint_size,
+// sprint_rate, sprint_time or sprint_time64. `m` PRINT_FP: text only.
+void print_size(PrintSink& out, PrintMode m, const char* key, const char* fmt, uint32_t bytes);
+void print_rate(PrintSink& out, PrintMode m, const char* key, const char* fmt, uint64_t bytes_ps);
+void print_time(PrintSink& out, const char* key, const char* fmt, uint64_t usec);
+void print_time64(PrintSink& out, const char* key, const char* fmt, int64_t nsec);
+
 // tc -s's two counter lines for a qdisc, a class or an action (print_tcstats2_attr:
 // "PREFIX Sent ...", "PREFIX backlog ..."), the second without its newline; in JSON the
 // counters' keys.
