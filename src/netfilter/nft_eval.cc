@@ -123,7 +123,8 @@ const uint8_t* load_bytes(const NftMatch& m, NftPktInfo& k, uint8_t* buf) {
 bool load_key(const NftMatch& m, NftPktInfo& k, uint32_t& v);
 
 // mirrors nft_lookup_eval: the selector's keys into one padded key, looked up in the set;
-// a packet without one of the fields matches neither the set nor its negation.
+// a packet without one of the fields matches neither the set nor its negation. A dynset
+// (add|update @set) writes the key instead (nft_dynset_eval).
 bool match_lookup(const NftMatch& m, NftPktInfo& k) {
   uint8_t key[kNftMaxKeyLen];
   unsigned off = 0;
@@ -148,7 +149,11 @@ bool match_lookup(const NftMatch& m, NftPktInfo& k) {
   uint64_t now = 0;
   if (PP_UNLIKELY(m.set->has_timeouts()))
     now = k.cpu ? k.cpu->clock().now_ns() : MonotonicClock::instance().now_ns();
-  const NftVerdictData* d = m.set->lookup(key, now);
+  if (PP_UNLIKELY(m.lookup->dynset)) {  // nft_dynset_eval: a full set breaks the rule
+    const NftDynsetOp op{m.lookup->update, m.lookup->timeout_ns, m.lookup->elem_counter};
+    return m.set->dynamic_update(key, op, now, k.len);
+  }
+  const NftVerdictData* d = m.set->lookup(key, now, k.len);
   if (m.lookup->vmap) {
     if (!d) return false;
     k.vmap = *d;

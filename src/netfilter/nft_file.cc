@@ -2,6 +2,7 @@
 // commands, each parsed by nft_parse and applied by the ruleset.
 #include "netfilter/nft_file.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -359,6 +360,21 @@ void print_error(std::ostream& err, const std::vector<Source>& sources, const Lo
 }  // namespace
 
 namespace {
+// Like nft's evaluation of a dynset statement (NFT_SET_EVAL on the set it writes), a set
+// declared in the same file as a rule that adds to it is declared `flags dynamic`.
+void mark_dynamic_sets(std::vector<NftCommand>& cmds) {
+  std::vector<std::pair<std::string, std::string>> written;  // (table, set)
+  for (const NftCommand& c : cmds)
+    if (c.op == NftOp::ADD_RULE || c.op == NftOp::INSERT_RULE || c.op == NftOp::REPLACE_RULE)
+      for (const NftMatch& m : c.rule.matches)
+        if (m.lookup && m.lookup->dynset) written.emplace_back(c.table, m.lookup->set);
+  if (written.empty()) return;
+  for (NftCommand& c : cmds)
+    if (c.op == NftOp::ADD_SET && !c.map &&
+        std::find(written.begin(), written.end(), std::make_pair(c.table, c.set)) != written.end())
+      c.set_spec.dynamic = true;
+}
+
 int run(const std::string& path, const std::string* text, NftRuleset& ruleset, NftDeviceResolver& resolver,
         std::ostream& out, std::ostream& err, bool json) {
   Reader rd;
@@ -390,6 +406,7 @@ int run(const std::string& path, const std::string* text, NftRuleset& ruleset, N
     print_error(err, rd.sources, e.at, e.message);
     return 1;
   }
+  mark_dynamic_sets(cmds);
   for (size_t k = 0; k < cmds.size(); ++k) {
     std::string listing;
     Status st = ruleset.apply(cmds[k], resolver, &listing);

@@ -294,7 +294,8 @@ class Parser {
           if (f.text == "interval") s.interval = true;
           else if (f.text == "constant") s.constant = true;
           else if (f.text == "timeout") s.timeouts = true;
-          else fail(f, "unsupported set flag (interval, constant, timeout)");
+          else if (f.text == "dynamic") s.dynamic = true;
+          else fail(f, "unsupported set flag (interval, constant, dynamic, timeout)");
           if (at_end() || peek() != ",") break;
           next();
         }
@@ -312,7 +313,9 @@ class Parser {
         if (!t || *t == 0) fail(v, "invalid timeout (30s, 1h30m, 500ms)");
         s.timeout_ns = *t;
         s.timeouts = true;
-      } else if (w.text == "counter" || w.text == "policy" || w.text == "auto-merge" ||
+      } else if (w.text == "counter") {
+        s.counter = true;
+      } else if (w.text == "policy" || w.text == "auto-merge" ||
                  w.text == "gc-interval" || w.text == "comment" || w.text == "typeof") {
         fail(w, "unsupported in a set description");
       } else {
@@ -461,6 +464,46 @@ class Parser {
     NftMatch m;
     m.key = lk->keys[0];
     m.neg = neg;
+    m.nbytes = kNftLookup;
+    m.lookup = std::move(lk);
+    return m;
+  }
+
+  // add|update @SET { SELECTOR [. SELECTOR]* [timeout T] [counter] } (nft_dynset), after
+  // its verb.
+  NftMatch dynset(bool update) {
+    auto lk = std::make_shared<NftLookupSpec>();
+    lk->dynset = true;
+    lk->update = update;
+    lk->set = next().text.substr(1);
+    const Tok& open = need("'{' and the key");
+    if (open.text != "{") fail(open, "expected '{' after @" + lk->set);
+    for (;;) {
+      const size_t at = i_;
+      auto k = selector();
+      if (!k) fail(at < t_.size() ? t_[at] : open, "expected a selector (ip saddr, tcp dport, ...)");
+      if (!nft_key_type(*k)) fail(t_[at], "this selector cannot be a set's key");
+      lk->keys.push_back(*k);
+      if (at_end() || peek() != ".") break;
+      next();
+    }
+    if (lk->keys.size() > kNftMaxConcat) fail(open, "too many values in the concatenation");
+    for (;;) {
+      const Tok& w = need("'}' to close the element");
+      if (w.text == "}") break;
+      if (w.text == "timeout") {
+        const Tok& v = need("a timeout (30s, 1h30m)");
+        auto t = nft_parse_time(v.text);
+        if (!t || *t == 0) fail(v, "invalid timeout (30s, 1h30m, 500ms)");
+        lk->timeout_ns = *t;
+      } else if (w.text == "counter") {
+        lk->elem_counter = true;
+      } else {
+        fail(w, "unexpected in the element (expected timeout, counter or '}')");
+      }
+    }
+    NftMatch m;
+    m.key = lk->keys[0];
     m.nbytes = kNftLookup;
     m.lookup = std::move(lk);
     return m;
@@ -686,7 +729,9 @@ class Parser {
         continue;
       }
       ++i_;
-      if (w.text == "jump" || w.text == "goto") {
+      if ((w.text == "add" || w.text == "update") && !at_end() && peek().size() > 1 && peek()[0] == '@') {
+        r.matches.push_back(dynset(w.text == "update"));
+      } else if (w.text == "jump" || w.text == "goto") {
         r.verdict = w.text == "jump" ? NftRuleVerdict::JUMP : NftRuleVerdict::GOTO;
         r.target = name("chain name after " + w.text);
         verdict = true;

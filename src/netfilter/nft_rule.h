@@ -59,11 +59,17 @@ inline bool nft_key_is_bytes(NftKey k) {
 // element's verdict ends the rule.
 struct NftSetSpec;
 class NftSet;
+// A rule's `add @set { KEY [timeout T] [counter] }` / `update @set { ... }` (nft_dynset)
+// is a lookup spec too, with `dynset` set: it adds the packet's key to a named set.
 struct NftLookupSpec {
   std::vector<NftKey> keys;
   std::string set;                   // "" for an anonymous set
   bool vmap = false;
   std::shared_ptr<NftSetSpec> anon;  // the anonymous set's declaration and elements
+  bool dynset = false;               // add|update @set { ... }
+  bool update = false;               // update, not add
+  uint64_t timeout_ns = 0;           // dynset: the new element's timeout (0: the set's)
+  bool elem_counter = false;         // dynset: the new element gets a counter
 };
 
 // How deep jumps nest (NFT_JUMP_STACK_SIZE).
@@ -83,7 +89,7 @@ struct NftMatch {
   std::array<uint8_t, 16> bytes{};       // network order, already masked
   std::array<uint8_t, 16> bytes_mask{};  // the prefix's mask
   std::shared_ptr<const NftLookupSpec> lookup;  // nbytes == kNftLookup
-  const NftSet* set = nullptr;                  // the set it reads, bound when the rule is added
+  NftSet* set = nullptr;  // the set it reads (or a dynset writes), bound when the rule is added
 };
 
 // How a rule ends when all its matches hold. VMAP: the verdict is the element a verdict

@@ -214,6 +214,13 @@ std::string elems_wrapped(const NftSet& set, uint64_t now) {
 // "ip daddr vmap @m".
 std::string lookup_str(const NftMatch& m, uint64_t now) {
   std::string s;
+  if (m.lookup->dynset) {  // add @s { ip saddr timeout 1m counter }
+    s = std::string(m.lookup->update ? "update" : "add") + " @" + m.set->name() + " { ";
+    for (size_t i = 0; i < m.lookup->keys.size(); ++i) s += (i ? " . " : "") + selector_str(m.lookup->keys[i]);
+    if (m.lookup->timeout_ns) s += " timeout " + nft_time_str(m.lookup->timeout_ns);
+    if (m.lookup->elem_counter) s += " counter";
+    return s + " }";
+  }
   for (size_t i = 0; i < m.lookup->keys.size(); ++i) s += (i ? " . " : "") + selector_str(m.lookup->keys[i]);
   if (m.lookup->vmap) s += " vmap";
   else if (m.neg) s += " !=";
@@ -264,10 +271,11 @@ nlohmann::json elems_json(const NftSet& set, uint64_t now) {
   nlohmann::json out = nlohmann::json::array();
   for (const NftElem& e : set.elements(now)) {
     nlohmann::json k = key_json(set.spec().types, e);
-    if (e.timeout_ns || e.expires) {
+    if (e.timeout_ns || e.expires || e.counter) {
       nlohmann::json el = {{"val", k}};
       if (e.timeout_ns) el["timeout"] = e.timeout_ns / 1000000000ull;
       if (e.expires) el["expires"] = (e.expires > now ? e.expires - now : 0) / 1000000000ull;
+      if (e.counter) el["counter"] = {{"packets", e.packets}, {"bytes", e.bytes}};
       k = {{"elem", el}};
     }
     if (set.spec().map) out.push_back(nlohmann::json::array({k, verdict_json(e.data)}));
@@ -285,6 +293,16 @@ nlohmann::json lookup_json(const NftMatch& m, uint64_t now) {
     json parts = json::array();
     for (NftKey k : m.lookup->keys) parts.push_back(selector_json(k));
     left = {{"concat", parts}};
+  }
+  if (m.lookup->dynset) {
+    json elem = left;
+    if (m.lookup->timeout_ns || m.lookup->elem_counter) {
+      json e = {{"val", left}};
+      if (m.lookup->timeout_ns) e["timeout"] = m.lookup->timeout_ns / 1000000000ull;
+      if (m.lookup->elem_counter) e["counter"] = nullptr;
+      elem = {{"elem", e}};
+    }
+    return {{"set", {{"op", m.lookup->update ? "update" : "add"}, {"elem", elem}, {"set", "@" + m.set->name()}}}};
   }
   json right = m.set->anonymous() ? json{{"set", elems_json(*m.set, now)}} : json("@" + m.set->name());
   if (m.lookup->vmap) return {{"vmap", {{"key", left}, {"data", right}}}};
@@ -306,12 +324,14 @@ std::string set_block(const NftSet& set, bool handles, uint64_t now) {
   // nft prints the flags when one besides timeout is set, or timeout without a default.
   std::string flags;
   if (sp.constant) flags += "constant";
+  if (sp.dynamic) flags += std::string(flags.empty() ? "" : ",") + "dynamic";
   if (sp.interval) flags += std::string(flags.empty() ? "" : ",") + "interval";
   const bool show_flags = !flags.empty() || (sp.timeouts && !sp.timeout_ns);
   if (sp.timeouts) flags += std::string(flags.empty() ? "" : ",") + "timeout";
   if (sp.size) o += "\t\tsize " + std::to_string(sp.size) + "\n";
   if (show_flags) o += "\t\tflags " + flags + "\n";
   if (sp.timeout_ns) o += "\t\ttimeout " + nft_time_str(sp.timeout_ns) + "\n";
+  if (sp.counter) o += "\t\tcounter\n";
   if (!set.elements(now).empty()) o += "\t\telements = " + elems_wrapped(set, now) + "\n";
   return o + "\t}\n";
 }
@@ -336,6 +356,7 @@ nlohmann::json set_json(const NftTable& t, const NftSet& set, uint64_t now) {
   if (sp.size) j["size"] = sp.size;
   if (sp.timeout_ns) j["timeout"] = sp.timeout_ns / 1000000000ull;
   if (!set.elements(now).empty()) j["elem"] = elems_json(set, now);
+  if (sp.counter) j["stmt"] = json::array({json{{"counter", nullptr}}});
   return {{sp.map ? "map" : "set", j}};
 }
 
@@ -540,6 +561,11 @@ Status NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSpec&
     if (set->spec().types != types)
       return unexpected("set '" + lk.set + "' has type " + types_str(set->spec().types) + ", the selector gives " +
                              selector_types_str(lk.keys) + " (datatype mismatch)");
+    if (lk.dynset) {
+      if (Status st = set->bind_dynamic({lk.update, lk.timeout_ns, lk.elem_counter}); !st) return st;
+      m.set = set;
+      continue;
+    }
     if (lk.vmap != set->spec().map)
       return unexpected(lk.vmap ? "'" + lk.set + "' is a set, not a verdict map" : "'" + lk.set + "' is a map: use vmap @" + lk.set);
     m.set = set;

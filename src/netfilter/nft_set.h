@@ -21,12 +21,15 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/compiler.h"
 #include "core/rcu.h"
 #include "netfilter/nft_rule.h"
 
@@ -63,6 +66,8 @@ struct NftElemSpec {
   NftRuleVerdict verdict = NftRuleVerdict::CONTINUE;
   std::string target;     // jump/goto chain name
   uint64_t timeout_ns = 0;  // `timeout T` of its own (0: the set's)
+  bool counter = false;     // `counter [packets N bytes M]` of its own
+  uint64_t packets = 0, bytes = 0;
 };
 
 // What `add set|map` declares.
@@ -72,6 +77,8 @@ struct NftSetSpec {
   bool interval = false;       // flags interval
   bool constant = false;       // flags constant
   bool timeouts = false;       // flags timeout, or a `timeout T` default
+  bool dynamic = false;        // flags dynamic (NFT_SET_EVAL): rules add elements
+  bool counter = false;        // `counter`: every element counts what finds it
   uint64_t timeout_ns = 0;     // the elements' default timeout (0: none)
   uint32_t size = 0;           // 0: no limit
   bool has_elements = false;   // the declaration listed `elements = { ... }`
@@ -87,6 +94,26 @@ struct NftElem {
   NftVerdictData data;
   uint64_t timeout_ns = 0;  // its own timeout when not the set's (listed as `timeout T`)
   uint64_t expires = 0;     // clock time it expires at (0: never)
+  bool counter = false;     // the element has a counter: its packets and bytes
+  uint64_t packets = 0, bytes = 0;
+};
+
+// An element's own counter (nft_counter as a set element's expression), shared by the
+// Cpus that find the element.
+struct NftElemCounter {
+  std::atomic<uint64_t> packets{0};
+  std::atomic<uint64_t> bytes{0};
+  void add(uint32_t len) {
+    packets.fetch_add(1, std::memory_order_relaxed);
+    bytes.fetch_add(len, std::memory_order_relaxed);
+  }
+};
+
+// What a rule's `add @s { KEY ... }` / `update @s { KEY ... }` asks of the set.
+struct NftDynsetOp {
+  bool update = false;      // update: an existing element's expiry starts again
+  uint64_t timeout_ns = 0;  // the new element's timeout (0: the set's)
+  bool counter = false;     // the new element gets a counter
 };
 
 class NftSet {
@@ -100,14 +127,23 @@ class NftSet {
   const NftSetSpec& spec() const { return spec_; }
   bool anonymous() const { return anonymous_; }
   unsigned key_len() const { return klen_; }
-  size_t size() const { return count_; }
+  size_t size() const { return count_.load(std::memory_order_relaxed); }
   uint64_t handle = 0;
   int use = 0;  // rules that reference it (writer's count)
 
   // Read side (datapath): the element whose key (or range) holds `key` and has not
-  // expired at `now` (the clock's ns; read only by sets with timeouts), or nullptr.
-  const NftVerdictData* lookup(const uint8_t* key, uint64_t now = 0) const;
+  // expired at `now` (the clock's ns; read only by sets with timeouts), or nullptr. An
+  // element with a counter counts one packet of `len` bytes.
+  const NftVerdictData* lookup(const uint8_t* key, uint64_t now = 0, uint32_t len = 0) const;
   bool has_timeouts() const { return spec_.timeouts; }
+
+  // Datapath writer (mirrors nft_dynset_eval -> nft_rhash_update): find the element or
+  // add it, under the set's insert lock (rhashtable's bucket lock); an element found or
+  // made counts the packet. False when the set is full (the rule breaks).
+  bool dynamic_update(const uint8_t* key, const NftDynsetOp& op, uint64_t now, uint32_t len);
+  // Why a rule's `add|update @set` cannot write this set (nft_dynset_init), or ok; on
+  // success a set without a size gets 65535, as the kernel gives it.
+  Status bind_dynamic(const NftDynsetOp& op);
 
   // Write side, under the ruleset's mutex; `now` is the clock's time (timeouts start
   // from it; expired elements are gone first, as the kernel's gc and its
@@ -128,17 +164,24 @@ class NftSet {
   size_t hash(const uint8_t* key) const;
   const HNode* hfind(const HTable& t, const uint8_t* key) const;
   void hinsert(HTable& t, HNode* n);
-  void grow();
-  HNode* make_node(const uint8_t* key, const NftVerdictData& d, uint64_t timeout, uint64_t expires) const;
+  void unlink_where(std::atomic<HNode*>& bucket, const std::function<bool(const HNode*)>& pred, bool once,
+                    std::vector<HNode*>& gone);
+  std::unique_ptr<const HTable> grow();  // the old table, to free after a grace period
+  HNode* make_node(const uint8_t* key, const NftVerdictData& d, uint64_t timeout, uint64_t expires,
+                   NftElemCounter* counter) const;
+  // Retired tables wait for one grace period, taken outside the insert lock.
+  void free_retired(std::vector<std::unique_ptr<const HTable>>& old, std::vector<HNode*>& nodes);
   bool expired(uint64_t expires, uint64_t now) const { return spec_.timeouts && expires != 0 && now >= expires; }
   void collect_expired(uint64_t now);  // unlink (hash) or drop (interval) what has expired
 
   std::string name_;
   NftSetSpec spec_;  // without its elements
   bool anonymous_;
+  bool fixed_size_;  // declared with a size and not dynamic: the kernel's nft_hash, no update
   unsigned klen_;
-  size_t count_ = 0;
+  std::atomic<size_t> count_{0};  // changed under ins_mu_
   uint64_t seed_;
+  std::mutex ins_mu_;  // serialises the hash table's writers: commands and the datapath's adds
   RcuPtr<HTable> ht_;
   RcuPtr<IvTable> iv_;
 };

@@ -162,16 +162,36 @@ bool nft_parse_mac(std::string_view s, uint8_t* out) {
 
 Status nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out) {
   out = NftElemSpec{};
-  // KEY [timeout T]: the key is the words before `timeout`.
+  // KEY [timeout T] [counter [packets N bytes M]]: the key is the words before them.
   size_t nkey = raw.key.size();
   for (size_t i = 0; i < raw.key.size(); ++i) {
-    if (raw.key[i] != "timeout") continue;
-    if (i + 2 != raw.key.size()) return unexpected("'timeout' needs one duration (30s, 1h30m) after the key");
-    auto t = nft_parse_time(raw.key[i + 1]);
-    if (!t || *t == 0) return unexpected("'" + raw.key[i + 1] + "': not a duration (30s, 1h30m, 500ms)");
-    out.timeout_ns = *t;
-    nkey = i;
-    break;
+    if (raw.key[i] == "timeout" || raw.key[i] == "counter") {
+      nkey = i;
+      break;
+    }
+  }
+  for (size_t i = nkey; i < raw.key.size();) {
+    const std::string& w = raw.key[i];
+    if (w == "timeout" && !out.timeout_ns && !out.counter) {
+      if (i + 1 >= raw.key.size()) return unexpected("'timeout' needs one duration (30s, 1h30m) after the key");
+      auto t = nft_parse_time(raw.key[i + 1]);
+      if (!t || *t == 0) return unexpected("'" + raw.key[i + 1] + "': not a duration (30s, 1h30m, 500ms)");
+      out.timeout_ns = *t;
+      i += 2;
+    } else if (w == "counter" && !out.counter) {
+      out.counter = true;
+      ++i;
+      if (i < raw.key.size() && raw.key[i] == "packets") {
+        auto p = i + 3 < raw.key.size() && raw.key[i + 2] == "bytes" ? nft_parse_uint(raw.key[i + 1]) : std::nullopt;
+        auto b = p ? nft_parse_uint(raw.key[i + 3]) : std::nullopt;
+        if (!p || !b) return unexpected("'counter' takes 'packets N bytes M'");
+        out.packets = *p;
+        out.bytes = *b;
+        i += 4;
+      }
+    } else {
+      return unexpected("'" + w + "': unexpected after the element's key (timeout T, counter)");
+    }
   }
   // Components are separated by "." words.
   std::vector<std::string_view> comps;
@@ -329,6 +349,7 @@ std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftE
   }
   if (e.timeout_ns) s += " timeout " + nft_time_str(e.timeout_ns);
   if (e.expires) s += " expires " + nft_time_str(e.expires > now ? e.expires - now : 0);
+  if (e.counter) s += " counter packets " + std::to_string(e.packets) + " bytes " + std::to_string(e.bytes);
   if (map) s += " : " + nft_verdict_str(e.data.code, e.data.chain ? e.data.chain->name : std::string());
   return s;
 }

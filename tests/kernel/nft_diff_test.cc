@@ -47,6 +47,27 @@ const char* kRuleset =
     "\t}\n"
     "}\n";
 
+// Sets the packet path writes (nft_dynset: full sets, a concatenation, new elements with
+// counters) and elements that count what finds them (hash and interval).
+const char* kDynamicRuleset =
+    "table netdev t {\n"
+    "\tset seen {\n\t\ttype ipv4_addr\n\t\tsize 4\n\t\tflags dynamic\n\t\tcounter\n\t}\n"
+    "\tset pairs {\n\t\ttype ipv4_addr . inet_service\n\t}\n"
+    "\tset small {\n\t\ttype ipv4_addr\n\t\tsize 2\n\t\tflags dynamic\n\t}\n"
+    "\tset hot {\n\t\ttype ipv4_addr\n\t\tcounter\n"
+    "\t\telements = { 10.1.0.1, 10.2.0.1, 10.9.9.9 counter packets 5 bytes 7 }\n\t}\n"
+    "\tset nets {\n\t\ttype ipv4_addr\n\t\tflags interval\n\t\tcounter\n"
+    "\t\telements = { 10.0.0.0/24, 10.9.0.0/16 }\n\t}\n"
+    "\tchain c {\n"
+    "\t\ttype filter hook ingress device \"v0\" priority 0; policy accept;\n"
+    "\t\tadd @seen { ip saddr }\n"
+    "\t\tadd @pairs { ip daddr . udp dport counter }\n"
+    "\t\tadd @small { ip daddr } counter\n"
+    "\t\tip daddr @hot\n"
+    "\t\tip saddr @nets counter\n"
+    "\t}\n"
+    "}\n";
+
 std::vector<std::vector<uint8_t>> frames() {
   const uint32_t srcs[] = {0x0a000005, 0x0a090003, 0x0a010001, 0x0a010002, 0x0a030303, 0xc0a80707, 0x0a0900ff};
   const uint32_t dsts[] = {0x0a020001, 0x0a020002, 0x0a020003, 0x0a030001, 0x0a050505};
@@ -81,14 +102,16 @@ std::string kernel_side(const std::string& rules, const std::vector<Frame>& fs, 
   return out;
 }
 
-TEST(NftDifferential, SetsMapsAndCountersAsTheKernel) {
+// Loads `ruleset` in the kernel and in pktpath, sends the same frames into both and
+// compares `nft list ruleset`.
+void compare_with_kernel(const char* ruleset, const char* what) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a kernel namespace and veth)";
   if (!sh("command -v nft") || !sh("command -v python3")) GTEST_SKIP() << "needs nft and python3";
   const std::string dir = ::testing::TempDir();
   const std::string tag = std::to_string(::getpid());
   const std::string rules = dir + "nft_diff_" + tag + ".nft", pcapf = dir + "nft_diff_" + tag + ".pcap",
                     script = dir + "nft_diff_" + tag + ".pp";
-  std::ofstream(rules) << kRuleset;
+  std::ofstream(rules) << ruleset;
   const auto fs = frames();
   ASSERT_TRUE(write_pcap(pcapf, fs));
   std::string why;
@@ -101,8 +124,14 @@ TEST(NftDifferential, SetsMapsAndCountersAsTheKernel) {
   const std::string got = run_out(std::string(PKTPATH_BINARY) + " run " + script + " 2>&1");
   for (const std::string& f : {rules, pcapf, script}) std::remove(f.c_str());
   const size_t differ = kernel_test::differing_lines(want, got);
-  std::printf("nft differential: %zu frames, %zu differing lines\n", fs.size(), differ);
+  std::printf("nft differential (%s): %zu frames, %zu differing lines\n", what, fs.size(), differ);
   EXPECT_EQ(got, want);
+}
+
+TEST(NftDifferential, SetsMapsAndCountersAsTheKernel) { compare_with_kernel(kRuleset, "sets and maps"); }
+
+TEST(NftDifferential, DynamicSetsAndElementCountersAsTheKernel) {
+  compare_with_kernel(kDynamicRuleset, "dynamic sets, element counters");
 }
 
 }  // namespace

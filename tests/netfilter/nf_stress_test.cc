@@ -83,6 +83,24 @@ void check(const ReaderResult* r, int n) {
   EXPECT_GT(dropped, 0u);
 }
 
+// Two readers sending `make`'s packets into dev while `write` runs on a third thread;
+// the readers stop when it returns, however it returns. Checks the accounting.
+template <typename Write>
+void under_traffic(PacketPool& pool, NfDeviceHooks& dev, test::Pkt (*make)(uint32_t), Write write) {
+  std::atomic<bool> stop{false};
+  ReaderResult res[2];
+  std::thread r0(reader, std::ref(pool), std::ref(dev), std::ref(stop), std::ref(res[0]), make);
+  std::thread r1(reader, std::ref(pool), std::ref(dev), std::ref(stop), std::ref(res[1]), make);
+  std::thread writer([&] {
+    StopGuard guard{stop};
+    write();
+  });
+  writer.join();
+  r0.join();
+  r1.join();
+  check(res, 2);
+}
+
 TEST(NfHookStress, ReplaceHookEntriesUnderTraffic) {
   PacketPool pool(PacketPool::Options{.capacity = 2048});
   NfDeviceHooks dev;
@@ -188,12 +206,7 @@ TEST(NfHookStress, SetElementsChangeUnderTraffic) {
   ASSERT_EQ(nft({"add", "rule", "netdev", "t", "c", "ip", "daddr", "@h", "counter", "drop"}), 0);
   ASSERT_EQ(nft({"add", "rule", "netdev", "t", "c", "ip", "daddr", "@iv", "drop"}), 0);
 
-  std::atomic<bool> stop{false};
-  ReaderResult res[2];
-  std::thread r0(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[0]), by_daddr);
-  std::thread r1(reader, std::ref(pool), std::ref(foo), std::ref(stop), std::ref(res[1]), by_daddr);
-  std::thread writer([&] {
-    StopGuard guard{stop};
+  under_traffic(pool, foo, by_daddr, [&] {
     auto addr = [](uint32_t i) { return "10.0." + std::to_string(i >> 8 & 3) + "." + std::to_string(i & 255); };
     for (int i = 0; i < kReplacements / 10; ++i) {
       // 16 addresses into the hash set, the previous 16 out; a range in, the last one out.
@@ -216,10 +229,45 @@ TEST(NfHookStress, SetElementsChangeUnderTraffic) {
       if (i % 20 == 0) (void)rs.list();
     }
   });
-  writer.join();
-  r0.join();
-  r1.join();
-  check(res, 2);
+  rs.flush();
+  EXPECT_EQ(pool.available(), pool.capacity());
+}
+
+// Rules that add to a set from two datapath threads while a writer deletes, adds and
+// flushes its elements and lists them: elements and their counters are freed only after
+// the readers are past them, and the set never holds more than its size.
+TEST(NfHookStress, DynamicSetWrittenByTrafficAndCommands) {
+  PacketPool pool(PacketPool::Options{.capacity = 2048});
+  test::TestResolver devs;
+  NfDeviceHooks& foo = devs.add("foo");
+  NftRuleset rs;
+  auto nft = [&](const std::vector<std::string>& w) { return test::nft(rs, devs, w).rc; };
+  ASSERT_EQ(nft({"add", "table", "netdev", "t"}), 0);
+  ASSERT_EQ(nft({"add", "chain", "netdev", "t", "c", "{ type filter hook egress device foo priority 0; }"}), 0);
+  ASSERT_EQ(nft({"add", "set", "netdev", "t", "d", "{ type ipv4_addr; size 512; flags dynamic,timeout; counter; }"}), 0);
+  ASSERT_EQ(nft({"add", "rule", "netdev", "t", "c", "update", "@d", "{", "ip", "daddr", "timeout", "1h", "}"}), 0);
+  ASSERT_EQ(nft({"add", "rule", "netdev", "t", "c", "ip", "daddr", "@d", "drop"}), 0);
+
+  under_traffic(pool, foo, by_daddr, [&] {
+    auto addr = [](uint32_t i) { return "10.0." + std::to_string(i >> 8 & 3) + "." + std::to_string(i & 255); };
+    for (int i = 0; i < kReplacements / 10; ++i) {
+      const std::string a = "{ " + addr(static_cast<uint32_t>(i * 7) % 1024) + " }";
+      (void)nft({"delete", "element", "netdev", "t", "d", a});  // absent when traffic has not added it
+      (void)nft({"add", "element", "netdev", "t", "d", a});     // refused when the set is full
+      if (i % 50 == 49) {
+        ASSERT_EQ(nft({"flush", "set", "netdev", "t", "d"}), 0);
+      }
+      if (i % 20 == 0) {
+        const std::string l = rs.list();
+        ASSERT_NE(l.find("counter packets"), std::string::npos);
+      }
+    }
+  });
+  std::string listed;
+  ASSERT_EQ(rs.list_set("t", "d", &listed).has_value(), true);
+  size_t n = 0;
+  for (size_t at = listed.find("10.0."); at != std::string::npos; at = listed.find("10.0.", at + 1)) ++n;
+  EXPECT_LE(n, 512u);
   rs.flush();
   EXPECT_EQ(pool.available(), pool.capacity());
 }

@@ -320,6 +320,114 @@ TEST_F(NftSetRules, ElementTimeoutsOnTheVirtualClock) {
   cpu.set_clock(nullptr);
 }
 
+// The kernel's run of the same rules (nft 1.0.6 on Linux 6.18, a veth's ingress, the
+// same four frames): rules add the packet's addresses to sets, elements count what finds
+// them, and a full set breaks the rule that writes it.
+TEST_F(NftSetRules, DynamicSetsAndElementCountersAsTheKernelLists) {
+  VirtualClock clock(1000000000ull);
+  cpu.set_clock(&clock);
+  rs.set_time_source([&clock] { return clock.now_ns(); });
+  base();
+  ok("add set netdev t s '{ type ipv4_addr; counter; elements = { 10.0.0.2, 10.0.0.9, 10.0.0.10 }; }'");
+  ok("add set netdev t e '{ type ipv4_addr; flags timeout; }'");
+  ok("add set netdev t f '{ type ipv4_addr; size 1; flags dynamic; counter; }'");
+  ok("add rule netdev t c ip saddr @s");
+  ok("add rule netdev t c add @e { ip saddr counter }");
+  ok("add rule netdev t c add @f { ip daddr } counter");
+  ok("add rule netdev t c update @e { ip daddr timeout 1h }");
+  Packet* probe = test::make_packet(cpu, Pkt{});
+  const uint32_t len = probe->len;
+  cpu.free(probe);
+  const Pkt frames[] = {{.saddr = 0x0a000002, .daddr = 0x0a000007}, {.saddr = 0x0a000002, .daddr = 0x0a000008},
+                        {.saddr = 0x0a000009, .daddr = 0x0a000007}, {.saddr = 0x0a000003, .daddr = 0x0a000003}};
+  for (const Pkt& f : frames) EXPECT_EQ(send(f), NfVerdict::ACCEPT);
+  clock.advance(20000000ull);  // 20 ms
+  auto c = [&](int n) { return "counter packets " + std::to_string(n) + " bytes " + std::to_string(n * len); };
+  const std::string want =
+      "table netdev t {\n"
+      "\tset s {\n\t\ttype ipv4_addr\n\t\tcounter\n"
+      "\t\telements = { 10.0.0.2 " + c(2) + ", 10.0.0.9 " + c(1) + ",\n"
+      "\t\t\t     10.0.0.10 " + c(0) + " }\n\t}\n\n"
+      "\tset e {\n\t\ttype ipv4_addr\n\t\tsize 65535\n\t\tflags timeout\n"
+      "\t\telements = { 10.0.0.2 " + c(2) + ", 10.0.0.3 " + c(2) + ",\n"
+      "\t\t\t     10.0.0.7 timeout 1h expires 59m59s980ms, 10.0.0.8 timeout 1h expires 59m59s980ms,\n"
+      "\t\t\t     10.0.0.9 " + c(1) + " }\n\t}\n\n"
+      "\tset f {\n\t\ttype ipv4_addr\n\t\tsize 1\n\t\tflags dynamic\n\t\tcounter\n"
+      "\t\telements = { 10.0.0.7 " + c(2) + " }\n\t}\n\n"
+      "\tchain c {\n\t\ttype filter hook egress device \"foo\" priority filter; policy accept;\n"
+      "\t\tip saddr @s\n\t\tadd @e { ip saddr counter }\n\t\tadd @f { ip daddr } " + c(2) + "\n"
+      "\t\tupdate @e { ip daddr timeout 1h }\n\t}\n}\n";
+  EXPECT_EQ(nft("list ruleset").out, want);
+  // update restarts an element's expiry; add leaves it; both drop nothing by themselves.
+  clock.advance(3000000000000ull);  // 50 min
+  EXPECT_EQ(send(Pkt{.saddr = 0x0a000001, .daddr = 0x0a000008}), NfVerdict::ACCEPT);
+  const std::string e = nft("list set netdev t e").out;
+  EXPECT_NE(e.find("10.0.0.7 timeout 1h expires 9m59s980ms,"), std::string::npos) << e;
+  EXPECT_NE(e.find("10.0.0.8 timeout 1h expires 1h,"), std::string::npos) << e;
+  // An expired element is gone for lookups and comes back when a rule adds it again.
+  clock.advance(1200000000000ull);  // 20 min: 10.0.0.7 has expired
+  ok("add rule netdev t c ip daddr @e drop");
+  EXPECT_EQ(send(Pkt{.saddr = 0x0a000063, .daddr = 0x0a000009}), NfVerdict::DROP);   // 10.0.0.9: added, no expiry
+  EXPECT_EQ(nft("list set netdev t e").out.find("10.0.0.7 "), std::string::npos);
+  EXPECT_EQ(send(Pkt{.saddr = 0x0a000063, .daddr = 0x0a000007}), NfVerdict::DROP);   // updated back in first
+  cpu.set_clock(nullptr);
+}
+
+TEST_F(NftSetRules, ElementCountersFromCommandsAndIntervals) {
+  base();
+  ok("add set netdev t iv '{ type ipv4_addr; flags interval; counter; elements = { 10.0.0.0/24 }; }'");
+  ok("add set netdev t h '{ type ipv4_addr; elements = { 10.1.0.1 counter packets 3 bytes 4, 10.1.0.2 }; }'");
+  ok("add rule netdev t c ip daddr @iv drop");
+  ok("add rule netdev t c ip daddr @h accept");
+  Packet* probe = test::make_packet(cpu, Pkt{});
+  const std::string len = std::to_string(probe->len), len2 = std::to_string(2 * probe->len + 4);
+  cpu.free(probe);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000005}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a010001}), NfVerdict::ACCEPT);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a010001}), NfVerdict::ACCEPT);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a010002}), NfVerdict::ACCEPT);
+  ok("add element netdev t iv { 10.9.0.0/16 }");  // a new interval table keeps the old counters
+  const std::string l = nft("list ruleset").out;
+  EXPECT_NE(l.find("elements = { 10.0.0.0/24 counter packets 1 bytes " + len + ", 10.9.0.0/16 counter packets 0 bytes 0 }"),
+            std::string::npos) << l;
+  EXPECT_NE(l.find("elements = { 10.1.0.1 counter packets 5 bytes " + len2 + ", 10.1.0.2 }"), std::string::npos) << l;
+  const nlohmann::json j = rs.list_json();
+  EXPECT_NE(j.dump().find(R"({"elem":{"counter":{"bytes":)" + len2 + R"(,"packets":5},"val":"10.1.0.1"}})"),
+            std::string::npos)
+      << j.dump();
+}
+
+TEST_F(NftSetRules, DynamicSetsRefuseWhatTheKernelRefuses) {
+  base();
+  ok("add set netdev t fixed '{ type ipv4_addr; size 100; }'");
+  ok("add set netdev t iv '{ type ipv4_addr; flags interval; }'");
+  ok("add set netdev t k '{ type ipv4_addr; flags constant; elements = { 10.0.0.1 }; }'");
+  ok("add set netdev t plain '{ type ipv4_addr; }'");
+  EXPECT_NE(fails("add rule netdev t c add @fixed { ip saddr }").find("Operation not supported"), std::string::npos);
+  EXPECT_NE(fails("add rule netdev t c add @iv { ip saddr }").find("Operation not supported"), std::string::npos);
+  EXPECT_NE(fails("add rule netdev t c add @k { ip saddr }").find("Device or resource busy"), std::string::npos);
+  EXPECT_NE(fails("add rule netdev t c update @plain { ip saddr timeout 1s }").find("Operation not supported"),
+            std::string::npos);
+  EXPECT_NE(fails("add rule netdev t c add @nope { ip saddr }").find("does not exist"), std::string::npos);
+  EXPECT_NE(fails("add rule netdev t c add @plain { }").find("expected a selector"), std::string::npos);
+  EXPECT_NE(fails("add rule netdev t c add @plain { ip saddr soon }").find("unexpected in the element"), std::string::npos);
+  EXPECT_NE(fails("add rule netdev t c add @plain ip saddr").find("expected '{'"), std::string::npos);
+  // The kernel gives a set without a size 65535 when a rule first writes it.
+  ok("add rule netdev t c add @plain { ip saddr }");
+  EXPECT_NE(nft("list set netdev t plain").out.find("\t\tsize 65535\n"), std::string::npos);
+  // A concatenation; a full set breaks the rule, so its verdict is not reached.
+  ok("flush ruleset");
+  base();
+  ok("add set netdev t pair '{ type ipv4_addr . inet_service; size 2; flags dynamic; }'");
+  ok("add rule netdev t c add @pair { ip daddr . udp dport } drop");
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000001, .dport = 53}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000001, .dport = 54}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000001, .dport = 55}), NfVerdict::ACCEPT);  // full
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000001, .dport = 53}), NfVerdict::DROP);    // already in
+  EXPECT_NE(nft("list set netdev t pair").out.find("elements = { 10.0.0.1 . 53,\n\t\t\t     10.0.0.1 . 54 }"),
+            std::string::npos) << nft("list set netdev t pair").out;
+}
+
 // Many rules jumping to the same chains: the loop check walks each chain a bounded number
 // of times (a walk of every path would be 8^14 here).
 TEST_F(NftSetRules, LoopCheckOverManyJumpsToTheSameChainsIsQuick) {
