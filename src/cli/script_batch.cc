@@ -43,11 +43,13 @@ struct BatchLine final : ExtLine {
   std::string tool;  // ip or tc
   std::string file;
   bool force = false;
+  bool reads_stdin() const override { return file == "-"; }
 
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     if (!r.limits().batch_files) return fail(err, file, "batch files are off in this runner");
     std::string text, why;
-    if (!bpf::read_text_file(file, bpf::kMaxScriptBytes, &text, &why)) return fail(err, file, why);
+    if (file == "-" && here_doc()) text = *here_doc();
+    else if (!bpf::read_text_file(file, bpf::kMaxScriptBytes, &text, &why)) return fail(err, file, why);
     size_t lineno = 0, at = 0, failed = 0, ran = 0;
     std::vector<std::string> words;
     while (at < text.size()) {

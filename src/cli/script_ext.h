@@ -21,6 +21,17 @@ class ExtLine {
  public:
   virtual ~ExtLine() = default;
   virtual bool execute(ScriptRunner& runner, ScriptError& err) const = 0;
+  // Whether the line reads standard input (a file argument "-": `nft -f -`, `tc -b -`);
+  // such a line may take a here-document (`<<EOF` ... `EOF`) instead.
+  virtual bool reads_stdin() const { return false; }
+  // The here-document's body, given by the script parser before the line is shared.
+  void attach_here_doc(std::shared_ptr<const std::string> body) const { here_doc_ = std::move(body); }
+
+ protected:
+  const std::string* here_doc() const { return here_doc_.get(); }
+
+ private:
+  mutable std::shared_ptr<const std::string> here_doc_;
 };
 
 struct ExtCommand {

@@ -18,7 +18,7 @@ struct NftLine final : ExtLine {
   bool execute(ScriptRunner& r, ScriptError& err) const override {
     tc::DevTableNftResolver resolver(r.table());
     std::ostringstream out, errs;
-    const int rc = nf::nft_command(words, nf::nft_ruleset(r.net()), resolver, out, errs, r.json());
+    const int rc = nf::nft_command(words, nf::nft_ruleset(r.net()), resolver, out, errs, r.json(), here_doc());
     const std::string text = out.str();
     if (!text.empty()) {
       std::fputs(text.c_str(), r.out());
@@ -31,6 +31,8 @@ struct NftLine final : ExtLine {
     }
     return true;
   }
+  bool reads_stdin() const override { return from_stdin; }
+  bool from_stdin = false;  // nft -f -
 };
 
 }  // namespace
@@ -44,6 +46,7 @@ std::optional<bool> parse_nft_ext(const std::vector<std::string>& w, ExtCommand&
   }
   auto line = std::make_shared<NftLine>();
   line->words = w;
+  line->from_stdin = pr->op == nf::NftOp::RUN_FILE && pr->file == "-";
   out.line = std::move(line);
   return true;
 }

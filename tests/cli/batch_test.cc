@@ -1,6 +1,7 @@
 // `ip -batch FILE` / `tc -b FILE` / `-force`: each line of the file is one ip or tc
 // command; the first failure ends the batch (Command failed FILE:LINE) unless -force,
-// which reports every failure, runs the rest, and fails the line at the end.
+// which reports every failure, runs the rest, and fails the line at the end. A here-document
+// feeds `nft -f -` and `ip|tc -b -`.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -70,6 +71,41 @@ TEST_F(Batch, BadLinesAndBadUse) {
   EXPECT_NE(run_pp("ip -batch /nonexistent/file\n").err.find("/nonexistent/file"), std::string::npos);
   EXPECT_NE(run_pp("ip -force link show\n").err.find("-force is for batch mode"), std::string::npos);
   EXPECT_EQ(run_pp("ip -batch /dev/zero\n").rc, 1);  // binary: refused on the first read
+}
+
+TEST_F(Batch, HereDocumentsFeedTheLinesThatReadStandardInput) {
+  auto r = run_pp(
+      "ip link add dev v0 type dummy\n"
+      "nft -f - <<'EOF'\n"
+      "define hosts = { 10.0.0.1, 10.0.0.2 }\n"
+      "table netdev t {\n"
+      "\tset s { type ipv4_addr; elements = $hosts; }\n"
+      "\tchain c { type filter hook ingress device \"v0\" priority 0; policy accept; ip saddr @s drop; }\n"
+      "}\n"
+      "EOF\n"
+      "tc -b - <<-END\n"
+      "\tqdisc add dev v0 root handle 1: htb\n"
+      "\tclass add dev v0 parent 1: classid 1:1 htb rate 1mbit\n"
+      "\tEND\n"
+      "nft list set netdev t s\n"
+      "tc class show dev v0\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("elements = { 10.0.0.1, 10.0.0.2 }"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("class htb 1:1 root prio 0 rate 1Mbit"), std::string::npos) << r.out;
+  // nft names its standard input /dev/stdin, lines counted in the body.
+  auto bad = run_pp("nft -f - << X\ntable netdev t {\n  chain c {\n    ip daddr 1.2.3.4 dorp\n  }\n}\nX\n");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("/dev/stdin:3:22-25: Error: unsupported match or statement"), std::string::npos) << bad.err;
+  auto open = run_pp("ip link add dev v0 type dummy\nnft -f - <<X\nadd table netdev t\n");
+  EXPECT_EQ(open.rc, 1);
+  EXPECT_NE(open.err.find(":2: here-document not closed by a line 'X'"), std::string::npos) << open.err;
+  auto wrong = run_pp("ip link add dev v0 type dummy <<X\nfoo\nX\n");
+  EXPECT_EQ(wrong.rc, 1);
+  EXPECT_NE(wrong.err.find("a here-document feeds a command that reads '-'"), std::string::npos) << wrong.err;
+  // Line numbers after a here-document still count its lines.
+  auto later = run_pp("nft -f - <<X\nadd table netdev t\nX\nip link frob\n");
+  EXPECT_EQ(later.rc, 1);
+  EXPECT_NE(later.err.find(":4:"), std::string::npos) << later.err;
 }
 
 }  // namespace
