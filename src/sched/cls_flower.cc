@@ -37,6 +37,7 @@ void flower_dissect(const Packet* p, FlowerKey& k) {
   if (et == 0x0800 && nh + 20 <= n) {
     const uint8_t* ip = d + nh;
     k.tos = ip[1];
+    k.ttl = ip[8];
     k.ip_proto = ip[9];
     std::memcpy(k.src_ip, ip + 12, 4);
     std::memcpy(k.dst_ip, ip + 16, 4);
@@ -45,6 +46,7 @@ void flower_dissect(const Packet* p, FlowerKey& k) {
     const uint8_t* ip = d + nh;
     k.tos = static_cast<uint8_t>((ip[0] & 0x0f) << 4 | ip[1] >> 4);
     k.ip_proto = ip[6];
+    k.ttl = ip[7];
     std::memcpy(k.src_ip, ip + 8, 16);
     std::memcpy(k.dst_ip, ip + 24, 16);
     l4 = nh + 40;

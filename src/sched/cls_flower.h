@@ -19,7 +19,8 @@ struct alignas(8) FlowerKey {
   uint8_t tos;       // IPv4 TOS, IPv6 traffic class
   uint16_t src_port;
   uint16_t dst_port;
-  uint8_t pad[2];
+  uint8_t ttl;  // IPv4 TTL, IPv6 hop limit
+  uint8_t pad;
   uint8_t src_ip[16];  // IPv4 in the first 4 bytes
   uint8_t dst_ip[16];
 };

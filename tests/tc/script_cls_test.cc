@@ -56,7 +56,7 @@ TEST(TcClsScript, MalformedLinesNameTheWord) {
       {"protocol ip flower ip_tos 0x100", "0x100", "ip_tos"},
       {"protocol ip flower vlan_id 5", "vlan_id", "802.1q"},
       {"protocol 802.1q flower vlan_id 5000", "5000", "vlan_id"},
-      {"protocol ip flower ip_ttl 5", "ip_ttl", "not supported"},
+      {"protocol ip flower enc_key_id 5", "enc_key_id", "not supported"},
       {"flower dst_mac 00:11:22:33:44", "00:11:22:33:44", "MAC"},
       {"flower ip_proto", "ip_proto", ""},
       {"matchall skip_sw", "skip_sw", "offload"},
@@ -231,7 +231,7 @@ TEST_F(ClsRunnerTest, PoliceBareControlActionIsTheExceedAction) {
 TEST_F(ClsRunnerTest, FlowerShowAsIproute2) {
   setup();
   run("tc filter add dev foo egress protocol ip pref 2 flower ip_proto tcp dst_ip 10.0.0.0/8 dst_port 80-90 "
-      "ip_tos 0x10/0xfc src_mac 02:00:00:00:00:01 skip_hw classid 1:5 action police rate 1mbit burst 10k "
+      "ip_tos 0x10/0xfc ip_ttl 64 src_mac 02:00:00:00:00:01 skip_hw classid 1:5 action police rate 1mbit burst 10k "
       "conform-exceed drop/pipe");
   run("tc filter show dev foo egress");
   EXPECT_EQ(output(),
@@ -240,7 +240,8 @@ TEST_F(ClsRunnerTest, FlowerShowAsIproute2) {
             "  src_mac 02:00:00:00:00:01\n"
             "  eth_type ipv4\n"
             "  ip_proto tcp\n"
-            "  ip_tos 0x10/fc\n"
+            "  ip_tos 16/0xfc\n"
+            "  ip_ttl 64\n"
             "  dst_ip 10.0.0.0/8\n"
             "  dst_port 80-90\n"
             "  skip_hw\n"
@@ -248,6 +249,22 @@ TEST_F(ClsRunnerTest, FlowerShowAsIproute2) {
             "\taction order 1:  police 0x1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b \n"
             "\tref 1 bind 1 \n"
             "\n");
+}
+
+// ip_ttl matches the IPv4 TTL (the sender's frames carry 64) under its mask.
+TEST_F(ClsRunnerTest, FlowerMatchesTtlUnderItsMask) {
+  setup();
+  run("tc filter add dev foo egress protocol ip pref 1 flower ip_ttl 63 action drop");
+  run("send dev foo count 4");
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 4u);
+  run("tc filter add dev foo egress protocol ip pref 2 flower ip_ttl 0x40/0xc0 action drop");
+  run("send dev foo count 3");
+  EXPECT_EQ(runner_.table().find("foo")->stats_sum().tx_packets, 4u);
+  run("tc -j filter show dev foo egress");
+  EXPECT_NE(output().find(R"("ip_ttl":64,"ip_ttl_mask":"c0")"), std::string::npos) << output();
+  ScriptError e;
+  EXPECT_FALSE(run("tc filter add dev foo egress protocol ip pref 3 flower ip_ttl 256 action drop", &e));
+  EXPECT_NE(e.msg.find("bad ip_ttl"), std::string::npos) << e.msg;
 }
 
 // Replace, delete and the one-kind-per-pref rule through the command line.

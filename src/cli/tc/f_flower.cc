@@ -1,5 +1,5 @@
 // flower (iproute2's tc/f_flower.c), a subset: `flower [ip_proto tcp|udp|sctp|icmp|icmpv6|N]
-// [src_ip|dst_ip ADDR[/LEN]] [src_port|dst_port PORT|MIN-MAX] [ip_tos TOS[/MASK]]
+// [src_ip|dst_ip ADDR[/LEN]] [src_port|dst_port PORT|MIN-MAX] [ip_tos TOS[/MASK]] [ip_ttl TTL[/MASK]]
 // [vlan_id ID] [src_mac|dst_mac MAC[/LEN]] [classid|flowid X] [skip_hw] [action ...]...`.
 // Address and port keys need the filter's protocol (ip, ipv6) and ip_proto as tc asks.
 #include <arpa/inet.h>
@@ -140,16 +140,16 @@ Status flower_parse_opt(Lexer& lx, FilterRequest& req) {
       const bool l4 = s.mask.ip_proto && (s.key.ip_proto == 6 || s.key.ip_proto == 17 || s.key.ip_proto == 132);
       auto st = parse_port(k, *v, s, l4);
       if (!st) return unexpected(st.error());
-    } else if (k == "ip_tos") {
+    } else if (k == "ip_tos" || k == "ip_ttl") {  // flower_parse_ip_tos_ttl: VALUE[/MASK]
       auto v = lx.value(k);
       if (!v) return unexpected(v.error());
-      if (proto != kEthPIp && proto != kEthPIpv6) return unexpected("flower: ip_tos needs protocol ip or ipv6", k);
+      if (proto != kEthPIp && proto != kEthPIpv6) return unexpected("flower: " + k + " needs protocol ip or ipv6", k);
       const size_t slash = v->find('/');
-      auto tos = get_u32(v->substr(0, slash), 0);
-      auto m = slash == std::string::npos ? Result<uint32_t>(0xffu) : get_u32(v->substr(slash + 1), 0);
-      if (!tos || !m || *tos > 0xff || *m > 0xff) return unexpected("flower: bad ip_tos \"" + *v + "\"", *v);
-      s.key.tos = static_cast<uint8_t>(*tos);
-      s.mask.tos = static_cast<uint8_t>(*m);
+      auto val = get_u32(v->substr(0, slash), 0);
+      auto m = slash == std::string::npos ? Result<uint32_t>(0xffu) : get_u32(v->substr(slash + 1), 16);
+      if (!val || !m || *val > 0xff || *m > 0xff) return unexpected("flower: bad " + k + " \"" + *v + "\"", *v);
+      (k == "ip_tos" ? s.key.tos : s.key.ttl) = static_cast<uint8_t>(*val);
+      (k == "ip_tos" ? s.mask.tos : s.mask.ttl) = static_cast<uint8_t>(*m);
     } else if (k == "vlan_id") {
       auto v = lx.value(k);
       if (!v) return unexpected(v.error());
@@ -236,9 +236,12 @@ void flower_print_opt(const ktc::TcFilter& f, PrintSink& out) {
       line("ip_proto", b);
     }
   }
-  if (s->mask.tos) {
-    std::snprintf(b, sizeof b, s->mask.tos == 0xff ? "0x%x" : "0x%x/%x", s->key.tos, s->mask.tos);
-    line("ip_tos", b);
+  for (const char* which : {"ip_tos", "ip_ttl"}) {  // print_masked_u8: "ip_tos 16/0xfc"
+    const bool tos = which[4] == 'o';
+    const uint8_t key = tos ? s->key.tos : s->key.ttl, mask = tos ? s->mask.tos : s->mask.ttl;
+    if (!mask) continue;
+    number(which, key);
+    if (mask != 0xff) out.print_hex(PRINT_ANY, tos ? "ip_tos_mask" : "ip_ttl_mask", "/0x%x", mask);
   }
   const bool v6 = proto == kEthPIpv6;
   for (const char* which : {"dst_ip", "src_ip"}) {
