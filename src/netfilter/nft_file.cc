@@ -407,14 +407,13 @@ int run(const std::string& path, const std::string* text, NftRuleset& ruleset, N
     return 1;
   }
   mark_dynamic_sets(cmds);
-  for (size_t k = 0; k < cmds.size(); ++k) {
-    std::string listing;
-    Status st = ruleset.apply(cmds[k], resolver, &listing);
-    if (!st) {
-      print_error(err, rd.sources, first[k], st.error().msg);
-      return 1;
-    }
-    out << listing;
+  std::string listing;
+  size_t failed = 0;
+  Status st = ruleset.apply_batch(cmds, resolver, &listing, &failed);
+  out << listing;
+  if (!st) {
+    print_error(err, rd.sources, first[failed], st.error().msg);
+    return 1;
   }
   return 0;
 }

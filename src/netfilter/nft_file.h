@@ -3,9 +3,9 @@
 // turned into the same commands `nft` lines give, then applied in order.
 //
 // Every statement of the file (and its includes) is parsed before the first is applied:
-// a syntax error changes nothing. An error while applying (a missing device, an element
-// already in a set) stops there, with the statements before it applied: nft would roll
-// the whole file back as one transaction.
+// a syntax error changes nothing. The file is then applied as one transaction
+// (NftRuleset::apply_batch): an error while applying (a missing device, a set that is
+// full) undoes what the statements before it did, as nft's batch is aborted whole.
 #pragma once
 
 #include <ostream>

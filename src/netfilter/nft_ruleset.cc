@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/netdevice.h"
@@ -436,6 +437,34 @@ nlohmann::json match_json(const NftMatch& m) {
 }  // namespace
 
 static NftChain* find_chain(NftTable& t, const std::string& name);
+static void unhook_chain(NftChain& c);
+
+struct NftRuleset::Undo {
+  virtual ~Undo() = default;
+  virtual void run() = 0;
+};
+
+void NftRuleset::on_abort(std::unique_ptr<Undo> step) {
+  if (in_batch_) undo_.push_back(std::move(step));
+}
+
+// Outside a batch the step (and whatever it keeps) goes at once.
+template <typename F>
+void NftRuleset::on_abort_fn(F&& f) {
+  struct Step final : Undo {
+    explicit Step(F&& g) : fn(std::move(g)) {}
+    void run() override { fn(); }
+    std::decay_t<F> fn;
+  };
+  if (in_batch_) on_abort(std::make_unique<Step>(std::forward<F>(f)));
+}
+
+template <typename T>
+static void erase_ptr(std::vector<std::unique_ptr<T>>& v, const T* p) {
+  v.erase(std::find_if(v.begin(), v.end(), [p](const auto& x) { return x.get() == p; }));
+}
+
+NftRuleset::NftRuleset() = default;
 
 NftRuleset::~NftRuleset() {
   events_.reset();
@@ -455,6 +484,7 @@ Status NftRuleset::add_table(const std::string& table) {
   auto t = std::make_unique<NftTable>();
   t->name = table;
   t->handle = next_table_handle_++;
+  on_abort_fn([this, p = t.get()] { erase_ptr(tables_, p); });
   tables_.push_back(std::move(t));
   return {};
 }
@@ -612,6 +642,10 @@ Status NftRuleset::add_chain(const std::string& table, const std::string& chain,
       return unexpected("chain '" + chain + "' exists in table '" + table +
                              "' with a different type/hook/device/priority");
     if (spec.has_policy) {
+      on_abort_fn([c, old = c->spec] {
+        c->spec = old;
+        c->policy.store(static_cast<uint8_t>(old.policy), std::memory_order_relaxed);
+      });
       c->spec.policy = spec.policy;
       c->policy.store(static_cast<uint8_t>(spec.policy), std::memory_order_relaxed);
     }
@@ -631,6 +665,10 @@ Status NftRuleset::add_chain(const std::string& table, const std::string& chain,
     c->dev = dev;
   }
   c->handle = t->next_handle++;
+  on_abort_fn([t, p = c.get()] {
+    if (p->dev) (void)nf_unregister_hook(*p->dev, &p->ops);  // registered: cannot fail
+    erase_ptr(t->chains, p);
+  });
   t->chains.push_back(std::move(c));
   return {};
 }
@@ -653,6 +691,12 @@ Status NftRuleset::add_rule(const std::string& table, const std::string& chain,
   std::unique_ptr<NftRule> r;
   if (Status st = build_rule(*t, *c, spec, r); !st) return st;
   if (handle) *handle = r->handle;
+  on_abort_fn([this, c, p = r.get()] {
+    auto it = std::find_if(c->rules.begin(), c->rules.end(), [p](const auto& x) { return x.get() == p; });
+    std::unique_ptr<NftRule> gone = std::move(*it);
+    c->rules.erase(it);
+    publish_rules(*c);
+  });
   if (front) c->rules.insert(c->rules.begin(), std::move(r));
   else c->rules.push_back(std::move(r));
   publish_rules(*c);
@@ -677,6 +721,11 @@ Status NftRuleset::replace_rule(const std::string& table, const std::string& cha
   *it = std::move(fresh);
   if (new_handle) *new_handle = (*it)->handle;
   publish_rules(*c);  // after the grace period no reader sees `gone`
+  on_abort_fn([this, c, p = it->get(), old = std::move(gone)]() mutable {
+    auto at = std::find_if(c->rules.begin(), c->rules.end(), [p](const auto& x) { return x.get() == p; });
+    std::swap(*at, old);
+    publish_rules(*c);
+  });
   return {};
 }
 
@@ -692,8 +741,13 @@ Status NftRuleset::delete_rule(const std::string& table, const std::string& chai
   if (it == c->rules.end())
     return unexpected("rule handle " + std::to_string(handle) + " does not exist in chain '" + chain + "'");
   std::unique_ptr<NftRule> gone = std::move(*it);
+  const size_t at = static_cast<size_t>(it - c->rules.begin());
   c->rules.erase(it);
   publish_rules(*c);  // after the grace period no reader sees `gone`
+  on_abort_fn([this, c, at, r = std::move(gone)]() mutable {
+    c->rules.insert(c->rules.begin() + static_cast<std::ptrdiff_t>(at), std::move(r));
+    publish_rules(*c);
+  });
   return {};
 }
 
@@ -723,16 +777,15 @@ Status NftRuleset::delete_chain(const std::string& table, const std::string& cha
       if (e.data.chain == gone)
         return unexpected("chain '" + chain + "' is in use: map '" + set->name() + "' jumps to it (Device or resource busy)");
   std::unique_ptr<NftChain> c = std::move(*it);
+  const size_t at = static_cast<size_t>(it - t->chains.begin());
   t->chains.erase(it);
-  destroy_chain(std::move(c));
+  NfDeviceHooks* dev = c->dev;
+  unhook_chain(*c);  // waits for a grace period
+  on_abort_fn([t, at, dev, ch = std::move(c)]() mutable {
+    if (dev && nf_register_hook(*dev, &ch->ops)) ch->dev = dev;
+    t->chains.insert(t->chains.begin() + static_cast<std::ptrdiff_t>(at), std::move(ch));
+  });
   return {};
-}
-
-// Release a table's chains: base chains leave their hooks first (each after a grace
-// period), so no packet is still in a regular chain they jump to when it is freed.
-static void release_chains(NftTable& t, void (*unhook)(NftChain&)) {
-  for (auto& c : t.chains) unhook(*c);
-  t.chains.clear();
 }
 
 static void unhook_chain(NftChain& c) {
@@ -753,13 +806,14 @@ Status NftRuleset::add_set(const std::string& table, const std::string& set, con
       return unexpected("set '" + set + "' exists in table '" + table + "' with another type or flags (File exists)");
     std::vector<NftVerdictData> data;
     if (Status st = resolve_data(*t, *old, spec.elements, data); !st) return st;
-    return old->add(spec.elements, data, true, now());
+    return add_to_set(*old, spec.elements, data);
   }
   auto s = std::make_unique<NftSet>(set, spec, false);
   std::vector<NftVerdictData> data;
   if (Status st = resolve_data(*t, *s, spec.elements, data); !st) return st;
   if (Status st = s->add(spec.elements, data, true, now()); !st) return st;
   s->handle = t->next_handle++;
+  on_abort_fn([t, p = s.get()] { erase_ptr(t->sets, p); });
   t->sets.push_back(std::move(s));
   return {};
 }
@@ -786,7 +840,12 @@ Status NftRuleset::delete_set(const std::string& table, const std::string& set) 
   std::string who;
   if (set_in_use(*t, it->get(), &who))
     return unexpected("set '" + set + "' is in use by a rule of chain '" + who + "' (Device or resource busy)");
-  t->sets.erase(it);  // no rule reads it: freed at once
+  const size_t at = static_cast<size_t>(it - t->sets.begin());
+  std::unique_ptr<NftSet> gone = std::move(*it);
+  t->sets.erase(it);  // no rule reads it: freed at once (or at the batch's end)
+  on_abort_fn([t, at, g = std::move(gone)]() mutable {
+    t->sets.insert(t->sets.begin() + static_cast<std::ptrdiff_t>(at), std::move(g));
+  });
   return {};
 }
 
@@ -796,6 +855,7 @@ Status NftRuleset::flush_set(const std::string& table, const std::string& set) {
   NftTable* t;
   NftSet* s;
   if (Status st = writable_set(table, set, t, s); !st) return st;
+  if (in_batch_) put_back_on_abort(*s, s->elements(now()));
   s->flush();
   return {};
 }
@@ -832,7 +892,49 @@ Status NftRuleset::add_elements(const std::string& table, const std::string& set
           for (const NftVerdictData& d : data)
             if (d.chain)
               if (Status st = check_jump(*c, d.chain); !st) return st;
-  return s->add(elems, data, true, now());
+  return add_to_set(*s, elems, data);
+}
+
+// An element as it was, to add back: its key, own timeout (its expiry starts again),
+// counter and verdict.
+static NftElemSpec spec_of(const NftElem& e) {
+  NftElemSpec x;
+  x.lo = e.lo;
+  x.hi = e.hi;
+  x.range = e.range;
+  x.prefix = e.prefix;
+  x.timeout_ns = e.timeout_ns;
+  x.counter = e.counter;
+  x.packets = e.packets;
+  x.bytes = e.bytes;
+  return x;
+}
+
+void NftRuleset::put_back_on_abort(NftSet& s, const std::vector<NftElem>& elems) {
+  if (!in_batch_ || elems.empty()) return;
+  std::vector<NftElemSpec> specs;
+  std::vector<NftVerdictData> data;
+  specs.reserve(elems.size());
+  data.reserve(elems.size());
+  for (const NftElem& e : elems) specs.push_back(spec_of(e)), data.push_back(e.data);
+  on_abort_fn([this, &s, specs = std::move(specs), data = std::move(data)] { (void)s.add(specs, data, true, now()); });
+}
+
+// Adds (existing elements are kept); in a batch, the abort takes out what was new.
+Status NftRuleset::add_to_set(NftSet& s, const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data) {
+  std::vector<NftElemSpec> fresh;
+  if (in_batch_) {
+    const uint64_t t = now();
+    for (const NftElemSpec& e : elems)
+      if (!s.element(e, t)) fresh.push_back(e);
+    auto key = [](const NftElemSpec& e) { return std::tie(e.lo, e.hi); };
+    std::sort(fresh.begin(), fresh.end(), [&](const NftElemSpec& a, const NftElemSpec& b) { return key(a) < key(b); });
+    fresh.erase(std::unique(fresh.begin(), fresh.end(), [&](const NftElemSpec& a, const NftElemSpec& b) { return key(a) == key(b); }),
+                fresh.end());
+  }
+  if (Status st = s.add(elems, data, true, now()); !st) return st;
+  if (!fresh.empty()) on_abort_fn([this, &s, fresh = std::move(fresh)] { (void)s.remove(fresh, now()); });
+  return {};
 }
 
 Status NftRuleset::delete_elements(const std::string& table, const std::string& set, const std::vector<NftRawElem>& raw) {
@@ -842,7 +944,13 @@ Status NftRuleset::delete_elements(const std::string& table, const std::string& 
   NftSet* s;
   std::vector<NftElemSpec> elems;
   if (Status st = writable_set(table, set, t, s, &raw, &elems); !st) return st;
-  return s->remove(elems, now());
+  std::vector<NftElem> was;
+  if (in_batch_)
+    for (const NftElemSpec& e : elems)
+      if (auto x = s->element(e, now())) was.push_back(*x);
+  if (Status st = s->remove(elems, now()); !st) return st;
+  put_back_on_abort(*s, was);
+  return {};
 }
 
 Status NftRuleset::delete_table(const std::string& table) {
@@ -850,17 +958,59 @@ Status NftRuleset::delete_table(const std::string& table) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = std::find_if(tables_.begin(), tables_.end(), [&](const auto& t) { return t->name == table; });
   if (it == tables_.end()) return unexpected("table '" + table + "' does not exist");
-  std::unique_ptr<NftTable> t = std::move(*it);
-  tables_.erase(it);
-  release_chains(*t, unhook_chain);
+  detach_table(static_cast<size_t>(it - tables_.begin()));
   return {};
+}
+
+// Base chains leave their hooks first (each after a grace period), so no packet is
+// still in a regular chain they jump to when the table goes.
+void NftRuleset::detach_table(size_t index) {
+  std::unique_ptr<NftTable> t = std::move(tables_[index]);
+  tables_.erase(tables_.begin() + static_cast<std::ptrdiff_t>(index));
+  std::vector<std::pair<NftChain*, NfDeviceHooks*>> hooked;
+  for (auto& c : t->chains) {
+    if (c->dev) hooked.emplace_back(c.get(), c->dev);
+    unhook_chain(*c);
+  }
+  if (!in_batch_) return;  // freed here
+  on_abort_fn([this, index, hooked, tp = std::move(t)]() mutable {
+    for (auto [c, dev] : hooked)
+      if (nf_register_hook(*dev, &c->ops)) c->dev = dev;
+    tables_.insert(tables_.begin() + static_cast<std::ptrdiff_t>(index), std::move(tp));
+  });
 }
 
 void NftRuleset::flush() {
   RcuWriterScope writer;
   std::lock_guard<std::mutex> g(mu_);
-  for (auto& t : tables_) release_chains(*t, unhook_chain);
-  tables_.clear();
+  for (size_t i = tables_.size(); i-- > 0;) detach_table(i);
+}
+
+Status NftRuleset::apply_batch(const std::vector<NftCommand>& cmds, NftDeviceResolver& resolver, std::string* out,
+                               size_t* failed) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    in_batch_ = true;
+    undo_.clear();
+  }
+  Status st;
+  for (size_t k = 0; k < cmds.size(); ++k) {
+    st = apply(cmds[k], resolver, out);
+    if (!st) {
+      if (failed) *failed = k;
+      break;
+    }
+  }
+  std::vector<std::unique_ptr<Undo>> steps;
+  {
+    RcuWriterScope writer;
+    std::lock_guard<std::mutex> g(mu_);
+    in_batch_ = false;
+    steps.swap(undo_);
+    if (!st)
+      for (auto it = steps.rbegin(); it != steps.rend(); ++it) (*it)->run();
+  }
+  return st;  // what the batch deleted goes with `steps`, past its grace periods
 }
 
 // mirrors nf_tables_netdev_event / nft_netdev_event: a pktpath base chain hooks exactly

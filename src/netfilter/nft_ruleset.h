@@ -75,7 +75,7 @@ NfVerdict nft_chain_hook(void* priv, Packet* p, const NfHookState& st);
 
 class NftRuleset {
  public:
-  NftRuleset() = default;
+  NftRuleset();
   ~NftRuleset();  // flushes: unregisters every hook
   NftRuleset(const NftRuleset&) = delete;
   NftRuleset& operator=(const NftRuleset&) = delete;
@@ -120,6 +120,14 @@ class NftRuleset {
   // Apply a parsed command; list output goes to *out.
   Status apply(const NftCommand& c, NftDeviceResolver& resolver, std::string* out);
 
+  // nft -f's transaction (nf_tables_commit / __nf_tables_abort): the commands in order;
+  // when one fails, every change the ones before it made is undone, newest first, and
+  // *failed is its index. Deleted objects are kept (unhooked, past a grace period) until
+  // the batch ends, so an abort puts them back with their counters. Listings print as
+  // they run.
+  Status apply_batch(const std::vector<NftCommand>& cmds, NftDeviceResolver& resolver, std::string* out,
+                     size_t* failed);
+
  private:
   NftTable* find_table(const std::string& name);
   const NftTable* find_table(const std::string& name) const;
@@ -137,11 +145,22 @@ class NftRuleset {
 
   static void netdev_event(void* self, NetdevEvent ev, NetDevice& dev);
 
+  // While a batch runs, each change records how to undo it (run under mu_).
+  struct Undo;
+  void on_abort(std::unique_ptr<Undo> step);  // under mu_; nothing outside a batch
+  template <typename F>
+  void on_abort_fn(F&& f);
+  void detach_table(size_t index);  // unhook its chains, keep it for the batch's undo
+  void put_back_on_abort(NftSet& s, const std::vector<NftElem>& elems);
+  Status add_to_set(NftSet& s, const std::vector<NftElemSpec>& elems, const std::vector<NftVerdictData>& data);
+
   uint64_t now() const { return now_ ? now_() : MonotonicClock::instance().now_ns(); }
 
   std::function<uint64_t()> now_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<NftTable>> tables_;
+  bool in_batch_ = false;
+  std::vector<std::unique_ptr<Undo>> undo_;
   uint64_t next_table_handle_ = 1;
   NetdevSubscription events_;  // last: unsubscribes before the rest goes away
 };

@@ -412,17 +412,10 @@ Status NftSet::remove(const std::vector<NftElemSpec>& elems, uint64_t now) {
   const IvTable* old = iv_.get();
   std::vector<bool> drop(old->data.size());
   for (size_t i = 0; i < elems.size(); ++i) {
-    size_t lo = 0, hi = old->data.size();  // the range starting exactly at the element's lo
-    while (lo < hi) {
-      const size_t mid = (lo + hi) / 2;
-      if (key_cmp(&old->lo[mid * klen_], elems[i].lo.data(), klen_) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    const bool found = lo < old->data.size() && !drop[lo] &&
-                       key_cmp(&old->lo[lo * klen_], elems[i].lo.data(), klen_) == 0 &&
-                       key_cmp(&old->hi[lo * klen_], elems[i].hi.data(), klen_) == 0;
-    if (!found) return unexpected(elem_word(i) + ": not in set '" + name_ + "' (No such file or directory)");
-    drop[lo] = true;
+    const auto at = iv_index(*old, elems[i].lo.data());
+    if (!at || drop[*at] || key_cmp(&old->hi[*at * klen_], elems[i].hi.data(), klen_) != 0)
+      return unexpected(elem_word(i) + ": not in set '" + name_ + "' (No such file or directory)");
+    drop[*at] = true;
   }
   auto t = std::make_unique<IvTable>();
   for (size_t j = 0; j < old->data.size(); ++j) {
@@ -511,29 +504,60 @@ bool NftSet::dynamic_update(const uint8_t* key, const NftDynsetOp& op, uint64_t 
   return true;
 }
 
+static void put_counter(NftElem& e, const NftElemCounter* c) {
+  if (!c) return;
+  e.counter = true;
+  e.packets = c->packets.load(std::memory_order_relaxed);
+  e.bytes = c->bytes.load(std::memory_order_relaxed);
+}
+
+NftElem NftSet::elem_of(const HNode& n) const {
+  NftElem e;
+  std::memcpy(e.lo.data(), n.key(), klen_);
+  e.hi = e.lo;
+  e.data = n.data;
+  if (spec_.timeouts) {
+    e.timeout_ns = n.times(klen_)[0];
+    e.expires = n.expires(klen_);
+  }
+  put_counter(e, n.counter);
+  return e;
+}
+
+NftElem NftSet::elem_of(const IvTable& t, size_t i) const {
+  NftElem e;
+  std::memcpy(e.lo.data(), &t.lo[i * klen_], klen_);
+  std::memcpy(e.hi.data(), &t.hi[i * klen_], klen_);
+  e.range = true;
+  e.prefix = t.prefix[i];
+  e.data = t.data[i];
+  if (spec_.timeouts) {
+    e.timeout_ns = t.timeout[i];
+    e.expires = t.expires[i];
+  }
+  if (!t.counters.empty()) put_counter(e, t.counters[i].get());
+  return e;
+}
+
+std::optional<size_t> NftSet::iv_index(const IvTable& t, const uint8_t* lo) const {
+  size_t a = 0, b = t.data.size();
+  while (a < b) {
+    const size_t mid = (a + b) / 2;
+    if (key_cmp(&t.lo[mid * klen_], lo, klen_) < 0) a = mid + 1;
+    else b = mid;
+  }
+  if (a < t.data.size() && key_cmp(&t.lo[a * klen_], lo, klen_) == 0) return a;
+  return std::nullopt;
+}
+
 std::vector<NftElem> NftSet::elements(uint64_t now) const {
   std::vector<NftElem> out;
   out.reserve(size());
-  auto put_counter = [](NftElem& e, const NftElemCounter* c) {
-    if (!c) return;
-    e.counter = true;
-    e.packets = c->packets.load(std::memory_order_relaxed);
-    e.bytes = c->bytes.load(std::memory_order_relaxed);
-  };
   if (const HTable* t = ht_.get()) {
     for (size_t i = 0; i <= t->mask; ++i)
       for (const HNode* n = t->b[i].load(std::memory_order_acquire); n; n = n->next.load(std::memory_order_acquire)) {
-        NftElem e;
-        std::memcpy(e.lo.data(), n->key(), klen_);
-        e.hi = e.lo;
-        e.data = n->data;
-        if (spec_.timeouts) {
-          e.timeout_ns = n->times(klen_)[0];
-          e.expires = n->expires(klen_);
-          if (expired(e.expires, now)) continue;
-        }
-        put_counter(e, n->counter);
-        out.push_back(e);
+        NftElem e = elem_of(*n);
+        if (!expired(e.expires, now)) out.push_back(e);
       }
     // nft lists a set's elements in value order; a concatenation's value is its padded
     // key read as one host-order (little-endian) number, so its last byte leads.
@@ -550,21 +574,26 @@ std::vector<NftElem> NftSet::elements(uint64_t now) const {
   }
   const IvTable* iv = iv_.get();
   for (size_t i = 0; i < iv->data.size(); ++i) {
-    NftElem e;
-    std::memcpy(e.lo.data(), &iv->lo[i * klen_], klen_);
-    std::memcpy(e.hi.data(), &iv->hi[i * klen_], klen_);
-    e.range = true;
-    e.prefix = iv->prefix[i];
-    e.data = iv->data[i];
-    if (spec_.timeouts) {
-      e.timeout_ns = iv->timeout[i];
-      e.expires = iv->expires[i];
-      if (expired(e.expires, now)) continue;
-    }
-    if (!iv->counters.empty()) put_counter(e, iv->counters[i].get());
-    out.push_back(e);
+    NftElem e = elem_of(*iv, i);
+    if (!expired(e.expires, now)) out.push_back(e);
   }
   return out;
+}
+
+std::optional<NftElem> NftSet::element(const NftElemSpec& key, uint64_t now) const {
+  if (const HTable* t = ht_.get()) {
+    const HNode* n = hfind(*t, key.lo.data());
+    if (!n) return std::nullopt;
+    NftElem e = elem_of(*n);
+    if (expired(e.expires, now)) return std::nullopt;
+    return e;
+  }
+  const IvTable* iv = iv_.get();
+  auto i = iv_index(*iv, key.lo.data());
+  if (!i || key_cmp(&iv->hi[*i * klen_], key.hi.data(), klen_) != 0) return std::nullopt;
+  NftElem e = elem_of(*iv, *i);
+  if (expired(e.expires, now)) return std::nullopt;
+  return e;
 }
 
 }  // namespace pktpath::nf

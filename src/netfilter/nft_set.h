@@ -156,6 +156,8 @@ class NftSet {
   void flush();
   // Every element not expired at `now`, in key order.
   std::vector<NftElem> elements(uint64_t now = 0) const;
+  // The element with exactly this key (or range), not expired at `now`.
+  std::optional<NftElem> element(const NftElemSpec& key, uint64_t now = 0) const;
 
  private:
   struct HNode;
@@ -173,6 +175,9 @@ class NftSet {
   void free_retired(std::vector<std::unique_ptr<const HTable>>& old, std::vector<HNode*>& nodes);
   bool expired(uint64_t expires, uint64_t now) const { return spec_.timeouts && expires != 0 && now >= expires; }
   void collect_expired(uint64_t now);  // unlink (hash) or drop (interval) what has expired
+  NftElem elem_of(const HNode& n) const;
+  NftElem elem_of(const IvTable& t, size_t i) const;
+  std::optional<size_t> iv_index(const IvTable& t, const uint8_t* lo) const;  // the range starting at lo
 
   std::string name_;
   NftSetSpec spec_;  // without its elements

@@ -512,5 +512,68 @@ TEST_F(NftFileTest, SyntaxErrorsNameFileLineAndColumnAndChangeNothing) {
   EXPECT_NE(unclosed.err.find("not closed"), std::string::npos) << unclosed.err;
 }
 
+// A file that fails part way is undone whole (nft's batch abort): what it flushed,
+// deleted, replaced and added is back as it was, counters included, and the restored
+// chains are hooked again.
+TEST_F(NftFileTest, AFailingFileChangesNothing) {
+  NfDeviceHooks& bar = devs.add("bar");
+  const std::string before = write("nft_tx0.nft",
+                                   "table netdev t {\n"
+                                   "\tset bl { type ipv4_addr; counter; elements = { 10.0.0.2, 10.0.0.3 }; }\n"
+                                   "\tset iv { type ipv4_addr; flags interval; elements = { 10.8.0.0/16 }; }\n"
+                                   "\tset old { type ipv4_addr; }\n"
+                                   "\tchain sub { counter; }\n"
+                                   "\tchain c {\n"
+                                   "\t\ttype filter hook egress device \"foo\" priority 0; policy accept;\n"
+                                   "\t\tip daddr @bl counter drop\n"
+                                   "\t\tip daddr @iv drop\n"
+                                   "\t\tudp dport 53 counter accept\n"
+                                   "\t}\n"
+                                   "}\n"
+                                   "table netdev u {\n"
+                                   "\tchain e { type filter hook egress device \"bar\" priority 5; policy drop; }\n"
+                                   "}\n");
+  ok("-f " + before);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000002}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000009, .dport = 53}), NfVerdict::ACCEPT);
+  const std::string listed = nft("-a list ruleset").out;
+  // Each kind of change, then a chain on a device that does not exist.
+  const std::string bad = write("nft_tx1.nft",
+                                "add element netdev t bl { 10.0.0.4, 10.0.0.2 }\n"
+                                "delete element netdev t bl { 10.0.0.3 }\n"
+                                "flush set netdev t iv\n"
+                                "delete set netdev t old\n"
+                                "delete rule netdev t c handle 7\n"
+                                "replace rule netdev t c handle 8 udp dport 53 drop\n"
+                                "add rule netdev t c ip daddr 10.0.0.9 drop\n"
+                                "delete chain netdev t sub\n"
+                                "add chain netdev t c { type filter hook egress device \"foo\" priority 0; policy drop; }\n"
+                                "add table netdev w\n"
+                                "add set netdev w s { type ipv4_addr; elements = { 1.2.3.4 }; }\n"
+                                "delete table netdev u\n"
+                                "flush ruleset\n"
+                                "table netdev t {\n"
+                                "\tchain c { type filter hook egress device \"nope\" priority 0; }\n"
+                                "}\n");
+  auto r = nft("-f " + bad);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("nft_tx1.nft:15:"), std::string::npos) << r.err;
+  EXPECT_EQ(nft("-a list ruleset").out, listed);
+  // The restored chains run again: drops, accepts and counters go on from where they were.
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000003}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a080001}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000009, .dport = 53}), NfVerdict::ACCEPT);
+  Packet* p = test::make_packet(cpu, Pkt{});
+  EXPECT_EQ(nf_hook_egress(bar, p, cpu), NfVerdict::DROP);  // u's chain, policy drop
+  const std::string after = nft("list ruleset").out;
+  EXPECT_NE(after.find("10.0.0.2 counter packets 1 bytes"), std::string::npos) << after;
+  EXPECT_NE(after.find("10.0.0.3 counter packets 1 bytes"), std::string::npos) << after;
+  EXPECT_NE(after.find("udp dport 53 counter packets 2 bytes"), std::string::npos) << after;
+  // A file that succeeds keeps everything it did.
+  ok("-f " + write("nft_tx2.nft", "delete table netdev u\nadd element netdev t bl { 10.0.0.4 }\n"));
+  EXPECT_EQ(nft("list ruleset").out.find("table netdev u"), std::string::npos);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000004}), NfVerdict::DROP);
+}
+
 }  // namespace
 }  // namespace pktpath::nf
