@@ -154,6 +154,11 @@ bool match_lookup(const NftMatch& m, NftPktInfo& k) {
     return m.set->dynamic_update(key, op, now, k.len);
   }
   const NftVerdictData* d = m.set->lookup(key, now, k.len);
+  if (PP_UNLIKELY(m.lookup->mark_set)) {  // meta mark set KEY map: no element breaks the rule
+    if (!d) return false;
+    k.p->mark = d->value;
+    return true;
+  }
   if (m.lookup->vmap) {
     if (!d) return false;
     k.vmap = *d;
@@ -164,6 +169,10 @@ bool match_lookup(const NftMatch& m, NftPktInfo& k) {
 
 PP_NOINLINE bool match_bytes(const NftMatch& m, NftPktInfo& k) {
   if (m.nbytes == kNftLookup) return match_lookup(m, k);
+  if (m.nbytes == kNftSetMark) {  // nft_meta_set_eval
+    k.p->mark = m.lo;
+    return true;
+  }
   uint8_t buf[16];
   const uint8_t* f = load_bytes(m, k, buf);
   if (!f) return false;

@@ -284,9 +284,10 @@ class Parser {
           const Tok& colon = next();
           if (!map) fail(colon, "':' in a set's type: declare a map");
           const Tok& d = need("the map's data type");
-          if (d.text != "verdict") fail(d, "unsupported map data type (only verdict)");
+          if (d.text == "mark") s.mark_data = true;
+          else if (d.text != "verdict") fail(d, "unsupported map data type (verdict, mark)");
         } else if (map) {
-          fail(w, "a map's type needs ': verdict'");
+          fail(w, "a map's type needs ': verdict' or ': mark'");
         }
       } else if (w.text == "flags") {
         for (;;) {
@@ -304,8 +305,8 @@ class Parser {
       } else if (w.text == "elements") {
         const Tok& eq = need("'='");
         if (eq.text != "=") fail(eq, "expected '=' after elements");
-        if (s.types.empty()) elems_raw_ = raw_elements();  // parsed once the type is known
-        else raw_elements(&s.types, map, &s.elements);     // parsed as read: no raw copy kept
+        if (s.types.empty()) elems_raw_ = raw_elements();                // parsed once the type is known
+        else raw_elements(&s.types, nft_map_data(s), &s.elements);     // parsed as read: no raw copy kept
         s.has_elements = true;
       } else if (w.text == "timeout") {
         const Tok& v = need("a timeout (30s, 1h30m)");
@@ -326,22 +327,23 @@ class Parser {
     if (s.interval && s.types.size() > 1) fail(open, "unsupported: 'flags interval' on a concatenation");
     const size_t ktotal = [&] { size_t k = 0; for (NftType t : s.types) k += nft_type_stride(t); return k; }();
     if (ktotal > kNftMaxKeyLen) fail(open, "key too long (" + std::to_string(kNftMaxKeyLen) + " bytes at most)");
-    for (const NftRawElem& r : elems_raw_) s.elements.push_back(elem(s.types, map, r));
+    for (const NftRawElem& r : elems_raw_) s.elements.push_back(elem(s.types, nft_map_data(s), r));
     elems_raw_.clear();
     return s;
   }
 
   // An element parsed for known types; an error names the element's first word.
-  NftElemSpec elem(const std::vector<NftType>& types, bool map, const NftRawElem& r) {
+  NftElemSpec elem(const std::vector<NftType>& types, NftMapData data, const NftRawElem& r) {
     NftElemSpec e;
-    Status st = nft_parse_elem(types, map, r, e);
+    Status st = nft_parse_elem(types, data, r, e);
     if (!st) fail(t_[r.index], st.error().msg);
     return e;
   }
 
   // '{' E [, E]* '}' where E := words [':' words]. With types, each element is parsed
   // into *parsed as soon as it is read and none is returned.
-  std::vector<NftRawElem> raw_elements(const std::vector<NftType>* types = nullptr, bool map = false,
+  std::vector<NftRawElem> raw_elements(const std::vector<NftType>* types = nullptr,
+                                       NftMapData map = NftMapData::NONE,
                                        std::vector<NftElemSpec>* parsed = nullptr) {
     const Tok& open = need("'{' and the elements");
     if (open.text != "{") fail(open, "expected '{' before the elements");
@@ -410,6 +412,52 @@ class Parser {
     return k;
   }
 
+  // @name, or { E, ... }: an anonymous set (a map when `data`) of the rule's own.
+  void set_ref(NftLookupSpec& lk, const std::vector<NftType>& types, NftMapData data) {
+    const bool map = data != NftMapData::NONE;
+    const Tok& v = need(map ? "@map or { ... }" : "@set or { ... }");
+    if (v.text.size() > 1 && v.text[0] == '@') {
+      lk.set = v.text.substr(1);
+    } else if (v.text == "{") {
+      --i_;
+      auto spec = std::make_shared<NftSetSpec>();
+      spec->types = types;
+      spec->map = map;
+      spec->mark_data = data == NftMapData::MARK;
+      raw_elements(&types, data, &spec->elements);
+      for (const NftElemSpec& e : spec->elements) spec->interval = spec->interval || e.range;
+      if (spec->elements.empty()) fail(v, "an anonymous set needs at least one element");
+      if (spec->interval && types.size() > 1) fail(v, "unsupported: ranges in a concatenation");
+      spec->has_elements = true;
+      lk.anon = std::move(spec);
+    } else {
+      fail(v, map ? "expected @map or { ... }" : "expected @set or { ... }");
+    }
+  }
+
+  // The selectors of a concatenation: SELECTOR [. SELECTOR]*, with their set types;
+  // false (position unchanged) when no selector starts here.
+  bool selectors(NftLookupSpec& lk, std::vector<NftType>& types) {
+    const size_t start = i_;
+    for (;;) {
+      const size_t at = i_;
+      auto k = selector();
+      if (!k) {
+        i_ = start;
+        lk.keys.clear();
+        return false;
+      }
+      auto t = nft_key_type(*k);
+      if (!t) fail(t_[at], "this selector cannot be looked up in a set");
+      lk.keys.push_back(*k);
+      types.push_back(*t);
+      if (at_end() || peek() != ".") break;
+      next();
+    }
+    if (lk.keys.size() > kNftMaxConcat) fail(t_[start], "too many values in the concatenation");
+    return true;
+  }
+
   // SELECTOR [. SELECTOR]* [==|!=] (@set | { E, ... } | vmap (@map | { E : V, ... })), or
   // nullopt (position unchanged) when what follows is a plain comparison.
   std::optional<NftMatch> lookup_match() {
@@ -444,23 +492,7 @@ class Parser {
       types.push_back(*t);
     }
     if (lk->keys.size() > kNftMaxConcat) fail(t_[after_sel], "too many values in the concatenation");
-    const Tok& v = need(lk->vmap ? "@map or { ... } after vmap" : "@set or { ... }");
-    if (v.text.size() > 1 && v.text[0] == '@') {
-      lk->set = v.text.substr(1);
-    } else if (v.text == "{") {
-      --i_;
-      auto spec = std::make_shared<NftSetSpec>();
-      spec->types = types;
-      spec->map = lk->vmap;
-      raw_elements(&types, lk->vmap, &spec->elements);
-      for (const NftElemSpec& e : spec->elements) spec->interval = spec->interval || e.range;
-      if (spec->elements.empty()) fail(v, "an anonymous set needs at least one element");
-      if (spec->interval && types.size() > 1) fail(v, "unsupported: ranges in a concatenation");
-      spec->has_elements = true;
-      lk->anon = std::move(spec);
-    } else {
-      fail(v, lk->vmap ? "expected @map or { ... } after vmap" : "expected @set or { ... }");
-    }
+    set_ref(*lk, types, lk->vmap ? NftMapData::VERDICT : NftMapData::NONE);
     NftMatch m;
     m.key = lk->keys[0];
     m.neg = neg;
@@ -478,16 +510,8 @@ class Parser {
     lk->set = next().text.substr(1);
     const Tok& open = need("'{' and the key");
     if (open.text != "{") fail(open, "expected '{' after @" + lk->set);
-    for (;;) {
-      const size_t at = i_;
-      auto k = selector();
-      if (!k) fail(at < t_.size() ? t_[at] : open, "expected a selector (ip saddr, tcp dport, ...)");
-      if (!nft_key_type(*k)) fail(t_[at], "this selector cannot be a set's key");
-      lk->keys.push_back(*k);
-      if (at_end() || peek() != ".") break;
-      next();
-    }
-    if (lk->keys.size() > kNftMaxConcat) fail(open, "too many values in the concatenation");
+    std::vector<NftType> types;
+    if (!selectors(*lk, types)) fail(i_ < t_.size() ? t_[i_] : open, "expected a selector (ip saddr, tcp dport, ...)");
     for (;;) {
       const Tok& w = need("'}' to close the element");
       if (w.text == "}") break;
@@ -543,10 +567,37 @@ class Parser {
     return false;
   }
 
+  // meta mark set VALUE | meta mark set SELECTOR [. SELECTOR]* map (@m | { K : MARK, ... })
+  // (nft_meta_set_eval; with a map, nft_lookup into a register first: no element breaks
+  // the rule).
+  NftMatch mark_set() {
+    NftMatch m;
+    m.key = NftKey::META_MARK;
+    auto lk = std::make_shared<NftLookupSpec>();
+    std::vector<NftType> types;
+    if (selectors(*lk, types)) {
+      const Tok& w = need("'map' after the key");
+      if (w.text != "map") fail(w, "expected 'map' (meta mark set KEY map @m)");
+      set_ref(*lk, types, NftMapData::MARK);
+      lk->mark_set = true;
+      m.nbytes = kNftLookup;
+      m.lookup = std::move(lk);
+      return m;
+    }
+    const Tok& v = need("mark value");
+    m.lo = m.hi = static_cast<uint32_t>(number(v, 0, 0xffffffffu, "mark"));
+    m.nbytes = kNftSetMark;
+    return m;
+  }
+
   NftMatch meta_match() {
     const Tok& k = need("meta key (mark or protocol)");
     NftMatch m;
-    if (!at_end() && peek() == "set") fail(peek_tok(), "unsupported statement (meta ... set)");
+    if (!at_end() && peek() == "set") {
+      if (k.text != "mark") fail(peek_tok(), "unsupported statement (meta ... set: only mark)");
+      next();
+      return mark_set();
+    }
     if (k.text == "mark") {
       m.key = NftKey::META_MARK;
       m.neg = op_neg();

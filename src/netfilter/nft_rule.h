@@ -70,13 +70,15 @@ struct NftLookupSpec {
   bool update = false;               // update, not add
   uint64_t timeout_ns = 0;           // dynset: the new element's timeout (0: the set's)
   bool elem_counter = false;         // dynset: the new element gets a counter
+  bool mark_set = false;             // meta mark set KEY map @m|{ K : V }: the value is the mark
 };
 
 // How deep jumps nest (NFT_JUMP_STACK_SIZE).
 inline constexpr unsigned kNftJumpStack = 16;
 
-// The NftMatch::nbytes of a set lookup.
+// The NftMatch::nbytes of a set lookup, and of `meta mark set VALUE` (value in lo).
 inline constexpr uint8_t kNftLookup = 0xff;
+inline constexpr uint8_t kNftSetMark = 0xfe;
 
 struct NftMatch {
   NftKey key = NftKey::META_MARK;
@@ -101,6 +103,7 @@ enum class NftRuleVerdict : uint8_t { CONTINUE, ACCEPT, DROP, JUMP, GOTO, RETURN
 struct NftChain;
 struct NftVerdictData {
   NftRuleVerdict code = NftRuleVerdict::CONTINUE;
+  uint32_t value = 0;  // a data map's element: its mark
   const NftChain* chain = nullptr;  // JUMP, GOTO
 };
 
@@ -151,9 +154,9 @@ struct NftRule {
 
 // Headers parsed lazily, at most once per packet per chain walk (nft_pktinfo).
 struct NftPktInfo {
-  explicit NftPktInfo(const Packet* pkt, uint32_t mac_len = 0, Cpu* c = nullptr)
+  explicit NftPktInfo(Packet* pkt, uint32_t mac_len = 0, Cpu* c = nullptr)
       : p(pkt), cpu(c), len(pkt->len - mac_len) {}
-  const Packet* p;
+  Packet* p;  // written by `meta mark set`
   Cpu* cpu;      // whose clock set timeouts read (null: the monotonic clock)
   uint32_t len;  // what counters count: skb->len, without the MAC header on ingress
   bool l3_done = false;

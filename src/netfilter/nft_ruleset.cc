@@ -114,6 +114,7 @@ std::string match_str(const NftMatch& m) {
     case NftKey::META_MARK: {
       char b[16];
       std::snprintf(b, sizeof b, "0x%08x", m.lo);
+      if (m.nbytes == kNftSetMark) return std::string("meta mark set ") + b;
       return std::string("meta mark") + op + b;
     }
     case NftKey::META_PROTOCOL: {
@@ -187,7 +188,7 @@ std::string elems_inline(const NftSet& set, uint64_t now) {
   for (const NftElem& e : set.elements(now)) {
     if (!first) s += ", ";
     first = false;
-    s += nft_elem_str(set.spec().types, set.spec().map, e, now);
+    s += nft_elem_str(set.spec().types, nft_map_data(set.spec()), e, now);
   }
   return s + " }";
 }
@@ -205,7 +206,7 @@ std::string elems_wrapped(const NftSet& set, uint64_t now) {
   size_t n = 0;
   for (const NftElem& e : set.elements(now)) {
     if (n) s += n % per_line == 0 ? ",\n\t\t\t     " : ", ";
-    s += nft_elem_str(ty, set.spec().map, e, now);
+    s += nft_elem_str(ty, nft_map_data(set.spec()), e, now);
     ++n;
   }
   return s + " }";
@@ -222,8 +223,10 @@ std::string lookup_str(const NftMatch& m, uint64_t now) {
     if (m.lookup->elem_counter) s += " counter";
     return s + " }";
   }
+  if (m.lookup->mark_set) s = "meta mark set ";
   for (size_t i = 0; i < m.lookup->keys.size(); ++i) s += (i ? " . " : "") + selector_str(m.lookup->keys[i]);
   if (m.lookup->vmap) s += " vmap";
+  else if (m.lookup->mark_set) s += " map";
   else if (m.neg) s += " !=";
   s += " ";
   s += m.set->anonymous() ? elems_inline(*m.set, now) : "@" + m.set->name();
@@ -254,7 +257,7 @@ nlohmann::json key_json(const std::vector<NftType>& types, const NftElem& e) {
   }
   if (types.size() > 1) return {{"concat", parts}};
   if (e.range) {
-    const std::string txt = nft_elem_str(types, false, e);
+    const std::string txt = nft_elem_str(types, NftMapData::NONE, e);
     const auto slash = txt.find('/');
     if (slash != std::string::npos)
       return {{"prefix", {{"addr", txt.substr(0, slash)}, {"len", std::stoi(txt.substr(slash + 1))}}}};
@@ -279,7 +282,8 @@ nlohmann::json elems_json(const NftSet& set, uint64_t now) {
       if (e.counter) el["counter"] = {{"packets", e.packets}, {"bytes", e.bytes}};
       k = {{"elem", el}};
     }
-    if (set.spec().map) out.push_back(nlohmann::json::array({k, verdict_json(e.data)}));
+    if (set.spec().mark_data) out.push_back(nlohmann::json::array({k, e.data.value}));
+    else if (set.spec().map) out.push_back(nlohmann::json::array({k, verdict_json(e.data)}));
     else out.push_back(k);
   }
   return out;
@@ -307,6 +311,8 @@ nlohmann::json lookup_json(const NftMatch& m, uint64_t now) {
   }
   json right = m.set->anonymous() ? json{{"set", elems_json(*m.set, now)}} : json("@" + m.set->name());
   if (m.lookup->vmap) return {{"vmap", {{"key", left}, {"data", right}}}};
+  if (m.lookup->mark_set)
+    return {{"mangle", {{"key", {{"meta", {{"key", "mark"}}}}}, {"value", {{"map", {{"key", left}, {"data", right}}}}}}}};
   return {{"match", {{"op", m.neg ? "!=" : "=="}, {"left", left}, {"right", right}}}};
 }
 
@@ -321,7 +327,7 @@ std::string set_block(const NftSet& set, bool handles, uint64_t now) {
   const NftSetSpec& sp = set.spec();
   std::string o = std::string("\t") + (sp.map ? "map " : "set ") + set.name() + " {" +
                   (handles ? " # handle " + std::to_string(set.handle) : std::string()) + "\n";
-  o += "\t\ttype " + types_str(sp.types) + (sp.map ? " : verdict" : "") + "\n";
+  o += "\t\ttype " + types_str(sp.types) + (sp.mark_data ? " : mark" : sp.map ? " : verdict" : "") + "\n";
   // nft prints the flags when one besides timeout is set, or timeout without a default.
   std::string flags;
   if (sp.constant) flags += "constant";
@@ -348,7 +354,7 @@ nlohmann::json set_json(const NftTable& t, const NftSet& set, uint64_t now) {
     j["type"] = ty;
   }
   j["handle"] = set.handle;
-  if (sp.map) j["map"] = "verdict";
+  if (sp.map) j["map"] = sp.mark_data ? "mark" : "verdict";
   json flags = json::array();
   if (sp.constant) flags.push_back("constant");
   if (sp.interval) flags.push_back("interval");
@@ -386,6 +392,7 @@ nlohmann::json match_json(const NftMatch& m) {
     case NftKey::META_MARK:
       left = {{"meta", {{"key", "mark"}}}};
       right = m.lo;
+      if (m.nbytes == kNftSetMark) return {{"mangle", {{"key", left}, {"value", right}}}};
       break;
     case NftKey::META_PROTOCOL:
       left = {{"meta", {{"key", "protocol"}}}};
@@ -544,6 +551,10 @@ Status NftRuleset::resolve_data(NftTable& t, const NftSet& set, const std::vecto
                                    std::vector<NftVerdictData>& data) {
   data.assign(elems.size(), NftVerdictData{});
   if (!set.spec().map) return {};
+  if (set.spec().mark_data) {
+    for (size_t i = 0; i < elems.size(); ++i) data[i].value = elems[i].value;
+    return {};
+  }
   for (size_t i = 0; i < elems.size(); ++i) {
     data[i].code = elems[i].verdict;
     if (elems[i].verdict != NftRuleVerdict::JUMP && elems[i].verdict != NftRuleVerdict::GOTO) continue;
@@ -596,8 +607,11 @@ Status NftRuleset::build_rule(NftTable& t, const NftChain& c, const NftRuleSpec&
       m.set = set;
       continue;
     }
-    if (lk.vmap != set->spec().map)
-      return unexpected(lk.vmap ? "'" + lk.set + "' is a set, not a verdict map" : "'" + lk.set + "' is a map: use vmap @" + lk.set);
+    if (lk.mark_set && !set->spec().mark_data)
+      return unexpected("'" + lk.set + "' is not a map of marks (datatype mismatch)");
+    if (!lk.mark_set && (lk.vmap != set->spec().map || set->spec().mark_data))
+      return unexpected(lk.vmap ? "'" + lk.set + "' is not a verdict map"
+                                : "'" + lk.set + "' is a map: use vmap @" + lk.set + " or meta mark set KEY map @" + lk.set);
     m.set = set;
     if (lk.vmap)
       for (const NftElem& e : set->elements())
@@ -802,7 +816,8 @@ Status NftRuleset::add_set(const std::string& table, const std::string& set, con
   if (!t) return unexpected("table '" + table + "' does not exist (No such file or directory)");
   if (NftSet* old = find_set(*t, set)) {
     // `add` of an existing set with the same declaration adds its elements (nft's add).
-    if (old->spec().types != spec.types || old->spec().map != spec.map || old->spec().interval != spec.interval)
+    if (old->spec().types != spec.types || old->spec().map != spec.map || old->spec().mark_data != spec.mark_data ||
+        old->spec().interval != spec.interval)
       return unexpected("set '" + set + "' exists in table '" + table + "' with another type or flags (File exists)");
     std::vector<NftVerdictData> data;
     if (Status st = resolve_data(*t, *old, spec.elements, data); !st) return st;
@@ -870,7 +885,7 @@ Status NftRuleset::writable_set(const std::string& table, const std::string& set
   if (!raw) return {};
   elems->resize(raw->size());
   for (size_t i = 0; i < raw->size(); ++i)
-    if (Status st = nft_parse_elem(s->spec().types, s->spec().map, (*raw)[i], (*elems)[i]); !st)
+    if (Status st = nft_parse_elem(s->spec().types, nft_map_data(s->spec()), (*raw)[i], (*elems)[i]); !st)
       return unexpected("element " + std::to_string(i + 1) + " of set '" + set + "': " + st.error().msg);
   return {};
 }

@@ -121,6 +121,7 @@ NftSet::NftSet(std::string name, const NftSetSpec& spec, bool anonymous)
   // The declaration without its elements (a million of them are not copied to be dropped).
   spec_.types = spec.types;
   spec_.map = spec.map;
+  spec_.mark_data = spec.mark_data;
   spec_.interval = spec.interval;
   spec_.constant = spec.constant;
   spec_.timeouts = spec.timeouts;

@@ -65,6 +65,7 @@ struct NftElemSpec {
   uint8_t prefix = 0xff;  // prefix length when written as ADDR/LEN (for printing)
   NftRuleVerdict verdict = NftRuleVerdict::CONTINUE;
   std::string target;     // jump/goto chain name
+  uint32_t value = 0;     // a mark map's data
   uint64_t timeout_ns = 0;  // `timeout T` of its own (0: the set's)
   bool counter = false;     // `counter [packets N bytes M]` of its own
   uint64_t packets = 0, bytes = 0;
@@ -73,7 +74,8 @@ struct NftElemSpec {
 // What `add set|map` declares.
 struct NftSetSpec {
   std::vector<NftType> types;  // one per component of the key
-  bool map = false;            // `type K : verdict`
+  bool map = false;            // `type K : verdict` or `type K : mark`
+  bool mark_data = false;      // a map whose data is a mark (else a verdict)
   bool interval = false;       // flags interval
   bool constant = false;       // flags constant
   bool timeouts = false;       // flags timeout, or a `timeout T` default

@@ -160,7 +160,8 @@ bool nft_parse_mac(std::string_view s, uint8_t* out) {
   return s.empty();
 }
 
-Status nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out) {
+Status nft_parse_elem(const std::vector<NftType>& types, NftMapData data, const NftRawElem& raw, NftElemSpec& out) {
+  const bool map = data != NftMapData::NONE;
   out = NftElemSpec{};
   // KEY [timeout T] [counter [packets N bytes M]]: the key is the words before them.
   size_t nkey = raw.key.size();
@@ -254,6 +255,14 @@ Status nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawE
     if (!raw.data.empty()) return unexpected("'" + raw.data[0] + "': ':' in a set that is not a map");
     return {};
   }
+  if (data == NftMapData::MARK) {
+    if (raw.data.empty()) return unexpected("element '" + raw.key[0] + "' needs ': MARK' in a mark map");
+    auto m = nft_parse_uint(raw.data[0]);
+    if (!m || *m > 0xffffffffu) return unexpected("'" + raw.data[0] + "': not a mark (0..0xffffffff)");
+    if (raw.data.size() > 1) return unexpected("'" + raw.data[1] + "': unexpected after the mark");
+    out.value = static_cast<uint32_t>(*m);
+    return {};
+  }
   if (raw.data.empty()) return unexpected("element '" + raw.key[0] + "' needs ': VERDICT' in a verdict map");
   const std::string& v = raw.data[0];
   size_t want = 1;
@@ -337,7 +346,7 @@ std::optional<uint64_t> nft_parse_time(std::string_view s) {
   return total;
 }
 
-std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftElem& e, uint64_t now) {
+std::string nft_elem_str(const std::vector<NftType>& types, NftMapData data, const NftElem& e, uint64_t now) {
   std::string s;
   if (e.range && types.size() == 1 && std::memcmp(e.lo.data(), e.hi.data(), nft_type_info(types[0]).len) != 0) {
     const unsigned len = nft_type_info(types[0]).len;
@@ -350,7 +359,13 @@ std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftE
   if (e.timeout_ns) s += " timeout " + nft_time_str(e.timeout_ns);
   if (e.expires) s += " expires " + nft_time_str(e.expires > now ? e.expires - now : 0);
   if (e.counter) s += " counter packets " + std::to_string(e.packets) + " bytes " + std::to_string(e.bytes);
-  if (map) s += " : " + nft_verdict_str(e.data.code, e.data.chain ? e.data.chain->name : std::string());
+  if (data == NftMapData::MARK) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%08x", e.data.value);
+    s += std::string(" : ") + b;
+  } else if (data == NftMapData::VERDICT) {
+    s += " : " + nft_verdict_str(e.data.code, e.data.chain ? e.data.chain->name : std::string());
+  }
   return s;
 }
 

@@ -27,8 +27,14 @@ std::optional<uint64_t> nft_parse_uint(std::string_view s);
 std::optional<uint32_t> nft_parse_ipv4(std::string_view s);
 bool nft_parse_mac(std::string_view s, uint8_t* out);
 
-// One element for a set of `types` (a verdict map when `map`).
-Status nft_parse_elem(const std::vector<NftType>& types, bool map, const NftRawElem& raw, NftElemSpec& out);
+// What a set's elements carry after ':'.
+enum class NftMapData : uint8_t { NONE, VERDICT, MARK };
+inline NftMapData nft_map_data(const NftSetSpec& s) {
+  return !s.map ? NftMapData::NONE : s.mark_data ? NftMapData::MARK : NftMapData::VERDICT;
+}
+
+// One element for a set of `types` carrying `data`.
+Status nft_parse_elem(const std::vector<NftType>& types, NftMapData data, const NftRawElem& raw, NftElemSpec& out);
 
 // A duration as nft prints it: 1d2h3m4s5ms, zero components left out.
 std::string nft_time_str(uint64_t ns);
@@ -38,8 +44,8 @@ std::optional<uint64_t> nft_parse_time(std::string_view s);
 // The key's text as nft prints it ("10.0.0.1 . 22").
 std::string nft_key_str(const std::vector<NftType>& types, const uint8_t* key);
 // An element as nft lists it: key, prefix or range, its own timeout and what is left of
-// it at `now`, then " : verdict" for a map.
-std::string nft_elem_str(const std::vector<NftType>& types, bool map, const NftElem& e, uint64_t now = 0);
+// it at `now`, its counter, then " : verdict" or " : 0x0000000a" for a map.
+std::string nft_elem_str(const std::vector<NftType>& types, NftMapData data, const NftElem& e, uint64_t now = 0);
 // A verdict as nft prints it: accept, drop, continue, return, jump C, goto C.
 std::string nft_verdict_str(NftRuleVerdict code, const std::string& chain);
 

@@ -68,6 +68,25 @@ const char* kDynamicRuleset =
     "\t}\n"
     "}\n";
 
+// Maps whose data is a mark, named and anonymous, and the mark set from them or
+// directly, read back by later rules.
+const char* kMarkRuleset =
+    "table netdev t {\n"
+    "\tmap m {\n\t\ttype ipv4_addr : mark\n"
+    "\t\telements = { 10.2.0.1 : 0x5, 10.2.0.2 : 7, 10.3.0.1 : 0x10 }\n\t}\n"
+    "\tmap pm {\n\t\ttype inet_service : mark\n\t\telements = { 53 : 1, 80 : 2 }\n\t}\n"
+    "\tchain c {\n"
+    "\t\ttype filter hook ingress device \"v0\" priority 0; policy accept;\n"
+    "\t\tmeta mark set ip daddr map @m counter\n"
+    "\t\tmeta mark 0x5 counter\n"
+    "\t\tmeta mark set udp dport map { 53 : 0x35, 22 : 0x16 } counter\n"
+    "\t\tmeta mark 0x35 counter drop\n"
+    "\t\tmeta mark 0x10 counter\n"
+    "\t\tmeta mark set 0x63\n"
+    "\t\tmeta mark 0x63 counter\n"
+    "\t}\n"
+    "}\n";
+
 std::vector<std::vector<uint8_t>> frames() {
   const uint32_t srcs[] = {0x0a000005, 0x0a090003, 0x0a010001, 0x0a010002, 0x0a030303, 0xc0a80707, 0x0a0900ff};
   const uint32_t dsts[] = {0x0a020001, 0x0a020002, 0x0a020003, 0x0a030001, 0x0a050505};
@@ -129,6 +148,8 @@ void compare_with_kernel(const char* ruleset, const char* what) {
 }
 
 TEST(NftDifferential, SetsMapsAndCountersAsTheKernel) { compare_with_kernel(kRuleset, "sets and maps"); }
+
+TEST(NftDifferential, MarkMapsAsTheKernel) { compare_with_kernel(kMarkRuleset, "mark maps, meta mark set"); }
 
 TEST(NftDifferential, DynamicSetsAndElementCountersAsTheKernel) {
   compare_with_kernel(kDynamicRuleset, "dynamic sets, element counters");

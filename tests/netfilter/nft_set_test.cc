@@ -104,31 +104,31 @@ TEST(NftSetModel, IntervalSetAgreesWithAReferenceAndRefusesOverlaps) {
 TEST(NftSetModel, ValuesParseAndPrintAsNft) {
   NftElemSpec e;
   NftRawElem raw{{"10.0.0.0/8"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).has_value());
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, NftMapData::NONE, raw, e).has_value());
   EXPECT_TRUE(e.range);
   NftElem got{e.lo, e.hi, true, e.prefix, {}};
-  EXPECT_EQ(nft_elem_str({NftType::IPV4_ADDR}, false, got), "10.0.0.0/8");
+  EXPECT_EQ(nft_elem_str({NftType::IPV4_ADDR}, NftMapData::NONE, got), "10.0.0.0/8");
   raw = {{"192.168.2.0-192.168.2.10"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).has_value());
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR}, NftMapData::NONE, raw, e).has_value());
   got = {e.lo, e.hi, true, e.prefix, {}};
-  EXPECT_EQ(nft_elem_str({NftType::IPV4_ADDR}, false, got), "192.168.2.0-192.168.2.10");
+  EXPECT_EQ(nft_elem_str({NftType::IPV4_ADDR}, NftMapData::NONE, got), "192.168.2.0-192.168.2.10");
   raw = {{"10.0.0.1", ".", "22"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, false, raw, e).has_value());
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, NftMapData::NONE, raw, e).has_value());
   EXPECT_EQ(nft_key_str({NftType::IPV4_ADDR, NftType::INET_SERVICE}, e.lo.data()), "10.0.0.1 . 22");
   raw = {{"2001:db8::/32"}, {}, 0};
-  ASSERT_TRUE(nft_parse_elem({NftType::IPV6_ADDR}, false, raw, e).has_value());
+  ASSERT_TRUE(nft_parse_elem({NftType::IPV6_ADDR}, NftMapData::NONE, raw, e).has_value());
   got = {e.lo, e.hi, true, e.prefix, {}};
-  EXPECT_EQ(nft_elem_str({NftType::IPV6_ADDR}, false, got), "2001:db8::/32");
+  EXPECT_EQ(nft_elem_str({NftType::IPV6_ADDR}, NftMapData::NONE, got), "2001:db8::/32");
   // Wrong values, arity and data name what is wrong.
   raw = {{"10.0.0.300"}, {}, 0};
-  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, false, raw, e).error().msg.find("not a valid ipv4_addr"), std::string::npos);
+  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, NftMapData::NONE, raw, e).error().msg.find("not a valid ipv4_addr"), std::string::npos);
   raw = {{"10.0.0.1"}, {}, 0};
-  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, false, raw, e).error().msg.find("has 1 value"),
+  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR, NftType::INET_SERVICE}, NftMapData::NONE, raw, e).error().msg.find("has 1 value"),
             std::string::npos);
   raw = {{"10.0.0.1"}, {"jump"}, 0};
-  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, true, raw, e).error().msg.find("missing chain"), std::string::npos);
+  EXPECT_NE(nft_parse_elem({NftType::IPV4_ADDR}, NftMapData::VERDICT, raw, e).error().msg.find("missing chain"), std::string::npos);
   raw = {{"70000"}, {}, 0};
-  EXPECT_FALSE(nft_parse_elem({NftType::INET_SERVICE}, false, raw, e).has_value());
+  EXPECT_FALSE(nft_parse_elem({NftType::INET_SERVICE}, NftMapData::NONE, raw, e).has_value());
 }
 
 class NftSetRules : public ::testing::Test {
@@ -395,6 +395,41 @@ TEST_F(NftSetRules, ElementCountersFromCommandsAndIntervals) {
   EXPECT_NE(j.dump().find(R"({"elem":{"counter":{"bytes":)" + len2 + R"(,"packets":5},"val":"10.1.0.1"}})"),
             std::string::npos)
       << j.dump();
+}
+
+// meta mark set from a map (no element: the rule breaks) or a value; later rules read it.
+TEST_F(NftSetRules, MarkMapsSetTheMarkLaterRulesRead) {
+  base();
+  ok("add map netdev t m '{ type ipv4_addr . inet_service : mark; elements = { 10.0.0.2 . 53 : 0x10 }; }'");
+  ok("add rule netdev t c meta mark set ip daddr . udp dport map @m");
+  ok("add rule netdev t c meta mark 0x10 drop");
+  ok("add rule netdev t c meta mark set tcp dport map { 22 : 7 } counter");
+  ok("add rule netdev t c meta mark 7 meta mark set 0x20");
+  ok("add rule netdev t c meta mark 0x20 accept");
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000002, .dport = 53}), NfVerdict::DROP);
+  EXPECT_EQ(send(Pkt{.daddr = 0x0a000002, .dport = 54}), NfVerdict::ACCEPT);  // no element: mark stays 0
+  Packet* p = test::make_packet(cpu, Pkt{.l4proto = 6, .dport = 22});
+  EXPECT_EQ(nf_hook_egress(foo, p, cpu), NfVerdict::ACCEPT);
+  EXPECT_EQ(p->mark, 0x20u);
+  cpu.free(p);
+  EXPECT_EQ(nft("list ruleset").out,
+            "table netdev t {\n"
+            "\tmap m {\n\t\ttype ipv4_addr . inet_service : mark\n"
+            "\t\telements = { 10.0.0.2 . 53 : 0x00000010 }\n\t}\n\n"
+            "\tchain c {\n\t\ttype filter hook egress device \"foo\" priority filter; policy accept;\n"
+            "\t\tmeta mark set ip daddr . udp dport map @m\n"
+            "\t\tmeta mark 0x00000010 drop\n"
+            "\t\tmeta mark set tcp dport map { 22 : 0x00000007 } counter packets 1 bytes 72\n"
+            "\t\tmeta mark 0x00000007 meta mark set 0x00000020\n"
+            "\t\tmeta mark 0x00000020 accept\n\t}\n}\n");
+  const std::string j = rs.list_json().dump();
+  EXPECT_NE(j.find(R"({"mangle":{"key":{"meta":{"key":"mark"}},"value":32}})"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("map":"mark")"), std::string::npos) << j;
+  EXPECT_NE(fails("add rule netdev t c ip daddr . udp dport vmap @m").find("not a verdict map"), std::string::npos);
+  ok("add map netdev t v '{ type ipv4_addr : verdict; }'");
+  EXPECT_NE(fails("add rule netdev t c meta mark set ip daddr map @v").find("datatype mismatch"), std::string::npos);
+  EXPECT_NE(fails("add map netdev t bad '{ type ipv4_addr : mark; elements = { 10.0.0.1 : drop }; }'").find("not a mark"),
+            std::string::npos);
 }
 
 TEST_F(NftSetRules, DynamicSetsRefuseWhatTheKernelRefuses) {
