@@ -14,6 +14,11 @@
 # in0 replays the capture; tc redirects each frame from its ingress to out0's egress,
 # where the tree is; out0 writes what leaves, stamped with its departure time.
 # PP_LOOPS=N replays the capture N times back to back (the benchmark in docs/benchmarks.md).
+# PP_LEAF="pfifo limit 40" puts that qdisc at every leaf instead, for a second run to
+# compare with this one:
+#
+#   PP_LEAF="pfifo limit 40" pktpath run --trace /tmp/pfifo.jsonl examples/what-would-tc-do.pp
+#   pktpath plot /tmp/wwtd.jsonl /tmp/pfifo.jsonl --label fq_codel --label pfifo -o /tmp/cmp.svg
 clock virtual
 
 ip link add dev out0 type pcap tx ${PP_OUT:-/tmp/what-would-tc-do-out.pcap}
@@ -22,9 +27,9 @@ tc class add dev out0 parent 1: classid 1:1 htb rate 5mbit ceil 5mbit
 tc class add dev out0 parent 1:1 classid 1:10 htb rate 3mbit ceil 5mbit prio 1
 tc class add dev out0 parent 1:1 classid 1:20 htb rate 1500kbit ceil 5mbit prio 1
 tc class add dev out0 parent 1:1 classid 1:30 htb rate 500kbit ceil 5mbit prio 0
-tc qdisc add dev out0 parent 1:10 handle 10: fq_codel ecn target 2ms interval 20ms
-tc qdisc add dev out0 parent 1:20 handle 20: fq_codel limit 40 target 2ms interval 20ms
-tc qdisc add dev out0 parent 1:30 handle 30: fq_codel
+tc qdisc add dev out0 parent 1:10 handle 10: ${PP_LEAF:-fq_codel ecn target 2ms interval 20ms}
+tc qdisc add dev out0 parent 1:20 handle 20: ${PP_LEAF:-fq_codel limit 40 target 2ms interval 20ms}
+tc qdisc add dev out0 parent 1:30 handle 30: ${PP_LEAF:-fq_codel}
 tc filter add dev out0 parent 1: protocol ip prio 1 flower ip_proto udp dst_port 5001 flowid 1:10
 tc filter add dev out0 parent 1: protocol ip prio 2 flower ip_proto udp dst_port 5002 flowid 1:20
 ip link set dev out0 up

@@ -1,8 +1,10 @@
-// `pktpath plot TRACE -o FILE.png|FILE.svg`: pictures of a `pktpath run --trace` file,
-// drawn by gnuplot (Debian's gnuplot-nox): sojourn time of each sent packet over time
-// per class, each class's throughput over time (its summary's bins), and each device's
-// queue length over time (the qlen of every record). Exit 1 when the trace cannot be
-// read or gnuplot is missing or fails, 2 for usage.
+// `pktpath plot TRACE [TRACE2] [--label A --label B] -o FILE.png|FILE.svg`: pictures of
+// a `pktpath run --trace` file, drawn by gnuplot (Debian's gnuplot-nox): sojourn time of
+// each sent packet over time per class, each class's throughput over time (its summary's
+// bins), and each device's queue length over time (the qlen of every record). Two traces
+// (two configurations run on the same capture) are overlaid, each series titled with its
+// trace's label (the file's name unless --label gives one). Exit 1 when a trace cannot
+// be read or gnuplot is missing or fails, 2 for usage.
 //
 // Nothing from the trace or the command line reaches gnuplot as a command: names are
 // checked free of control characters and single-quoted (where gnuplot expands neither
@@ -87,10 +89,39 @@ std::string last_line_of(const fs::path& f) {
   return last;
 }
 
+// One trace read into `d`, its series keyed and titled "LABEL: ..." when `label` is set.
+int read_into(PlotData& d, const std::string& trace, const std::string& label) {
+  std::error_code ec;
+  if (fs::is_directory(trace, ec)) return plot_fail(trace + ": is a directory");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(trace.c_str(), "r"), std::fclose);
+  if (!in) return plot_fail(trace + ": " + std::strerror(errno));
+  Result<PlotData> data = read_plot_trace(in.get());
+  if (!data) return plot_fail(trace + ":" + data.error().msg);
+  if (std::ferror(in.get())) return plot_fail(trace + ": read error");
+  if (data->records == 0) return plot_fail(trace + ": no packet records");
+  auto merge = [&](std::map<std::string, PlotSeries>& to, std::map<std::string, PlotSeries>& from) {
+    for (auto& [k, se] : from) {
+      if (!label.empty()) se.title = label + ": " + se.title;
+      to[label.empty() ? k : label + ": " + k] = std::move(se);
+    }
+  };
+  merge(d.sojourn, data->sojourn);
+  merge(d.tput, data->tput);
+  merge(d.qlen, data->qlen);
+  d.records += data->records;
+  return 0;
+}
+
 int cmd_plot(const std::vector<std::string>& args) {
-  CLI::App app{"plot a trace of `pktpath run --trace`", "pktpath plot"};
-  std::string trace, out;
-  app.add_option("trace", trace, "trace file (JSON Lines)")->required();
+  CLI::App app{"plot a trace of `pktpath run --trace`, or two overlaid", "pktpath plot"};
+  std::vector<std::string> traces, labels;
+  std::string out;
+  app.add_option("trace", traces, "trace file (JSON Lines); a second one is overlaid on the first")
+      ->required()
+      ->expected(1, 2);
+  app.add_option("--label", labels, "a trace's name in the legend, in the traces' order (default: the file's name)")
+      ->expected(1, 2)
+      ->take_all();
   app.add_option("-o,--output", out, "picture to write: FILE.png or FILE.svg")->required();
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
@@ -108,14 +139,23 @@ int cmd_plot(const std::vector<std::string>& args) {
   if (gnuplot.empty())
     return plot_fail("gnuplot not found on PATH; install Debian's gnuplot-nox (apt-get install gnuplot-nox)");
 
+  if (labels.size() > traces.size())
+    return usage_error("plot: --label: " + std::to_string(labels.size()) + " labels for " + std::to_string(traces.size()) +
+                       " trace(s)");
+  for (const std::string& l : labels)
+    if (l.empty() || !plot_safe_string(l)) return usage_error("plot: --label: empty or holds a control character");
+  // One trace keeps its series' own titles; two are told apart by their labels.
+  if (traces.size() == 2) {
+    for (size_t i = labels.size(); i < 2; ++i) {
+      const std::string name = fs::path(traces[i]).filename().string();
+      labels.push_back(plot_safe_string(name) && !name.empty() ? name : "trace " + std::to_string(i + 1));
+    }
+    if (labels[0] == labels[1]) labels[0] += " (1)", labels[1] += " (2)";
+  }
+  PlotData data;
+  for (size_t i = 0; i < traces.size(); ++i)
+    if (int rc = read_into(data, traces[i], i < labels.size() ? labels[i] : std::string()); rc) return rc;
   std::error_code ec;
-  if (fs::is_directory(trace, ec)) return plot_fail(trace + ": is a directory");
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(trace.c_str(), "r"), std::fclose);
-  if (!in) return plot_fail(trace + ": " + std::strerror(errno));
-  Result<PlotData> data = read_plot_trace(in.get());
-  if (!data) return plot_fail(trace + ":" + data.error().msg);
-  if (std::ferror(in.get())) return plot_fail(trace + ": read error");
-  if (data->records == 0) return plot_fail(trace + ": no packet records");
 
   // Data, script and picture in a directory of their own, removed afterwards.
   char tmpl[] = "/tmp/pktpath-plot-XXXXXX";
@@ -144,9 +184,9 @@ int cmd_plot(const std::vector<std::string>& args) {
                       : "set terminal pngcairo size 900,900\n";
   gp += "set output " + gp_quote(picture.string()) + "\n";
   gp += "set multiplot layout 3,1\nset key outside right\nset grid\nset xlabel 'time (s)'\n";
-  gp += "set title 'sojourn time'\nset ylabel 'ms'\n" + plots(data->sojourn, "with points pt 7 ps 0.3") + "\n";
-  gp += "set title 'throughput per class'\nset ylabel 'Mbit/s'\n" + plots(data->tput, "with steps") + "\n";
-  gp += "set title 'queue length'\nset ylabel 'packets'\n" + plots(data->qlen, "with steps") + "\n";
+  gp += "set title 'sojourn time'\nset ylabel 'ms'\n" + plots(data.sojourn, "with points pt 7 ps 0.3") + "\n";
+  gp += "set title 'throughput per class'\nset ylabel 'Mbit/s'\n" + plots(data.tput, "with steps") + "\n";
+  gp += "set title 'queue length'\nset ylabel 'packets'\n" + plots(data.qlen, "with steps") + "\n";
   gp += "unset multiplot\n";
   const std::string script = (dir / "plot.gp").string();
   std::ofstream(script) << gp;
@@ -172,7 +212,8 @@ int cmd_plot(const std::vector<std::string>& args) {
   return 0;
 }
 
-CommandRegistration reg("plot", "pictures of a trace: `plot TRACE -o FILE.png|FILE.svg`", cmd_plot);
+CommandRegistration reg("plot", "pictures of a trace, or two overlaid: `plot TRACE [TRACE2] [--label A --label B] -o FILE.png|FILE.svg`",
+                        cmd_plot);
 
 }  // namespace
 }  // namespace pktpath::cli

@@ -1,4 +1,6 @@
-// `pktpath run [--json] [--trace OUT] FILE|-`: run a script of ip/tc/sleep/send lines. The whole
+// `pktpath run [--json] [--trace OUT] [--drain-limit TIME] FILE|-`: run a script of
+// ip/tc/sleep/send lines. On `clock virtual` the clock runs on after the last line until
+// the queues are empty (at most TIME of virtual time, 60 s by default). The whole
 // script is parsed first, so a bad line anywhere stops it before anything is applied;
 // a line that fails while running stops the script there. Errors name file:line and
 // the offending word; exit 1 for bad input, 2 for usage.
@@ -15,6 +17,7 @@
 #include "cli/script.h"
 #include "cli/script_exec.h"
 #include "cli/script_text.h"
+#include "cli/tc/tc_util.h"
 #include "core/packet_trace.h"
 #include "core/stop_signal.h"
 
@@ -33,9 +36,12 @@ void report(const std::string& file, size_t line, const ScriptError& e) {
 int cmd_run(const std::vector<std::string>& args) {
   CLI::App app{"run a script of ip/tc lines", "pktpath run"};
   bool json = false;
-  std::string file, trace_path;
+  std::string file, trace_path, drain_limit = "60s";
   app.add_flag("--json", json, "JSON Lines output");
   app.add_option("--trace", trace_path, "write per-packet outcome records (JSON Lines) to this file");
+  app.add_option("--drain-limit", drain_limit,
+                 "on clock virtual, how much virtual time the queues may take to drain after the last line "
+                 "(a tc time: 60s, 500ms; default 60s)");
   app.add_option("file", file, "script file, or - for stdin")->required();
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
@@ -46,6 +52,8 @@ int cmd_run(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     return usage_error(std::string("run: ") + e.what());
   }
+  const auto drain_ns = tc::get_time(drain_limit);
+  if (!drain_ns) return usage_error("run: --drain-limit: bad time \"" + drain_limit + "\" (e.g. 60s, 500ms)");
   // Bounded, text only: a directory, a device or a binary file is refused at once.
   std::string text, err;
   const std::string name = file == "-" ? "<stdin>" : file;
@@ -118,6 +126,13 @@ int cmd_run(const std::vector<std::string>& args) {
       end_trace();
       return 128 + sig;
     }
+  }
+  // On the virtual clock, what the last lines queued drains: every packet ends sent or
+  // dropped unless the limit stops it first.
+  if (const ScriptRunner::Drain d = runner.drain_virtual(*drain_ns); d.queued) {
+    const std::string why = d.limited ? "--drain-limit " + drain_limit : "no timer left to move them";
+    std::fprintf(stderr, "pktpath: run: %s: %llu packets still queued after draining %.9g s of virtual time (%s)\n",
+                 name.c_str(), static_cast<unsigned long long>(d.queued), double(d.ran_ns) / 1e9, why.c_str());
   }
   ScriptError e;
   if (!runner.finish(e)) {  // captures still running print their counts

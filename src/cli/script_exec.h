@@ -79,6 +79,15 @@ class ScriptRunner {
   void set_trace(PacketTrace* t);
   // Packets still held by every device's qdisc, in every namespace.
   uint64_t queued_packets();
+  // The end of a script on the virtual clock: endless replays stop, then the clock runs
+  // on, firing every timer in turn, until no qdisc holds a packet and no timer is left,
+  // or for `limit_ns` of virtual time. Nothing to do on the real clock.
+  struct Drain {
+    uint64_t ran_ns = 0;    // virtual time it moved the clock by
+    uint64_t queued = 0;    // packets still queued after it
+    bool limited = false;   // stopped by limit_ns with work left
+  };
+  Drain drain_virtual(uint64_t limit_ns);
 
  private:
   bool ip_link_add(const IpLinkAdd& c, ScriptError& err);

@@ -37,16 +37,16 @@ TraceTx trace_tx_capture(const Packet& p, const NetDevice& dev) {
 }
 
 unsigned TraceWriter::bucket_of(uint64_t ns) {
-  if (ns < 16) return static_cast<unsigned>(ns);
-  const unsigned msb = 63u - static_cast<unsigned>(std::countl_zero(ns));  // >= 4
-  return 16 + (msb - 4) * 8 + static_cast<unsigned>((ns >> (msb - 3)) & 7);
+  if (ns < kSub) return static_cast<unsigned>(ns);
+  const unsigned msb = 63u - static_cast<unsigned>(std::countl_zero(ns));  // >= 7
+  return kSub + (msb - 7) * kSub + static_cast<unsigned>((ns >> (msb - 7)) & (kSub - 1));
 }
 
 uint64_t TraceWriter::bucket_top(unsigned b) {
-  if (b < 16) return b;
-  const unsigned msb = (b - 16) / 8 + 4, sub = (b - 16) % 8;
-  const uint64_t lo = (uint64_t{8} | sub) << (msb - 3);
-  return lo + (uint64_t{1} << (msb - 3)) - 1;
+  if (b < kSub) return b;
+  const unsigned msb = (b - kSub) / kSub + 7, sub = (b - kSub) % kSub;
+  const uint64_t lo = (uint64_t{kSub} | sub) << (msb - 7);
+  return lo + (uint64_t{1} << (msb - 7)) - 1;
 }
 
 TraceWriter::TraceWriter(std::FILE* out, uint64_t bin_ns) : out_(out), bin_ns_(bin_ns ? bin_ns : 1) {}
@@ -169,6 +169,7 @@ void TraceWriter::dropped(Cpu& cpu, const Packet& p, DropReason r) {
   ClassStats& c = stats_for(p.dev, p.tc_class);
   ++dropped_;
   ++c.dropped;
+  ++c.drops[static_cast<unsigned>(r)];
   record_head(now, p.dev, p.len, "dropped");
   put(",\"reason\":\"");
   put(why.data(), why.size());
@@ -183,7 +184,7 @@ bool TraceWriter::finish(uint64_t now_ns, uint64_t queued) {
   const uint64_t t0 = t0_ == UINT64_MAX ? now_ns : t0_;
   for (const ClassStats& c : classes_) {
     // {"summary":{"dev":..,"class":..,"sent":..,"dropped":..,"bytes":..,"ecn_marked":..,
-    //  "drop_rate":..,"sojourn_ns":{"p50":..,"p90":..,"p99":..,"max":..},
+    //  "drop_rate":..,"drop_reasons":{"REASON":..},"sojourn_ns":{"p50":..,"p90":..,"p99":..,"max":..},
     //  "t0_ns":..,"bin_ns":..,"throughput_bps":[..]}}
     put("{\"summary\":{\"dev\":\"");
     put(c.dev_name);
@@ -201,13 +202,24 @@ bool TraceWriter::finish(uint64_t now_ns, uint64_t queued) {
     const uint64_t made = c.sent + c.dropped;
     const int n = std::snprintf(b, sizeof b, ",\"drop_rate\":%.6f", made ? double(c.dropped) / double(made) : 0.0);
     put(b, static_cast<size_t>(n));
-    put(",\"sojourn_ns\":{");
+    put(",\"drop_reasons\":{");
+    bool first = true;
+    for (unsigned k = 0; k < kDropReasonCount; ++k) {
+      if (!c.drops[k]) continue;
+      put(first ? "\"" : ",\"");
+      first = false;
+      const std::string_view why = drop_reason_name(static_cast<DropReason>(k));
+      put(why.data(), why.size());
+      put("\":");
+      put_u64(c.drops[k]);
+    }
+    put("},\"sojourn_ns\":{");
     const double qs[] = {0.5, 0.9, 0.99};
     const char* names[] = {"\"p50\":", ",\"p90\":", ",\"p99\":"};
     for (int i = 0; i < 3; ++i) {
       put(names[i]);
       // The smallest bucket holding the q-quantile, reported as its largest value
-      // (within 1/8 of the truth), capped by the true maximum.
+      // (within 1/128 of the truth), capped by the true maximum.
       const uint64_t rank = c.sent ? static_cast<uint64_t>(qs[i] * double(c.sent - 1)) + 1 : 0;
       uint64_t seen = 0, v = 0;
       for (unsigned k = 0; k < kBuckets && rank; ++k) {

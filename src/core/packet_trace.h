@@ -63,8 +63,10 @@ class TraceWriter final : public PacketTrace {
   bool finish(uint64_t now_ns, uint64_t queued);
   uint64_t records() const { return sent_ + dropped_; }
 
-  // A sojourn histogram's buckets: exact below 16 ns, then 8 per power of two.
-  static constexpr unsigned kBuckets = 16 + 60 * 8;
+  // A sojourn histogram's buckets: exact below 128 ns, then 128 per power of two, so a
+  // bucket's largest value is within 1/128 (0.8 %) of any value in it.
+  static constexpr unsigned kSub = 128;
+  static constexpr unsigned kBuckets = kSub + (64 - 7) * kSub;
   static unsigned bucket_of(uint64_t ns);
   static uint64_t bucket_top(unsigned b);  // the largest value in bucket b
 
@@ -74,6 +76,7 @@ class TraceWriter final : public PacketTrace {
     std::string dev_name, cls;
     uint32_t classid = 0;
     uint64_t sent = 0, dropped = 0, bytes = 0, ce = 0, max_sojourn = 0;
+    std::array<uint64_t, kDropReasonCount> drops{};  // by reason
     std::array<uint64_t, kBuckets> hist{};
     uint64_t bin_ns = 0;              // the bins' width: bin_ns_, doubled while too many
     std::vector<uint64_t> bin_bytes;  // bytes sent per bin from t0_

@@ -28,8 +28,10 @@ namespace {
 constexpr uint32_t kTxBuffer = 256 * 1024;  // the tx file's stdio buffer, written out whole
 constexpr uint32_t kTxSnap = 262144;        // libpcap's MAXIMUM_SNAPLEN
 
-// tcpreplay's speed options: --topspeed, (default) the file's own timing, --multiplier X,
-// --pps N, --mbps N.
+// tcpreplay's speed options: --topspeed, (its default) the file's own timing, --multiplier
+// X, --pps N, --mbps N. Without `pace`, a replay on a virtual clock keeps the file's timing
+// (tcpreplay's default: a capture means its timestamps) and one on the real clock goes at
+// top speed.
 enum class Pace : uint8_t { kTopspeed, kFile, kMultiplier, kPps, kMbps };
 
 struct PcapPriv final : DriverState {
@@ -37,6 +39,7 @@ struct PcapPriv final : DriverState {
   // Configuration (while down).
   std::string rx_path, tx_path;
   Pace pace = Pace::kTopspeed;
+  bool pace_given = false;  // else chosen by the clock at each up
   double rate = 1;      // the multiplier, packets per second or megabits per second
   uint64_t loops = 1;   // 0: until the device goes down
 
@@ -148,6 +151,7 @@ bool parse_pace(PcapPriv& s, std::string_view v, std::string& err) {
     return false;
   }
   s.pace = p;
+  s.pace_given = true;
   s.rate = rate;
   return true;
 }
@@ -455,6 +459,7 @@ int pcap_open(NetDevice& dev) {
     s.close_tx();
     return -1;
   }
+  if (!s.pace_given) s.pace = dynamic_cast<const VirtualClock*>(&cpu->clock()) ? Pace::kFile : Pace::kTopspeed;
   s.loops_done = 0;
   s.last_due = 0;
   // Frames up to the MTU replay: above the pool's buffers they take large ones.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -34,8 +35,9 @@ std::string slurp(const std::string& path) {
 
 void put32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
 
-// A nanosecond pcap of `n` IPv4/UDP frames of `size` bytes, all at the same instant.
-void write_burst(const std::string& path, unsigned n, uint32_t size) {
+// A nanosecond pcap of `n` IPv4/UDP frames of `size` bytes, `gap_ns` apart (0: all at
+// the same instant).
+void write_burst(const std::string& path, unsigned n, uint32_t size, uint32_t gap_ns = 0) {
   std::string f;
   put32(f, 0xA1B23C4D);
   put32(f, 2 | 4u << 16);  // version 2.4
@@ -44,8 +46,9 @@ void write_burst(const std::string& path, unsigned n, uint32_t size) {
   put32(f, 65535);
   put32(f, 1);  // EN10MB
   for (unsigned i = 0; i < n; ++i) {
-    put32(f, 1'700'000'000);
-    put32(f, 0);
+    const uint64_t at = uint64_t{i} * gap_ns;
+    put32(f, 1'700'000'000 + static_cast<uint32_t>(at / 1'000'000'000));
+    put32(f, static_cast<uint32_t>(at % 1'000'000'000));
     put32(f, size);
     put32(f, size);
     std::string b(size, '\0');
@@ -78,12 +81,16 @@ Trace read_trace(const std::string& path) {
   return t;
 }
 
-int run_traced(const std::string& script, const std::string& trace, std::string* err = nullptr) {
+int run_traced(const std::string& script, const std::string& trace, std::string* err = nullptr,
+               const std::vector<std::string>& opts = {}) {
   const std::string path = temp("script.pp");
   std::ofstream(path) << script;
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
-  const int rc = run_main({"run", "--trace", trace, path});
+  std::vector<std::string> args = {"run", "--trace", trace};
+  args.insert(args.end(), opts.begin(), opts.end());
+  args.push_back(path);
+  const int rc = run_main(args);
   std::fflush(stdout);
   ::testing::internal::GetCapturedStdout();
   const std::string e = ::testing::internal::GetCapturedStderr();
@@ -151,6 +158,13 @@ TEST(VirtualReplay, AccountingHoldsInTheTrace) {
     sum_sent += s["sent"].get<uint64_t>();
     sum_dropped += s["dropped"].get<uint64_t>();
     EXPECT_LE(s["sojourn_ns"]["p50"].get<uint64_t>(), s["sojourn_ns"]["p99"].get<uint64_t>());
+    // Drops by reason: the class's dropped records, counted by their reason.
+    std::map<std::string, uint64_t> want;
+    for (const auto& d : tr.dropped)
+      if (d["dev"] == s["dev"] && d["class"] == s["class"]) ++want[d["reason"].get<std::string>()];
+    std::map<std::string, uint64_t> got;
+    for (const auto& [why, n] : s["drop_reasons"].items()) got[why] = n.get<uint64_t>();
+    EXPECT_EQ(got, want) << s["class"];
   }
   EXPECT_EQ(sum_sent, tr.sent.size());
   EXPECT_EQ(sum_dropped, tr.dropped.size());
@@ -231,6 +245,78 @@ TEST(VirtualReplay, SleepMovesTheVirtualClockAndFiresTimers) {
   for (const auto& f : {in, t, o}) std::remove(f.c_str());
 }
 
+// Five 1000-byte frames captured 2 ms apart into tbf at 0.8 Mbit/s (10 ms a frame), with
+// no `pace` and no `sleep`: on the virtual clock the replay keeps the capture's timing
+// (frame k arrives at 2k ms) and the clock runs on after the last line until tbf has sent
+// them all (frame k leaves at 10k ms, after 8k ms queued).
+TEST(VirtualReplay, ACaptureWithoutPaceKeepsItsTimingAndDrains) {
+  const std::string in = temp("dr_in.pcap"), t = temp("dr.jsonl"), o = temp("dr_out.pcap");
+  write_burst(in, 5, 1000, 2'000'000);
+  const std::string tbf = "tc qdisc add dev out0 root handle 1: tbf rate 800kbit burst 1000 limit 100000\n";
+  std::string err;
+  ASSERT_EQ(run_traced(shaper_script(in, o, tbf, "", ""), t, &err), 0) << err;
+  EXPECT_EQ(err, "");
+  Trace tr = read_trace(t);
+  ASSERT_EQ(tr.sent.size(), 5u);
+  EXPECT_TRUE(tr.dropped.empty());
+  for (uint64_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(tr.sent[k]["t_ns"].get<uint64_t>(), k * 10'000'000) << k;
+    EXPECT_EQ(tr.sent[k]["sojourn_ns"].get<uint64_t>(), k * 8'000'000) << k;
+  }
+  EXPECT_EQ(tr.end["t_ns"].get<uint64_t>(), 40'000'000u);
+  EXPECT_EQ(tr.end["queued"].get<uint64_t>(), 0u);
+
+  // A drain limit shorter than the queue stops the clock there and says so; what is
+  // left is counted as queued, so made = sent + dropped + queued still holds.
+  ASSERT_EQ(run_traced(shaper_script(in, o, tbf, "", ""), t, &err, {"--drain-limit", "15ms"}), 0) << err;
+  tr = read_trace(t);
+  EXPECT_EQ(tr.end["t_ns"].get<uint64_t>(), 8'000'000u + 15'000'000u);  // the last arrival, then the limit
+  EXPECT_EQ(tr.sent.size(), 3u);  // at 0, 10 and 20 ms
+  EXPECT_EQ(tr.end["queued"].get<uint64_t>(), 2u);
+  EXPECT_NE(err.find("2 packets still queued after draining 0.015 s of virtual time (--drain-limit 15ms)"),
+            std::string::npos)
+      << err;
+
+  // `pace max` takes no time on the virtual clock: every frame arrives at 0.
+  ASSERT_EQ(run_traced(shaper_script(in, o, tbf, " pace max", ""), t, &err), 0) << err;
+  tr = read_trace(t);
+  ASSERT_EQ(tr.sent.size(), 5u);
+  for (const auto& r : tr.sent) EXPECT_EQ(r["sojourn_ns"].get<uint64_t>(), r["t_ns"].get<uint64_t>());
+
+  ASSERT_EQ(run_traced(shaper_script(in, o, tbf, "", ""), t, &err, {"--drain-limit", "soon"}), 2);
+  for (const auto& f : {in, t, o}) std::remove(f.c_str());
+}
+
+// The summary's sojourn percentiles against the records' own sojourns sorted: each is
+// the value at the same rank, or above it by at most 1/128 (the histogram's bucket).
+TEST(VirtualReplay, SummaryPercentilesMatchTheSortedRecords) {
+  const std::string t = temp("pct.jsonl"), o = temp("pct.pcap");
+  std::string err;
+  ASSERT_EQ(run_example(t, o, &err), 0) << err;
+  const Trace tr = read_trace(t);
+  ASSERT_FALSE(tr.summaries.empty());
+  size_t checked = 0;
+  for (const auto& s : tr.summaries) {
+    std::vector<uint64_t> v;
+    for (const auto& r : tr.sent)
+      if (r["dev"] == s["dev"] && r["class"] == s["class"]) v.push_back(r["sojourn_ns"].get<uint64_t>());
+    ASSERT_EQ(v.size(), s["sent"].get<uint64_t>());
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    for (const auto& [name, q] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99}}) {
+      const uint64_t want = v[static_cast<size_t>(q * double(v.size() - 1))];
+      const uint64_t got = s["sojourn_ns"][name].get<uint64_t>();
+      EXPECT_GE(got, want) << s["class"] << " " << name;
+      EXPECT_LE(got - want, want / 128) << s["class"] << " " << name;
+      ++checked;
+    }
+    EXPECT_EQ(s["sojourn_ns"]["max"].get<uint64_t>(), v.back());
+  }
+  EXPECT_GE(checked, 9u);  // three classes, three percentiles each
+  std::remove(t.c_str());
+  std::remove(o.c_str());
+}
+
 TEST(VirtualReplay, BadClockLinesNameTheWord) {
   auto r = testutil::run_pp("clock warp\n");
   EXPECT_EQ(r.rc, 1);
@@ -295,6 +381,33 @@ TEST(Plot, DrawsANonEmptySvg) {
   EXPECT_NE(s.find("sojourn"), std::string::npos);
   std::remove(t.c_str());
   std::remove(svg.c_str());
+}
+
+// Two configurations on the same capture (fq_codel leaves, then pfifo ones), overlaid:
+// every series is titled with its run's label.
+TEST(Plot, TwoTracesAreOverlaidUnderTheirLabels) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox)";
+  const std::string a = small_trace(), b = temp("pfifo.jsonl"), o = temp("pfifo.pcap"), svg = temp("cmp.svg");
+  ::setenv("PP_LEAF", "pfifo limit 40", 1);
+  std::string err;
+  const int rc_b = run_example(b, o, &err);
+  ::unsetenv("PP_LEAF");
+  ASSERT_EQ(rc_b, 0) << err;
+  EXPECT_NE(slurp(a), slurp(b));  // the leaves changed what happened
+  ::testing::internal::CaptureStderr();
+  int rc = run_main({"plot", a, b, "--label", "fq_codel", "--label", "pfifo", "-o", svg});
+  err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rc, 0) << err;
+  const std::string s = slurp(svg);
+  for (const char* title : {"fq_codel: out0 1:10", "pfifo: out0 1:10", "fq_codel: out0", "pfifo: out0 1:30"})
+    EXPECT_NE(s.find(title), std::string::npos) << title;
+  // Usage: three traces, more labels than traces, a label with a control character.
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_main({"plot", a, b, a, "-o", svg}), 2);
+  EXPECT_EQ(run_main({"plot", a, "--label", "x", "--label", "y", "-o", svg}), 2);
+  EXPECT_EQ(run_main({"plot", a, b, "--label", "x\ny", "-o", svg}), 2);
+  ::testing::internal::GetCapturedStderr();
+  for (const auto& f : {a, b, o, svg}) std::remove(f.c_str());
 }
 
 TEST(Plot, MissingGnuplotIsAClearError) {
