@@ -169,11 +169,12 @@ uint64_t ScriptRunner::queued_packets() {
   return n;
 }
 
-void ScriptRunner::advance_virtual(uint64_t end) {
+uint64_t ScriptRunner::step_timers(uint64_t end) {
   // A timer that keeps re-arming for the present cannot hold the clock for ever.
+  uint64_t next = UINT64_MAX;
   for (int stalls = 0; stalls < 1000;) {
     run_all_pending();
-    uint64_t next = control_.next_timer_ns();
+    next = control_.next_timer_ns();
     for (auto& w : workers_) next = std::min(next, w->next_timer_ns());
     if (next > end) break;
     if (next > vclock_->now_ns()) {
@@ -183,6 +184,11 @@ void ScriptRunner::advance_virtual(uint64_t end) {
       ++stalls;
     }
   }
+  return next;
+}
+
+void ScriptRunner::advance_virtual(uint64_t end) {
+  step_timers(end);
   if (end > vclock_->now_ns()) vclock_->set(end);
   run_all_pending();
 }
@@ -197,24 +203,11 @@ ScriptRunner::Drain ScriptRunner::drain_virtual(uint64_t limit_ns) {
       if (const LinkKind* k = link_kind_lookup(net->devices().kind_of(*dev)); k && k->background && k->background(*dev))
         (void)net->devices().set_up(*dev, false);  // down cannot fail
   const uint64_t t0 = vclock_->now_ns();
-  const uint64_t end = limit_ns > UINT64_MAX - t0 ? UINT64_MAX : t0 + limit_ns;
-  // Bounded like advance_virtual: a timer re-armed for the present cannot hold it.
-  for (int stalls = 0; stalls < 1000;) {
-    run_all_pending();
-    uint64_t next = control_.next_timer_ns();
-    for (auto& w : workers_) next = std::min(next, w->next_timer_ns());
-    if (next == UINT64_MAX) break;  // nothing left that could move a packet
-    if (next > end) {  // the limit: the clock stops there, with the rest still queued
-      d.limited = true;
-      vclock_->set(end);
-      break;
-    }
-    if (next > vclock_->now_ns()) {
-      vclock_->set(next);
-      stalls = 0;
-    } else {
-      ++stalls;
-    }
+  const uint64_t end = limit_ns >= UINT64_MAX - t0 ? UINT64_MAX - 1 : t0 + limit_ns;
+  // A timer still armed past the limit: the clock stops there, with the rest queued.
+  if (step_timers(end) != UINT64_MAX) {
+    d.limited = true;
+    vclock_->set(end);
   }
   run_all_pending();
   d.ran_ns = vclock_->now_ns() - t0;

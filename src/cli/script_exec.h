@@ -110,7 +110,9 @@ class ScriptRunner {
   void quiesce_cpus();
   Cpu& worker(unsigned i);
   // On the virtual clock: run pending work, moving the clock to each timer's expiry in
-  // turn, up to `end`, then to `end` (a `sleep`).
+  // turn, up to `end`; returns the first expiry left after it (UINT64_MAX: none).
+  uint64_t step_timers(uint64_t end);
+  // step_timers, then the clock to `end` (a `sleep`).
   void advance_virtual(uint64_t end);
 
   bool json_;
