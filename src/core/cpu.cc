@@ -382,10 +382,16 @@ const void* this_thread_token() {
 }
 }  // namespace
 
+void Cpu::publish_head() {
+  const CpuTimer* h = timers_.load(std::memory_order_relaxed);
+  head_expiry_.store(h ? h->expires_ns() : UINT64_MAX, std::memory_order_release);
+}
+
 void Cpu::unlink_timer(CpuTimer* t) {
   CpuTimer* head = timers_.load(std::memory_order_relaxed);
   if (head == t) {
     timers_.store(t->next_timer_, std::memory_order_relaxed);
+    publish_head();
   } else {
     for (CpuTimer* c = head; c; c = c->next_timer_)
       if (c->next_timer_ == t) {
@@ -412,7 +418,12 @@ void Cpu::arm_timer(CpuTimer* t, uint64_t expires_ns) {
     c = c->next_timer_;
   }
   t->next_timer_ = c;
-  if (prev) prev->next_timer_ = t; else timers_.store(t, std::memory_order_relaxed);
+  if (prev) {
+    prev->next_timer_ = t;
+  } else {
+    timers_.store(t, std::memory_order_relaxed);
+    publish_head();
+  }
   t->base_.store(this, std::memory_order_release);
 }
 
@@ -447,17 +458,16 @@ unsigned Cpu::timers_armed() const {
   return n;
 }
 
-uint64_t Cpu::next_timer_ns() const {
-  LockGuard g(const_cast<SpinLock&>(timer_lock_));
-  const CpuTimer* t = timers_.load(std::memory_order_relaxed);
-  return t ? t->expires_ns() : UINT64_MAX;
-}
+uint64_t Cpu::next_timer_ns() const { return head_expiry_.load(std::memory_order_acquire); }
 
 // mirrors __hrtimer_run_queues: take each expired timer off the list (marked running
 // under its own lock, so a canceller waits for it), then run its callback unlocked.
 // The timer lock is taken before the list lock elsewhere, hence the trylock here.
 void Cpu::run_timers() {
   const uint64_t now = clock_->now_ns();
+  // A timer armed on another thread after this read is seen by the next pass, as one
+  // armed just after the locked check below would be.
+  if (head_expiry_.load(std::memory_order_acquire) > now) return;
   for (;;) {
     timer_lock_.lock();
     CpuTimer* t = timers_.load(std::memory_order_relaxed);

@@ -379,6 +379,10 @@ class alignas(kCacheLine) Cpu {
   CpuWork* work_tail_ = nullptr;
   // Armed timers sorted by expiry, under timer_lock_ (read unlocked only as a hint).
   std::atomic<CpuTimer*> timers_{nullptr};
+  // The first timer's expiry (UINT64_MAX: none), written under timer_lock_ whenever the
+  // list's head changes, read without it: a pass with nothing due takes no lock.
+  std::atomic<uint64_t> head_expiry_{UINT64_MAX};
+  void publish_head();  // under timer_lock_
   SpinLock timer_lock_;
   Clock* clock_;
   PacketTrace* trace_ = nullptr;
