@@ -236,15 +236,15 @@ void ScriptRunner::purge_circling() {
 }
 
 void ScriptRunner::run_all_pending() {
-  // Until nothing is pending anywhere (received packets may be handed on), bounded for
-  // the same circling packets.
+  // Until nothing is due anywhere (received packets may be handed on; a timer armed for
+  // later is not waited for), bounded for the same circling packets.
   for (int round = 0; round < 4096; ++round) {
     quiesce_cpus();
     control_.run_pending();
-    bool more = control_.has_pending();
+    bool more = control_.has_due_work();
     for (auto& w : workers_) {
       w->run_pending();
-      more = more || w->has_pending();
+      more = more || w->has_due_work();
     }
     if (!more && round >= 3) break;
   }

@@ -458,6 +458,15 @@ unsigned Cpu::timers_armed() const {
   return n;
 }
 
+bool Cpu::has_due_work() const {
+  if ((reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(poll_.head) |
+       defer_.ipi_scheduled.load(std::memory_order_relaxed) |
+       reinterpret_cast<uintptr_t>(remote_.head.load(std::memory_order_relaxed))) != 0)
+    return true;
+  const uint64_t head = head_expiry_.load(std::memory_order_acquire);
+  return head != UINT64_MAX && head <= clock_->now_ns();
+}
+
 uint64_t Cpu::next_timer_ns() const { return head_expiry_.load(std::memory_order_acquire); }
 
 // mirrors __hrtimer_run_queues: take each expired timer off the list (marked running

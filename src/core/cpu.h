@@ -232,6 +232,9 @@ class alignas(kCacheLine) Cpu {
             defer_.ipi_scheduled.load(std::memory_order_relaxed) |
             reinterpret_cast<uintptr_t>(remote_.head.load(std::memory_order_relaxed))) != 0;
   }
+  // has_pending less the timers not yet due: what a run_pending now would act on. A
+  // caller settling a line stops here; an armed timer is the clock's business.
+  bool has_due_work() const;
   void schedule_work(CpuWork* w);  // __netif_schedule: append to this Cpu's list
 
   // --- NAPI (core/napi.h). ____napi_schedule: put a scheduled instance on this Cpu's

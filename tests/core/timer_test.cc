@@ -50,6 +50,37 @@ TEST_F(TimerTest, FiresOnceInExpiryOrder) {
   EXPECT_EQ(a.timers_armed(), 0u);
 }
 
+// A timer armed for later is pending (a thread must not sleep past it) but not due work:
+// a line's settling does not wait for it. It becomes due when the clock reaches it.
+TEST_F(TimerTest, AnArmedTimerIsDueOnlyAtItsExpiry) {
+  Counted c;
+  CpuTimer t(&Counted::fn, &c);
+  EXPECT_FALSE(a.has_due_work());
+  a.arm_timer(&t, 3000);
+  EXPECT_TRUE(a.has_pending());
+  EXPECT_FALSE(a.has_due_work());
+  EXPECT_EQ(a.next_timer_ns(), 3000u);
+  clock.set(2999);
+  EXPECT_FALSE(a.has_due_work());
+  a.run_pending();
+  EXPECT_EQ(c.fired.load(), 0);
+  clock.set(3000);
+  EXPECT_TRUE(a.has_due_work());
+  a.run_pending();
+  EXPECT_EQ(c.fired.load(), 1);
+  EXPECT_FALSE(a.has_due_work());
+  EXPECT_EQ(a.next_timer_ns(), UINT64_MAX);
+  // An earlier timer armed in front becomes the head; cancelling it restores the later one.
+  CpuTimer t2(&Counted::fn, &c);
+  a.arm_timer(&t, 9000);
+  a.arm_timer(&t2, 5000);
+  EXPECT_EQ(a.next_timer_ns(), 5000u);
+  EXPECT_TRUE(t2.cancel());
+  EXPECT_EQ(a.next_timer_ns(), 9000u);
+  EXPECT_TRUE(t.cancel());
+  EXPECT_EQ(a.next_timer_ns(), UINT64_MAX);
+}
+
 // Armed on Cpu a, cancelled through any Cpu or none: it is off a's list.
 TEST_F(TimerTest, CancelWhateverCpuArmedIt) {
   Counted c;
