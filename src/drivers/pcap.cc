@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "base/pcap_time.h"
 #include "core/dev_rx.h"
@@ -53,6 +54,7 @@ struct PcapPriv final : DriverState {
   uint64_t record = 0;       // index in the file of the next record read
   PacketPool* large = nullptr;  // buffers for frames above the Cpu pool's (MTU > ~1900)
   uint64_t loops_done = 0;
+  std::vector<uint8_t> image;  // the file's bytes for the passes after the first (loops)
   uint64_t start_ns = 0;     // the Cpu clock when this pass's pacing began
   uint64_t first_ts = 0;     // this pass's first record's capture time (ns)
   uint64_t last_due = 0;
@@ -86,6 +88,7 @@ struct PcapPriv final : DriverState {
     if (rx) pcap_close(rx);
     rx = nullptr;
     held_hdr = nullptr;
+    image = {};
   }
   void close_tx() {
     if (dumper) pcap_dump_close(dumper);  // closes tx too
@@ -100,11 +103,26 @@ struct PcapPriv final : DriverState {
 
 PcapPriv& priv(const NetDevice& dev) { return *static_cast<PcapPriv*>(dev.priv()); }
 
-// Opens `path` for replay; null with err when libpcap cannot read it or it is not Ethernet.
-pcap_t* open_capture(const std::string& path, std::string& err) {
+// The stdio buffer a replay reads through: a poll's records come from memory, one read
+// per megabyte.
+constexpr size_t kRxBuffer = 1 << 20;
+// A looped replay of a file up to this size keeps its bytes, so later passes read memory.
+constexpr size_t kRxImageMax = 64u << 20;
+
+// Opens `path` for replay, or reads `image` (the file's bytes kept by a looped replay)
+// when it holds them; null with err when libpcap cannot read it or it is not Ethernet.
+pcap_t* open_capture(const std::string& path, const std::vector<uint8_t>* image, std::string& err) {
+  const bool mem = image && !image->empty();
+  std::FILE* f = mem ? fmemopen(const_cast<uint8_t*>(image->data()), image->size(), "r") : std::fopen(path.c_str(), "rb");
+  if (!f) {
+    err = "rx " + path + ": " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (!mem) std::setvbuf(f, nullptr, _IOFBF, kRxBuffer);
   char ebuf[PCAP_ERRBUF_SIZE] = "";
-  pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, ebuf);
+  pcap_t* p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, ebuf);
   if (!p) {
+    std::fclose(f);  // libpcap leaves a FILE it refused to its caller
     err = "rx " + path + ": " + ebuf;
     return nullptr;
   }
@@ -116,6 +134,23 @@ pcap_t* open_capture(const std::string& path, std::string& err) {
     return nullptr;
   }
   return p;
+}
+
+// A looped replay's file into memory, once per up (empty: too large or unreadable, then
+// each pass reopens the file).
+std::vector<uint8_t> read_image(const std::string& path) {
+  std::vector<uint8_t> image;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return image;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    const long size = std::ftell(f);
+    if (size > 0 && static_cast<size_t>(size) <= kRxImageMax && std::fseek(f, 0, SEEK_SET) == 0) {
+      image.resize(static_cast<size_t>(size));
+      if (std::fread(image.data(), 1, image.size(), f) != image.size()) image.clear();
+    }
+  }
+  std::fclose(f);
+  return image;
 }
 
 bool parse_rate(std::string_view s, double& v) {
@@ -164,7 +199,7 @@ bool pcap_set_text_option(NetDevice& dev, std::string_view name, std::string_vie
   }
   if (name == "pace") return parse_pace(s, value, err);
   if (name == "rx") {
-    pcap_t* p = open_capture(std::string(value), err);  // checked now, read from the start at each up
+    pcap_t* p = open_capture(std::string(value), nullptr, err);  // checked now, read from the start at each up
     if (!p) return false;
     pcap_close(p);
     s.rx_path = value;
@@ -211,7 +246,7 @@ bool read_next(PcapPriv& s) {
     }
     std::string err;
     pcap_close(s.rx);
-    s.rx = open_capture(s.rx_path, err);
+    s.rx = open_capture(s.rx_path, &s.image, err);
     if (!s.rx) {
       s.fail(err);
       s.rx_running = false;
@@ -454,7 +489,7 @@ int pcap_open(NetDevice& dev) {
   if (s.rx_path.empty()) return 0;
   Cpu* cpu = Cpu::current();
   std::string err;
-  if (!cpu || !(s.rx = open_capture(s.rx_path, err))) {
+  if (!cpu || !(s.rx = open_capture(s.rx_path, nullptr, err))) {
     s.fail(cpu ? err : "rx needs a Cpu bound to the thread that sets it up");
     s.close_tx();
     return -1;
@@ -462,6 +497,7 @@ int pcap_open(NetDevice& dev) {
   if (!s.pace_given) s.pace = dynamic_cast<const VirtualClock*>(&cpu->clock()) ? Pace::kFile : Pace::kTopspeed;
   s.loops_done = 0;
   s.last_due = 0;
+  if (s.loops != 1) s.image = read_image(s.rx_path);
   // Frames up to the MTU replay: above the pool's buffers they take large ones.
   PacketPool& pool = cpu->pool();
   s.large = dev.mtu() + 18 + pool.headroom() > pool.buf_size() ? &pool.large() : nullptr;

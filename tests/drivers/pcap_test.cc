@@ -203,6 +203,22 @@ TEST_F(PcapDevTest, PacePpsAndLoop) {
   EXPECT_NE(bad.find("pace pps needs a number above 0"), std::string::npos) << bad;
 }
 
+// A looped replay reads its file once, at up (tcpreplay's --preload-pcap): later passes
+// come from memory, so they go on after the file is gone.
+TEST_F(PcapDevTest, LoopedReplayPreloadsTheFile) {
+  const auto recs = make_records(4);
+  NetDevice* d = replayer("p0", recs, "max");
+  ASSERT_NE(d, nullptr);
+  link_kind_lookup("pcap")->set_option(*d, "loop", 3);
+  std::string err;
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
+  ASSERT_EQ(std::remove(file("p0.pcap").c_str()), 0);
+  for (int i = 0; i < 16 && busy(*d, err); ++i) drive();
+  EXPECT_FALSE(busy(*d, err));
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(d->stats_sum().rx_packets, 12u);
+}
+
 TEST_F(PcapDevTest, TruncatedFileDeliversWhatPrecedesAndNamesTheRecord) {
   const auto recs = make_records(6);
   const std::string in = file("trunc.pcap");
