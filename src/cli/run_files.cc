@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <sys/stat.h>
+
 namespace pktpath::cli {
 
 // Two spellings of one file ("./x" and "x", a link to it) give one key: the absolute path
@@ -15,6 +17,9 @@ std::string RunFiles::key_of(const std::string& path) {
 
 Status RunFiles::claim(const std::string& path, Use use, const void* owner, const std::string& what) {
   if (path == "-") return {};
+  // A character device (/dev/null) keeps nothing a second writer could interleave with
+  // or destroy.
+  if (struct stat st; ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) return {};
   const std::string key = key_of(path);
   for (const Claim& c : claims_) {
     if (c.key != key || (c.owner == owner && c.use == use)) continue;

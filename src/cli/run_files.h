@@ -1,7 +1,8 @@
 // The files one `pktpath run` reads and writes: the script, --trace, pcap devices' rx and
 // tx files, `capture -w`. Each file has at most one writer, and nothing writes a file
 // the run reads: two writers would interleave their records and a writer on the script
-// or a replayed capture would destroy it. Standard output ("-") is not a file here.
+// or a replayed capture would destroy it. Standard output ("-") and character devices
+// (/dev/null) are not files here.
 #pragma once
 
 #include <string>

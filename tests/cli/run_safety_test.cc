@@ -128,6 +128,10 @@ TEST(RunFilesTest, OneWriterPerFileAndNoTxOnTheRxFile) {
   // A deleted device's file is free again.
   r = run_pp("ip link add dev a type pcap tx " + cap + "\nip link del dev a\nip link add dev b type pcap tx " + cap + "\n");
   EXPECT_EQ(r.rc, 0) << r.err;
+  // /dev/null keeps nothing: any number of writers.
+  r = run_pp("ip link add dev a type pcap tx /dev/null\nip link add dev b type pcap tx /dev/null\n"
+             "capture -i a -w /dev/null\n");
+  EXPECT_EQ(r.rc, 0) << r.err;
   std::remove(cap.c_str());
   std::remove(in.c_str());
 }
