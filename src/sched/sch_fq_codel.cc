@@ -218,6 +218,9 @@ class FqCodelQdisc final : public PeekDequeuedQdisc {
       Packet* p = flow.head;
       if (!p) return nullptr;
       flow.head = p->next;
+      // The flow's next packet waited behind this one and is cold when a deep queue is
+      // served: fetched now, it is in cache by this flow's next turn.
+      if (flow.head) __builtin_prefetch(flow.head);
       p->next = nullptr;
       q.backlogs_[&flow - q.flows_.get()] -= p->len;
       q.memory_usage_ -= codel_get_mem_usage(*p);
