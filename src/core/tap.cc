@@ -301,25 +301,31 @@ std::shared_ptr<Tap> TapAccess::build(Net& net, TapSpec& spec, std::string* err)
       return nullptr;
     }
     m.pcap_ = pc;
-    pcap_dumper_t* d = nullptr;
+    // Opened here with its buffer in place before libpcap writes the file header.
+    std::FILE* f = nullptr;
     if (spec.pcap_path == "-") {
       // Standard output through a stream of its own, so that closing the file leaves
       // the process's stdout open.
       const int fd = dup(STDOUT_FILENO);
-      FILE* f = fd >= 0 ? fdopen(fd, "w") : nullptr;
+      f = fd >= 0 ? fdopen(fd, "w") : nullptr;
       if (!f && fd >= 0) close(fd);
-      d = f ? pcap_dump_fopen(pc, f) : nullptr;
-      if (!d && f) std::fclose(f);
     } else {
-      d = pcap_dump_open(pc, spec.pcap_path.c_str());
+      f = std::fopen(spec.pcap_path.c_str(), "wb");
     }
-    if (!d) {
-      if (err) *err = std::string("cannot write ") + spec.pcap_path + ": " + pcap_geterr(pc);
+    if (!f) {
+      if (err) *err = "cannot write " + spec.pcap_path + ": " + spec.pcap_path + ": " + std::strerror(errno);
       return nullptr;  // ~Tap closes pc
     }
-    m.dumper_ = d;
     // A buffer the tap flushes itself (flush_locked), so a failed write names its packets.
-    std::setvbuf(pcap_dump_file(d), nullptr, _IOFBF, kTapWriteBuffer);
+    m.write_buf_ = std::make_unique<char[]>(kTapWriteBuffer);
+    std::setvbuf(f, m.write_buf_.get(), _IOFBF, kTapWriteBuffer);
+    pcap_dumper_t* d = pcap_dump_fopen(pc, f);
+    if (!d) {
+      std::fclose(f);
+      if (err) *err = std::string("cannot write ") + spec.pcap_path + ": " + pcap_geterr(pc);
+      return nullptr;
+    }
+    m.dumper_ = d;
     m.pending_bytes_ = 24;  // the file header, still in the buffer
     m.copy_buf_len_ = std::min<uint32_t>(spec.snaplen, kTapDefaultSnaplen);
     m.copy_buf_ = std::make_unique<uint8_t[]>(m.copy_buf_len_ + (cooked ? kSllHeaderLen : 0));

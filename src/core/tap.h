@@ -115,6 +115,7 @@ class Tap {
   mutable SpinLock write_lock_;
   void* pcap_ = nullptr;    // pcap_t* of pcap_open_dead
   void* dumper_ = nullptr;  // pcap_dumper_t*
+  std::unique_ptr<char[]> write_buf_;  // dumper_'s stdio buffer (glibc ignores a size without one)
   std::unique_ptr<uint8_t[]> copy_buf_;  // snapshot of a packet with fragments, or cooked
   uint32_t copy_buf_len_ = 0;
   // Write accounting under write_lock_: the tap flushes the file's buffer itself before

@@ -55,6 +55,7 @@ struct PcapPriv final : DriverState {
   PacketPool* large = nullptr;  // buffers for frames above the Cpu pool's (MTU > ~1900)
   uint64_t loops_done = 0;
   std::vector<uint8_t> image;  // the file's bytes for the passes after the first (loops)
+  std::unique_ptr<char[]> rx_buf;  // rx's stdio buffer (kRxBuffer), kept past rx's close
   uint64_t start_ns = 0;     // the Cpu clock when this pass's pacing began
   uint64_t first_ts = 0;     // this pass's first record's capture time (ns)
   uint64_t last_due = 0;
@@ -70,6 +71,7 @@ struct PcapPriv final : DriverState {
   uint64_t pending_packets = 0, pending_bytes = 0;  // in the buffer, not yet written
   uint64_t pending_len = 0;                         // their packet bytes
   std::unique_ptr<uint8_t[]> gather;                // a fragmented frame made linear
+  std::unique_ptr<char[]> tx_buf;                   // tx's stdio buffer (kTxBuffer)
 
   // The first failure, reported once through busy().
   std::string error;
@@ -109,16 +111,17 @@ constexpr size_t kRxBuffer = 1 << 20;
 // A looped replay of a file up to this size keeps its bytes, so later passes read memory.
 constexpr size_t kRxImageMax = 64u << 20;
 
-// Opens `path` for replay, or reads `image` (the file's bytes kept by a looped replay)
-// when it holds them; null with err when libpcap cannot read it or it is not Ethernet.
-pcap_t* open_capture(const std::string& path, const std::vector<uint8_t>* image, std::string& err) {
+// Opens `path` for replay through `buf` (kRxBuffer bytes, outliving the pcap_t; null:
+// stdio's own), or reads `image` (the file's bytes kept by a looped replay) when it holds
+// them; null with err when libpcap cannot read it or it is not Ethernet.
+pcap_t* open_capture(const std::string& path, const std::vector<uint8_t>* image, char* buf, std::string& err) {
   const bool mem = image && !image->empty();
   std::FILE* f = mem ? fmemopen(const_cast<uint8_t*>(image->data()), image->size(), "r") : std::fopen(path.c_str(), "rb");
   if (!f) {
     err = "rx " + path + ": " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  if (!mem) std::setvbuf(f, nullptr, _IOFBF, kRxBuffer);
+  if (!mem && buf) std::setvbuf(f, buf, _IOFBF, kRxBuffer);  // glibc ignores a size without a buffer
   char ebuf[PCAP_ERRBUF_SIZE] = "";
   pcap_t* p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, ebuf);
   if (!p) {
@@ -199,7 +202,7 @@ bool pcap_set_text_option(NetDevice& dev, std::string_view name, std::string_vie
   }
   if (name == "pace") return parse_pace(s, value, err);
   if (name == "rx") {
-    pcap_t* p = open_capture(std::string(value), nullptr, err);  // checked now, read from the start at each up
+    pcap_t* p = open_capture(std::string(value), nullptr, nullptr, err);  // checked now, read from the start at each up
     if (!p) return false;
     pcap_close(p);
     s.rx_path = value;
@@ -246,7 +249,7 @@ bool read_next(PcapPriv& s) {
     }
     std::string err;
     pcap_close(s.rx);
-    s.rx = open_capture(s.rx_path, &s.image, err);
+    s.rx = open_capture(s.rx_path, &s.image, s.rx_buf.get(), err);
     if (!s.rx) {
       s.fail(err);
       s.rx_running = false;
@@ -382,8 +385,9 @@ bool tx_flush(PcapPriv& s, Cpu& cpu) {
 void put_u16(uint8_t* b, uint16_t v) { std::memcpy(b, &v, 2); }
 void put_u32(uint8_t* b, uint32_t v) { std::memcpy(b, &v, 4); }
 
-// pcapng's section header and one interface description (EN10MB, if_name, ns stamps).
-void write_pcapng_head(PcapPriv& s) {
+// pcapng's section header and one interface description (EN10MB, if_name, ns stamps);
+// returns their bytes.
+uint32_t write_pcapng_head(PcapPriv& s) {
   const std::string& name = s.dev->name();
   const uint32_t name_pad = (static_cast<uint32_t>(name.size()) + 3) & ~3u;
   uint8_t b[28 + 20 + 4 + 16 + 8 + 4 + 4] = {};
@@ -408,6 +412,7 @@ void write_pcapng_head(PcapPriv& s) {
   o[4] = 9;
   put_u32(i + idb_len - 4, idb_len);
   std::fwrite(b, 1, 28 + idb_len, s.tx);
+  return 28 + idb_len;
 }
 
 bool open_tx(PcapPriv& s) {
@@ -417,12 +422,14 @@ bool open_tx(PcapPriv& s) {
     s.fail("tx " + s.tx_path + ": " + std::strerror(errno));
     return false;
   }
-  std::setvbuf(s.tx, nullptr, _IOFBF, kTxBuffer);
+  if (!s.tx_buf) s.tx_buf = std::make_unique<char[]>(kTxBuffer);
+  std::setvbuf(s.tx, s.tx_buf.get(), _IOFBF, kTxBuffer);  // glibc ignores a size without a buffer
   __fsetlocking(s.tx, FSETLOCKING_BYCALLER);  // the tx queue's lock orders its writers: no stdio lock per call
   s.tx_failed = false;
+  s.pending_packets = s.pending_len = 0;
   if (!s.gather) s.gather = std::make_unique<uint8_t[]>(kTxSnap);
   if (s.pcapng) {
-    write_pcapng_head(s);
+    s.pending_bytes = write_pcapng_head(s);
     return true;
   }
   s.tx_dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kTxSnap, PCAP_TSTAMP_PRECISION_NANO);
@@ -432,6 +439,7 @@ bool open_tx(PcapPriv& s) {
     s.close_tx();
     return false;
   }
+  s.pending_bytes = 24;  // the file header libpcap put in the buffer
   return true;
 }
 
@@ -489,7 +497,8 @@ int pcap_open(NetDevice& dev) {
   if (s.rx_path.empty()) return 0;
   Cpu* cpu = Cpu::current();
   std::string err;
-  if (!cpu || !(s.rx = open_capture(s.rx_path, nullptr, err))) {
+  if (!s.rx_buf) s.rx_buf = std::make_unique<char[]>(kRxBuffer);
+  if (!cpu || !(s.rx = open_capture(s.rx_path, nullptr, s.rx_buf.get(), err))) {
     s.fail(cpu ? err : "rx needs a Cpu bound to the thread that sets it up");
     s.close_tx();
     return -1;
