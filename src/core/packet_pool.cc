@@ -26,23 +26,22 @@ PacketPool::PacketPool(Options opts) : opts_(opts) {
   void* m = ::mmap(nullptr, slab_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) throw std::bad_alloc();
   slab_ = static_cast<uint8_t*>(m);
-  stack_ = std::make_unique<Packet*[]>(opts_.capacity);
-  const size_t hdr = round_up(sizeof(Packet), kCacheLine);
-  for (uint32_t i = 0; i < opts_.capacity; ++i) {
-    uint8_t* slot = slab_ + i * slot_size_;
-    auto* p = new (slot) Packet();
-    p->head = slot + hdr;
-    p->end_off = opts_.buf_size;
-    p->pool = this;
-    // Push in reverse so the first allocations come from the start of the slab.
-    stack_[opts_.capacity - 1 - i] = p;
-  }
-  top_ = opts_.capacity;
+  stack_ = std::make_unique_for_overwrite<Packet*[]>(opts_.capacity);
+  // Slots are built on first use (get_bulk, in slot order): a run that needs few packets
+  // touches few pages of the mapping.
+}
+
+Packet* PacketPool::build_slot(uint32_t i) {
+  uint8_t* slot = slab_ + i * slot_size_;
+  auto* p = new (slot) Packet();
+  p->head = slot + round_up(sizeof(Packet), kCacheLine);
+  p->end_off = opts_.buf_size;
+  p->pool = this;
+  return p;
 }
 
 PacketPool::~PacketPool() {
-  for (uint32_t i = 0; i < opts_.capacity; ++i)
-    reinterpret_cast<Packet*>(slab_ + i * slot_size_)->~Packet();
+  for (uint32_t i = 0; i < built_; ++i) reinterpret_cast<Packet*>(slab_ + i * slot_size_)->~Packet();
   ::munmap(slab_, slab_bytes_);
 }
 
@@ -60,13 +59,14 @@ unsigned PacketPool::get_bulk(Packet** out, unsigned n) {
   LockGuard g(lock_);
   unsigned k = n < top_ ? n : top_;
   for (unsigned i = 0; i < k; ++i) out[i] = stack_[--top_];
+  while (PP_UNLIKELY(k < n) && built_ < opts_.capacity) out[k++] = build_slot(built_++);
   return k;
 }
 
 void PacketPool::put_bulk(Packet* const* in, unsigned n) {
   LockGuard g(lock_);
   // More packets back than exist means one was freed twice: stop before corrupting.
-  if (PP_UNLIKELY(n > opts_.capacity - top_)) {
+  if (PP_UNLIKELY(n > built_ - top_)) {
     std::fprintf(stderr, "pktpath: packet pool overflow (double free?)\n");
     std::abort();
   }
@@ -86,7 +86,7 @@ void PacketPool::sort_free() {
 
 uint32_t PacketPool::available() const {
   LockGuard g(lock_);
-  return top_;
+  return top_ + (opts_.capacity - built_);
 }
 
 bool PacketPool::owns(const Packet* p) const {

@@ -1,8 +1,8 @@
 // PacketPool: a bounded store of packet slots shared by every Cpu (the kmem_cache behind
 // skbuff_head_cache, with the data buffer in the same slot as DPDK's mbufs do).
 //
-// All memory is allocated once, at construction; the per-packet path never touches the
-// heap. The slots lie in one page-aligned mapping (slab()), so that a driver can lend
+// All memory is mapped once, at construction, and each slot is built the first time it
+// is handed out; the per-packet path never touches the heap. The slots lie in one page-aligned mapping (slab()), so that a driver can lend
 // their buffers to the kernel as an AF_XDP UMEM (drivers/xdp.cc), as DPDK's af_xdp PMD
 // registers its mempool. Cpus take and return packets in bulk through get_bulk/put_bulk and keep their
 // own caches (see Cpu), so the pool's lock is taken once per batch, not per packet.
@@ -48,7 +48,8 @@ class PacketPool {
   uint32_t capacity() const { return opts_.capacity; }
   uint32_t buf_size() const { return opts_.buf_size; }
   uint32_t headroom() const { return opts_.headroom; }
-  // Packets currently in the shared stack (excludes those in Cpu caches).
+  // Packets the pool can hand out: freed ones and slots not built yet (excludes those
+  // in Cpu caches).
   uint32_t available() const;
   bool owns(const Packet* p) const;
 
@@ -86,7 +87,9 @@ class PacketPool {
   uint8_t* slab_ = nullptr;
   std::unique_ptr<Packet*[]> stack_;
   mutable SpinLock lock_;
-  uint32_t top_ = 0;  // guarded by lock_
+  uint32_t top_ = 0;    // freed packets on the stack; guarded by lock_
+  uint32_t built_ = 0;  // slots 0..built_-1 hold a Packet; guarded by lock_
+  Packet* build_slot(uint32_t i);
   std::atomic<uint32_t> alloc_fail_every_{0};
   std::once_flag large_once_;
   std::unique_ptr<PacketPool> large_;

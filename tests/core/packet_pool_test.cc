@@ -1,6 +1,8 @@
 #include "core/packet_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <set>
 #include <vector>
@@ -9,6 +11,42 @@
 
 namespace pktpath {
 namespace {
+
+// Pages of the pool's mapping in memory (mincore).
+size_t resident_pages(const PacketPool& pool) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v(pool.slab_bytes() / page);
+  if (::mincore(pool.slab(), pool.slab_bytes(), v.data()) != 0) return SIZE_MAX;
+  size_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+// A slot is built when it is first handed out, in slot order: a large pool costs no
+// memory until it is used, and what a run never takes is never touched.
+TEST(PacketPoolTest, SlotsAreBuiltOnFirstUse) {
+  PacketPool pool{PacketPool::Options{.capacity = 16384, .buf_size = 2048, .headroom = 128}};
+  EXPECT_EQ(pool.available(), 16384u);
+  EXPECT_EQ(resident_pages(pool), 0u);
+  std::vector<Packet*> got(10);
+  ASSERT_EQ(pool.get_bulk(got.data(), 10), 10u);
+  for (uint32_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(pool.index_of(got[i]), i);
+    EXPECT_EQ(got[i]->pool, &pool);
+  }
+  EXPECT_LE(resident_pages(pool), 10u);
+  EXPECT_EQ(pool.available(), 16374u);
+  // A freed packet is handed out again before a new slot is built.
+  pool.put_bulk(&got[3], 1);
+  Packet* again = nullptr;
+  ASSERT_EQ(pool.get_bulk(&again, 1), 1u);
+  EXPECT_EQ(again, got[3]);
+  ASSERT_EQ(pool.get_bulk(&again, 1), 1u);
+  EXPECT_EQ(pool.index_of(again), 10u);
+  pool.put_bulk(got.data(), 10);
+  pool.put_bulk(&again, 1);
+  EXPECT_EQ(pool.available(), 16384u);
+}
 
 // The slab is one page-aligned mapping of whole pages (what an AF_XDP UMEM must be);
 // slot_at maps any offset inside a slot to its packet and index_of back, nothing past
