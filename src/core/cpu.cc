@@ -459,10 +459,7 @@ unsigned Cpu::timers_armed() const {
 }
 
 bool Cpu::has_due_work() const {
-  if ((reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(poll_.head) |
-       defer_.ipi_scheduled.load(std::memory_order_relaxed) |
-       reinterpret_cast<uintptr_t>(remote_.head.load(std::memory_order_relaxed))) != 0)
-    return true;
+  if (pending_bits() != 0) return true;
   const uint64_t head = head_expiry_.load(std::memory_order_acquire);
   return head != UINT64_MAX && head <= clock_->now_ns();
 }

@@ -227,10 +227,7 @@ class alignas(kCacheLine) Cpu {
   // once a remote freer kicked it (at half of defer_max, as the kernel's IPI): until
   // then it waits for this Cpu's next net_rx_action, so flushes come in batches.
   bool has_pending() const {
-    return (reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(timers_.load(std::memory_order_relaxed)) |
-            reinterpret_cast<uintptr_t>(poll_.head) |
-            defer_.ipi_scheduled.load(std::memory_order_relaxed) |
-            reinterpret_cast<uintptr_t>(remote_.head.load(std::memory_order_relaxed))) != 0;
+    return (pending_bits() | reinterpret_cast<uintptr_t>(timers_.load(std::memory_order_relaxed))) != 0;
   }
   // has_pending less the timers not yet due: what a run_pending now would act on. A
   // caller settling a line stops here; an armed timer is the clock's business.
@@ -386,6 +383,12 @@ class alignas(kCacheLine) Cpu {
   // list's head changes, read without it: a pass with nothing due takes no lock.
   std::atomic<uint64_t> head_expiry_{UINT64_MAX};
   void publish_head();  // under timer_lock_
+  // The pending words but the timer list, or-ed: nonzero when work waits now.
+  uintptr_t pending_bits() const {
+    return reinterpret_cast<uintptr_t>(work_head_) | reinterpret_cast<uintptr_t>(poll_.head) |
+           defer_.ipi_scheduled.load(std::memory_order_relaxed) |
+           reinterpret_cast<uintptr_t>(remote_.head.load(std::memory_order_relaxed));
+  }
   SpinLock timer_lock_;
   Clock* clock_;
   PacketTrace* trace_ = nullptr;

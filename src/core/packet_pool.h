@@ -2,9 +2,9 @@
 // skbuff_head_cache, with the data buffer in the same slot as DPDK's mbufs do).
 //
 // All memory is mapped once, at construction, and each slot is built the first time it
-// is handed out; the per-packet path never touches the heap. The slots lie in one page-aligned mapping (slab()), so that a driver can lend
-// their buffers to the kernel as an AF_XDP UMEM (drivers/xdp.cc), as DPDK's af_xdp PMD
-// registers its mempool. Cpus take and return packets in bulk through get_bulk/put_bulk and keep their
+// is handed out; the per-packet path never touches the heap. The slots lie in one
+// page-aligned mapping (slab()), so that a driver can lend their buffers to the kernel
+// as an AF_XDP UMEM (drivers/xdp.cc), as DPDK's af_xdp PMD registers its mempool. Cpus take and return packets in bulk through get_bulk/put_bulk and keep their
 // own caches (see Cpu), so the pool's lock is taken once per batch, not per packet.
 //
 // Concurrency: get_bulk/put_bulk may be called from any thread (internal spinlock).

@@ -54,7 +54,7 @@ struct PcapPriv final : DriverState {
   uint64_t record = 0;       // index in the file of the next record read
   PacketPool* large = nullptr;  // buffers for frames above the Cpu pool's (MTU > ~1900)
   uint64_t loops_done = 0;
-  std::vector<uint8_t> image;  // the file's bytes for the passes after the first (loops)
+  std::vector<uint8_t> image;  // a looped replay's file, read once at up, for every pass
   std::unique_ptr<char[]> rx_buf;  // rx's stdio buffer (kRxBuffer), kept past rx's close
   uint64_t start_ns = 0;     // the Cpu clock when this pass's pacing began
   uint64_t first_ts = 0;     // this pass's first record's capture time (ns)
@@ -498,15 +498,17 @@ int pcap_open(NetDevice& dev) {
   Cpu* cpu = Cpu::current();
   std::string err;
   if (!s.rx_buf) s.rx_buf = std::make_unique<char[]>(kRxBuffer);
-  if (!cpu || !(s.rx = open_capture(s.rx_path, nullptr, s.rx_buf.get(), err))) {
+  // A looped replay reads its file once: every pass, the first too, from the image.
+  if (s.loops != 1) s.image = read_image(s.rx_path);
+  if (!cpu || !(s.rx = open_capture(s.rx_path, &s.image, s.rx_buf.get(), err))) {
     s.fail(cpu ? err : "rx needs a Cpu bound to the thread that sets it up");
+    s.image = {};
     s.close_tx();
     return -1;
   }
   if (!s.pace_given) s.pace = dynamic_cast<const VirtualClock*>(&cpu->clock()) ? Pace::kFile : Pace::kTopspeed;
   s.loops_done = 0;
   s.last_due = 0;
-  if (s.loops != 1) s.image = read_image(s.rx_path);
   // Frames up to the MTU replay: above the pool's buffers they take large ones.
   PacketPool& pool = cpu->pool();
   s.large = dev.mtu() + 18 + pool.headroom() > pool.buf_size() ? &pool.large() : nullptr;
