@@ -56,6 +56,13 @@ struct PcapPriv final : DriverState {
   uint64_t loops_done = 0;
   std::vector<uint8_t> image;  // a looped replay's file, read once at up, for every pass
   std::unique_ptr<char[]> rx_buf;  // rx's stdio buffer (kRxBuffer), kept past rx's close
+  // Passes after the first over a classic pcap image are read from it directly (rx
+  // null): the next record's offset (0: not reading the image), the file's byte order
+  // and stamp unit, libpcap's snapshot length, and the header handed out.
+  size_t mem_pos = 0;
+  bool mem_swapped = false, mem_nsec = false;
+  uint32_t mem_snap = 0;
+  pcap_pkthdr mem_hdr{};
   uint64_t start_ns = 0;     // the Cpu clock when this pass's pacing began
   uint64_t first_ts = 0;     // this pass's first record's capture time (ns)
   uint64_t last_due = 0;
@@ -91,6 +98,7 @@ struct PcapPriv final : DriverState {
     rx = nullptr;
     held_hdr = nullptr;
     image = {};
+    mem_pos = 0;
   }
   void close_tx() {
     if (dumper) pcap_dump_close(dumper);  // closes tx too
@@ -230,10 +238,59 @@ void begin_pass(PcapPriv& s, uint64_t now) {
   s.record = 0;
 }
 
+// Whether passes after the first can read `s.image` directly: a classic pcap (microsecond
+// or nanosecond magic, either byte order; libpcap has just read it whole without error).
+// Sets the reader's parameters from libpcap's view of the file.
+bool mem_reader_setup(PcapPriv& s) {
+  if (s.image.size() < 24 || !s.rx) return false;
+  uint32_t magic;
+  std::memcpy(&magic, s.image.data(), 4);
+  if (magic == 0xa1b2c3d4u || magic == 0xd4c3b2a1u) s.mem_nsec = false;
+  else if (magic == 0xa1b23c4du || magic == 0x4d3cb2a1u) s.mem_nsec = true;
+  else return false;  // pcapng, or a variant libpcap reads its own way
+  s.mem_swapped = magic == 0xd4c3b2a1u || magic == 0x4d3cb2a1u;
+  s.mem_snap = static_cast<uint32_t>(pcap_snapshot(s.rx));
+  return true;
+}
+
+// mirrors pcap_next_packet (sf-pcap.c) on an image it read whole before: the record's
+// header at nanosecond precision, caplen cut to the snapshot as libpcap does, the data
+// in place. False at the end of the image.
+bool mem_next(PcapPriv& s) {
+  const size_t n = s.image.size();
+  if (s.mem_pos + 16 > n) return false;
+  uint32_t f[4];
+  std::memcpy(f, s.image.data() + s.mem_pos, 16);
+  if (s.mem_swapped)
+    for (uint32_t& v : f) v = __builtin_bswap32(v);
+  if (PP_UNLIKELY(s.mem_pos + 16 + uint64_t(f[2]) > n)) return false;  // the first pass read it whole: not reached
+  pcap_pkthdr& h = s.mem_hdr;
+  h.ts.tv_sec = static_cast<int32_t>(f[0]);  // libpcap's fields are signed 32-bit
+  const auto frac = static_cast<suseconds_t>(static_cast<int32_t>(f[1]));
+  h.ts.tv_usec = s.mem_nsec ? frac : frac * 1000;
+  h.caplen = std::min(f[2], s.mem_snap);
+  h.len = f[3];
+  s.held_hdr = &h;
+  s.held_data = s.image.data() + s.mem_pos + 16;
+  s.mem_pos += 16 + f[2];
+  return true;
+}
+
 // The next record into held_*; false at the end of the replay or on an error (then
 // rx_running is false).
 bool read_next(PcapPriv& s) {
   for (;;) {
+    if (s.mem_pos != 0) {  // a pass from the image
+      if (PP_LIKELY(mem_next(s))) return true;
+      s.held_hdr = nullptr;
+      if (++s.loops_done, s.loops != 0 && s.loops_done >= s.loops) {
+        s.rx_running = false;
+        return false;
+      }
+      s.mem_pos = 24;
+      begin_pass(s, 0);
+      continue;
+    }
     const int rc = pcap_next_ex(s.rx, const_cast<pcap_pkthdr**>(&s.held_hdr), &s.held_data);
     if (PP_LIKELY(rc == 1)) return true;
     s.held_hdr = nullptr;
@@ -247,8 +304,15 @@ bool read_next(PcapPriv& s) {
       s.rx_running = false;
       return false;
     }
-    std::string err;
+    const bool from_image = mem_reader_setup(s);
     pcap_close(s.rx);
+    s.rx = nullptr;
+    if (from_image) {
+      s.mem_pos = 24;
+      begin_pass(s, 0);
+      continue;
+    }
+    std::string err;
     s.rx = open_capture(s.rx_path, &s.image, s.rx_buf.get(), err);
     if (!s.rx) {
       s.fail(err);
