@@ -300,14 +300,13 @@ nlohmann::json lookup_json(const NftMatch& m, uint64_t now) {
     left = {{"concat", parts}};
   }
   if (m.lookup->dynset) {
+    // mirrors nft's set_stmt_json: a timeout is part of the element, its statements
+    // (the counter) a list beside it.
     json elem = left;
-    if (m.lookup->timeout_ns || m.lookup->elem_counter) {
-      json e = {{"val", left}};
-      if (m.lookup->timeout_ns) e["timeout"] = m.lookup->timeout_ns / 1000000000ull;
-      if (m.lookup->elem_counter) e["counter"] = nullptr;
-      elem = {{"elem", e}};
-    }
-    return {{"set", {{"op", m.lookup->update ? "update" : "add"}, {"elem", elem}, {"set", "@" + m.set->name()}}}};
+    if (m.lookup->timeout_ns) elem = {{"elem", {{"val", left}, {"timeout", m.lookup->timeout_ns / 1000000000ull}}}};
+    json st = {{"op", m.lookup->update ? "update" : "add"}, {"elem", elem}, {"set", "@" + m.set->name()}};
+    if (m.lookup->elem_counter) st["stmt"] = json::array({json{{"counter", nullptr}}});
+    return {{"set", st}};
   }
   json right = m.set->anonymous() ? json{{"set", elems_json(*m.set, now)}} : json("@" + m.set->name());
   if (m.lookup->vmap) return {{"vmap", {{"key", left}, {"data", right}}}};

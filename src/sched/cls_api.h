@@ -122,12 +122,16 @@ Result<const Spec*> filter_spec_as(const FilterSpec& s) {
   return t;
 }
 
-// A kind's state shared by the prefs of one block (u32's tc_u_common: its table ids),
-// kept by the chain and told of every node added and removed.
+// A kind's state shared by the prefs of every filter list of one qdisc (u32's
+// tc_u_common, which the kernel keys by the qdisc: clsact's ingress and egress share
+// it, an htb qdisc's list and its classes' too), told of every node added and removed.
 struct PrefCommon {
   virtual ~PrefCommon() = default;
   virtual void remember(const TcFilter& node) = 0;
   virtual void forget(const TcFilter& node) = 0;
+  // After a delete in the pref of `gone` (one of the nodes deleted, already forgotten):
+  // whether the rest of the pref goes too (the kernel's `*last` from ->delete).
+  virtual bool pref_goes(const FilterSpec& /*gone*/) const { return false; }
 };
 
 // A kind whose nodes of one pref make one structure (u32's hash tables and the knodes
@@ -158,8 +162,11 @@ struct PrefOps {
   // Optional: the pref's nodes (given in handle order) put in the order the kind's
   // tcf_proto_ops->walk dumps them (u32: newest table first, each with its knodes).
   void (*dump_order)(std::vector<const TcFilter*>& pref) = nullptr;
-  // Optional: the kind's state for one block, made when its first node is added.
+  // Optional: the kind's state for one qdisc's lists, made when its first node is added.
   std::unique_ptr<PrefCommon> (*make_common)() = nullptr;
+  // Optional: what stays of a pref a delete emptied while the common keeps it (u32: the
+  // pref's root table), made from `gone`, a node deleted. nullptr: an empty pref goes.
+  std::unique_ptr<TcFilter> (*husk)(const FilterSpec& gone) = nullptr;
 };
 
 // What a filter is made with: its Net (engine settings) and the spec with pref and

@@ -177,33 +177,43 @@ const U32Spec* entry(const std::vector<const TcFilter*>& pref, uint32_t handle) 
   return nullptr;
 }
 
-// tc_u_common: the block's hash table ids (each pref's root and the tables made with
-// divisor), which pref holds each, and gen_new_htid's cyclic cursor.
+// tc_u_common: the hash table ids of one qdisc's u32 prefs, in all its filter lists
+// (each pref's root and the tables made with divisor), the pref that holds each (known
+// by its root table, unique in the qdisc), the knode count and gen_new_htid's cyclic
+// cursor. Without prefs it is as new (the kernel frees it with its last tcf_proto).
 class U32Common final : public PrefCommon {
  public:
   struct Table {
+    uint32_t owner;  // the root table of the pref holding it
     uint32_t pref;
-    bool root;
   };
   void remember(const TcFilter& node) override {
     const U32Spec& s = node_of(&node).spec();
-    if (nodes_[s.pref]++ == 0) tables_[s.root] = {s.pref, true};
-    if (node_of(&node).is_table() && node.handle() != s.root) tables_[node.handle()] = {s.pref, false};
+    if (prefs_[s.root]++ == 0) tables_[s.root] = {s.root, s.pref};
+    if (!node_of(&node).is_table()) ++knodes_;
+    else if (node.handle() != s.root) tables_[node.handle()] = {s.root, s.pref};
   }
   void forget(const TcFilter& node) override {
     const U32Spec& s = node_of(&node).spec();
-    if (node_of(&node).is_table() && node.handle() != s.root) tables_.erase(node.handle());
-    auto it = nodes_.find(s.pref);
-    if (it != nodes_.end() && --it->second == 0) {
-      nodes_.erase(it);
+    if (!node_of(&node).is_table()) --knodes_;
+    else if (node.handle() != s.root) tables_.erase(node.handle());
+    auto it = prefs_.find(s.root);
+    if (it != prefs_.end() && --it->second == 0) {
+      prefs_.erase(it);
       tables_.erase(s.root);
     }
+    if (prefs_.empty()) cursor_ = 1;
+  }
+  // mirrors u32_delete's `*last`: the only u32 pref of the qdisc, and no knode left.
+  bool pref_goes(const FilterSpec& gone) const override {
+    const uint32_t root = static_cast<const U32Spec&>(gone).root;
+    return knodes_ == 0 && (prefs_.empty() || (prefs_.size() == 1 && prefs_.count(root)));
   }
   const Table* table(uint32_t ht) const {
     auto it = tables_.find(ht);
     return it == tables_.end() ? nullptr : &it->second;
   }
-  bool empty() const { return tables_.empty(); }
+  bool empty() const { return prefs_.empty(); }
   // mirrors gen_new_htid: the next free id after the last one given (800:|1 .. 800:|7fe),
   // wrapping; `taken` also refuses ids of the pref being built. 0: none left.
   template <class Taken>
@@ -217,19 +227,20 @@ class U32Common final : public PrefCommon {
   }
 
  private:
-  std::unordered_map<uint32_t, Table> tables_;   // table id -> its pref
-  std::unordered_map<uint32_t, size_t> nodes_;   // pref -> its nodes (its root lives while any does)
+  std::unordered_map<uint32_t, Table> tables_;  // table id -> its pref
+  std::unordered_map<uint32_t, size_t> prefs_;  // a pref's root -> its nodes (it lives while any does)
+  size_t knodes_ = 0;
   uint32_t cursor_ = 1;
 };
 
 // mirrors u32_change for a new table (divisor) or knode: the table and bucket it goes in,
 // its handle (gen_new_htid for tables, gen_new_kid: the lowest free node id), its link.
-// Table ids are the block's (U32Common); knode ids the table's.
+// Table ids are the qdisc's (U32Common); knode ids the table's.
 Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcFilter*>& pref, PrefCommon* pc) {
   auto& s = static_cast<U32Spec&>(base);
   auto fail = [](const std::string& m) { return unexpected("cls_u32: " + m); };
   auto& common = static_cast<U32Common&>(*pc);
-  // u32_init's root_ht: 800: for the block's first u32 pref, else a new id.
+  // u32_init's root_ht: 800: for the qdisc's first u32 pref, else a new id.
   uint32_t root = kU32RootHt;
   if (!pref.empty())
     root = node_of(pref.front()).spec().root;
@@ -246,6 +257,7 @@ Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcF
     if (const U32Spec* t = entry(pref, ht)) return t->divisor;
     if (const U32Common::Table* t = common.table(ht))
       return unexpected("cls_u32: hash table " + ht_str(ht) + " belongs to pref " + std::to_string(t->pref) +
+                        (t->pref == s.pref ? " of the qdisc's other filter list" : "") +
                         " (pktpath keeps a table with its pref)");
     return unexpected(std::string("cls_u32: ") + what + " (" + ht_str(ht) + ")");
   };
@@ -285,7 +297,7 @@ Result<PrefOps::Add> u32_check_add(FilterSpec& base, const std::vector<const TcF
   if (s.link) {
     if (u32_key(s.link)) return fail("Link handle must be a hash table");
     const U32Common::Table* t = common.table(s.link);
-    if (s.link == root || (t && t->root)) return fail("Not linking to root node");
+    if (s.link == root || (t && t->owner == s.link)) return fail("Not linking to root node");
     auto linked = own_table(s.link, "Link hash table not found");
     if (!linked) return unexpected(linked.error());
   }
@@ -306,6 +318,26 @@ Status u32_del_set(uint32_t handle, const std::vector<const TcFilter*>& pref, st
   return {};
 }
 
+// What stays of a pref whose last node went while the qdisc has other u32 prefs or
+// knodes (u32_delete's *last false): its root table, as an empty `u32` line makes it.
+std::unique_ptr<TcFilter> u32_husk(const FilterSpec& gone) {
+  U32Spec s = static_cast<const U32Spec&>(gone);
+  const U32Spec bare;
+  s.keys.clear();
+  s.terminal = bare.terminal;
+  s.divisor = bare.divisor;
+  s.htid = bare.htid;
+  s.link = bare.link;
+  s.hmask = bare.hmask;
+  s.hoff = bare.hoff;
+  s.seq = bare.seq;
+  s.classid = bare.classid;
+  s.classid_set = bare.classid_set;
+  s.actions = bare.actions;
+  s.handle = s.root;
+  return std::make_unique<U32Node>(s);
+}
+
 std::unique_ptr<TcFilter> u32_bind(const std::vector<const TcFilter*>& pref) {
   return std::make_unique<U32Tables>(pref);
 }
@@ -322,7 +354,7 @@ Result<std::unique_ptr<TcFilter>> u32_create(const FilterSpec& spec, Net&) {
   return std::unique_ptr<TcFilter>(std::make_unique<U32Node>(*s));
 }
 
-// mirrors u32_walk: the block's tables newest first (tp_c->hlist), those of this pref
+// mirrors u32_walk: the qdisc's tables newest first (tp_c->hlist), those of this pref
 // only, each followed by its buckets' knodes in order.
 void u32_dump_order(std::vector<const TcFilter*>& pref) {
   if (pref.empty()) return;
@@ -338,10 +370,15 @@ void u32_dump_order(std::vector<const TcFilter*>& pref) {
   std::stable_sort(pref.begin(), pref.end(), [&](const TcFilter* a, const TcFilter* b) { return rank(a) > rank(b); });
 }
 
-const PrefOps kU32PrefOps{u32_check_add, u32_del_set,   u32_bind,       nullptr,
-                          nullptr,       nullptr,       u32_dump_order, [] {
-                            return std::unique_ptr<PrefCommon>(std::make_unique<U32Common>());
-                          }};
+const PrefOps kU32PrefOps{u32_check_add,
+                          u32_del_set,
+                          u32_bind,
+                          nullptr,
+                          nullptr,
+                          nullptr,
+                          u32_dump_order,
+                          [] { return std::unique_ptr<PrefCommon>(std::make_unique<U32Common>()); },
+                          u32_husk};
 const FilterRegistrar kU32{{U32Spec::kKind, u32_create, nullptr, &kU32PrefOps}};  // cls_u32_ops
 
 }  // namespace

@@ -6,9 +6,9 @@
 //
 // Every node and table is an entry of the pref's filter list (handle HT:BKT:NODE, a
 // table's HT:); the datapath runs the tables bound from them (PrefOps). Table ids are
-// numbered across the block as the kernel's tc_u_common does (the block's first pref's
-// root is 800:, a later pref's 801:, ...), but a table belongs to its pref: naming
-// another pref's table (`ht`, `link`) is refused, where the kernel shares it.
+// numbered across the qdisc's filter lists as the kernel's tc_u_common does (the first
+// pref's root is 800:, a later pref's 801:, ...), but a table belongs to its pref:
+// naming another pref's table (`ht`, `link`) is refused, where the kernel shares it.
 #pragma once
 
 #include <vector>

@@ -50,7 +50,9 @@ TcNet& tc_net(Net& net) { return net.generic<TcNet>(tc_pernet.id); }
 // plus whether netfilter egress is in use. Lives in NetDevice::hooks_state(); made and
 // destroyed while the device is in one Net.
 struct TcDevState final : DevHooksState {
-  explicit TcDevState(NetDevice& d) : dev(d), net(tc_net(d.net())) {}
+  explicit TcDevState(NetDevice& d) : dev(d), net(tc_net(d.net())) {
+    filters[1].share_commons(filters[0]);  // one qdisc: u32 numbers its tables across both
+  }
   ~TcDevState() override;
 
   NetDevice& dev;

@@ -213,32 +213,43 @@ bool class_bound(NetDevice& dev, Qdisc& q, uint32_t classid) {
 }
 }  // namespace
 
-// mirrors tc_ctl_tclass
+// mirrors tc_ctl_tclass: the qdisc from the majors of the parent and the classid (which
+// must agree), else the root qdisc; then the class. The kernel gives no extack for these
+// refusals, so tc prints the errno's text.
 Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& req, std::string* warn) {
-  const uint32_t maj = req.classid & 0xffff0000u;
-  Qdisc* q = maj ? qdisc_lookup(dev, maj) : nullptr;
-  if (!q) return unexpected("Cannot find specified qdisc (" + tc_handle_str(maj) + ") on " + dev.name());
+  uint32_t qid = req.classid & 0xffff0000u;
+  const uint32_t qid1 = req.parent & 0xffff0000u;
+  if (req.parent != TC_H_ROOT && qid && qid1 && qid != qid1)
+    return unexpected("RTNETLINK answers: Invalid argument (class " + tc_handle_str(req.classid) +
+                      " is not of the parent's qdisc " + tc_handle_str(qid1) + ")");
+  if (req.parent != TC_H_ROOT && qid1) qid = qid1;
+  if (req.parent == TC_H_ROOT || !qid) qid = dev.qdisc() ? dev.qdisc()->handle() : 0;
+  Qdisc* q = qid ? qdisc_lookup(dev, qid) : nullptr;
+  if (!q)
+    return unexpected("RTNETLINK answers: No such file or directory (no qdisc " + tc_handle_str(qid) + " on " +
+                      dev.name() + ")");
   if (!req.kind.empty() && req.kind != q->kind()) return unexpected(wrong_kind(q->kind(), req.kind));
-  if ((req.classid & 0xffff) == 0) return unexpected("classid " + tc_handle_str(req.classid) + " names no class");
   uint32_t parent = req.parent;
-  if (parent != 0 && parent != TC_H_ROOT) {
-    if ((parent & 0xffff0000u) != maj) return unexpected("parent " + tc_handle_str(parent) + " is not in qdisc " + tc_handle_str(maj));
-    if ((parent & 0xffff) == 0) parent = TC_H_ROOT;
-  }
+  if (parent != 0 && parent != TC_H_ROOT && (parent & 0xffff) == 0) parent = TC_H_ROOT;
+  const uint32_t classid = qid | (req.classid & 0xffff);
   std::string w;
-  const bool exists = q->class_find(req.classid);
+  const bool exists = (classid & 0xffff) && q->class_find(classid);
+  const auto no_class = [&] {
+    return unexpected("RTNETLINK answers: No such file or directory (no class " + tc_handle_str(classid) + ")");
+  };
   if (req.op == ClassOp::Del) {
-    if (!exists) return unexpected("RTNETLINK answers: No such file or directory (class " + tc_handle_str(req.classid) + ")");
-    if (class_bound(dev, *q, req.classid))  // qdisc_class_in_use: a filter's classid names it
+    if (!exists) return no_class();
+    if (class_bound(dev, *q, classid))  // qdisc_class_in_use: a filter's classid names it
       return unexpected(std::string(q->kind() == std::string_view("htb") ? "HTB class" : "Class") + " in use (a filter's classid is " +
-                        tc_handle_str(req.classid) + ")");
-    return q->class_delete(dev, table.control_cpu(), req.classid);
+                        tc_handle_str(classid) + ")");
+    return q->class_delete(dev, table.control_cpu(), classid);
   }
-  // The kernel gives no extack for these two; tc prints the errno's text.
   if (req.op == ClassOp::Add && exists)
-    return unexpected("RTNETLINK answers: File exists (class " + tc_handle_str(req.classid) + ")");
-  if (req.op == ClassOp::Change && !exists) return unexpected("Specified class not found (" + tc_handle_str(req.classid) + ")");
-  if (Status st = q->class_change(dev, table.control_cpu(), parent, req.classid, req.opts, w); !st) return st;
+    return unexpected("RTNETLINK answers: File exists (class " + tc_handle_str(classid) + ")");
+  if (req.op == ClassOp::Change && !exists) return no_class();
+  if (!(classid & 0xffff))
+    return unexpected("RTNETLINK answers: Invalid argument (classid " + tc_handle_str(classid) + " names no class)");
+  if (Status st = q->class_change(dev, table.control_cpu(), parent, classid, req.opts, w); !st) return st;
   if (warn) *warn = w;
   return {};
 }

@@ -210,10 +210,8 @@ class HtbQdisc final : public PeekDequeuedQdisc {
     const auto* o = kopts.get<HtbClassOptions>();
     if (!o || o->rate_bytes_ps == 0 || o->ceil_bytes_ps == 0) return unexpected("htb: class needs rate and ceil");
     HtbClass* cl = find(classid);
+    // A parent that names no class makes a root class, as in the kernel.
     HtbClass* parent = parentid == kHtbRoot || parentid == 0 ? nullptr : find(parentid);
-    if (parentid != kHtbRoot && parentid != 0 && !parent) {
-      return unexpected("htb: parent class " + handle_str(parentid) + " not found");
-    }
     const int64_t now = static_cast<int64_t>(cpu.clock().now_ns());
     if (!cl) {
       if ((classid & 0xffff0000u) != (handle() & 0xffff0000u) || (classid & 0xffff) == 0) {
@@ -225,6 +223,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
       auto fresh = std::make_unique<HtbClass>();
       cl = fresh.get();
       cl->classid = classid;
+      cl->block.filters.share_commons(block_.filters);  // u32 numbers its tables per qdisc
       cl->leaf = std::move(*leaf);
       link_leaf(*cl);
       if (parent && parent->level == 0) parent_to_inner(cpu, *parent);
@@ -240,7 +239,7 @@ class HtbQdisc final : public PeekDequeuedQdisc {
       cl->ctokens = cl->cbuffer;
       return {};
     }
-    if (parentid != 0 && parent != cl->parent) return unexpected("htb: a class cannot move to another parent");
+    // An existing class keeps its parent whatever the line names (htb_change_class).
     // A new prio moves an active leaf between rows: take it out first and put it back.
     const bool active = cl->prio_activity != 0;
     if (active) deactivate(*cl);

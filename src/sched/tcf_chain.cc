@@ -104,9 +104,11 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
   return added;
 }
 
+void TcfChain::share_commons(TcfChain& with) { commons_ = with.commons_; }
+
 PrefCommon* TcfChain::common_for(const FilterOps* ops) {
   if (!ops->pref_ops || !ops->pref_ops->make_common) return nullptr;
-  std::unique_ptr<PrefCommon>& c = common_[ops];
+  std::unique_ptr<PrefCommon>& c = (*commons_)[ops];
   if (!c) c = ops->pref_ops->make_common();
   return c.get();
 }
@@ -132,13 +134,7 @@ Status TcfChain::del(uint32_t pref, uint32_t handle, RcuRetireList& retired) {
   TcfProto& tp = pit->second;
   const PrefOps* pops = tp.ops->pref_ops;
   if (handle == 0) {
-    for (auto& [h, f] : tp.nodes) {
-      forget(tp.ops, *f);
-      retired.retire(std::move(f));
-    }
-    count_ -= tp.nodes.size();
-    retired.retire(std::move(tp.bound));
-    protos_.erase(pit);
+    drop_pref(pit, retired);
     return {};
   }
   std::vector<uint32_t> gone{handle};
@@ -146,17 +142,30 @@ Status TcfChain::del(uint32_t pref, uint32_t handle, RcuRetireList& retired) {
     if (Status st = pops->del_set(handle, nodes_of(tp), &gone); !st) return st;
   }
   size_t removed = 0;
+  std::unique_ptr<FilterSpec> gone_spec;  // one node deleted, for the common's verdict on the rest
   for (uint32_t h : gone) {
     auto it = tp.nodes.find(h);
     if (it == tp.nodes.end()) continue;
     if (pops && pops->bind_del && tp.bound && gone.size() == 1) pops->bind_del(*tp.bound, *it->second, retired);
     forget(tp.ops, *it->second);
+    if (!gone_spec) gone_spec = it->second->spec_base().clone();
     retired.retire(std::move(it->second));
     tp.nodes.erase(it);
     ++removed;
   }
   if (!removed) return not_found();
   count_ -= removed;
+  PrefCommon* common = common_for(tp.ops);
+  if (common && common->pref_goes(*gone_spec)) {
+    drop_pref(pit, retired);
+    return {};
+  }
+  if (tp.nodes.empty() && common && pops->husk) {
+    std::unique_ptr<TcFilter> husk = pops->husk(*gone_spec);
+    remember(tp.ops, *husk);
+    tp.nodes.emplace(husk->handle(), std::move(husk));
+    ++count_;
+  }
   if (tp.nodes.empty()) {
     retired.retire(std::move(tp.bound));
     protos_.erase(pit);
@@ -166,13 +175,19 @@ Status TcfChain::del(uint32_t pref, uint32_t handle, RcuRetireList& retired) {
   return {};
 }
 
-void TcfChain::clear(RcuRetireList& retired) {
-  for (auto& [pref, tp] : protos_) {
-    for (auto& [h, f] : tp.nodes) retired.retire(std::move(f));
-    retired.retire(std::move(tp.bound));
+void TcfChain::drop_pref(std::map<uint32_t, TcfProto>::iterator pit, RcuRetireList& retired) {
+  TcfProto& tp = pit->second;
+  for (auto& [h, f] : tp.nodes) {
+    forget(tp.ops, *f);
+    retired.retire(std::move(f));
   }
-  protos_.clear();
-  common_.clear();
+  count_ -= tp.nodes.size();
+  retired.retire(std::move(tp.bound));
+  protos_.erase(pit);
+}
+
+void TcfChain::clear(RcuRetireList& retired) {
+  while (!protos_.empty()) drop_pref(protos_.begin(), retired);
   count_ = 0;
 }
 

@@ -50,6 +50,10 @@ class TcfChain {
   // Every node and bound object to `retired` (the chain is unpublished first).
   void clear(RcuRetireList& retired);
 
+  // This list and `with` keep one PrefCommon per kind from now on (the lists of one
+  // qdisc; both still empty).
+  void share_commons(TcfChain& with);
+
   bool empty() const { return count_ == 0; }
   size_t size() const { return count_; }
 
@@ -81,13 +85,16 @@ class TcfChain {
   // Rebuilds a PrefOps pref's bound object from its nodes (the old one retired).
   static void rebind(TcfProto& tp, RcuRetireList& retired);
 
-  // The block's state for a PrefOps kind (PrefOps::make_common), told of every node.
+  // The qdisc's state for a PrefOps kind (PrefOps::make_common), told of every node.
   PrefCommon* common_for(const FilterOps* ops);
   void remember(const FilterOps* ops, const TcFilter& node);
   void forget(const FilterOps* ops, const TcFilter& node);
+  // Every node of the pref forgotten and retired, and the pref erased.
+  void drop_pref(std::map<uint32_t, TcfProto>::iterator pit, RcuRetireList& retired);
 
+  using Commons = std::map<const FilterOps*, std::unique_ptr<PrefCommon>>;
   std::map<uint32_t, TcfProto> protos_;  // by pref
-  std::map<const FilterOps*, std::unique_ptr<PrefCommon>> common_;
+  std::shared_ptr<Commons> commons_ = std::make_shared<Commons>();  // shared by the qdisc's lists
   size_t count_ = 0;
 };
 

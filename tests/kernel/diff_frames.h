@@ -89,15 +89,41 @@ inline void star_number_after(std::string& s, const std::string& key) {
   }
 }
 
+// Each JSON member `"key":VALUE` in s removed with its comma (VALUE a number or an
+// object, braces balanced).
+inline void erase_json_member(std::string& s, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  for (size_t at = s.find(k); at != std::string::npos; at = s.find(k, at)) {
+    size_t end = at + k.size();
+    if (end < s.size() && s[end] == '{') {
+      for (int depth = 0; end < s.size(); ++end) {
+        depth += s[end] == '{';
+        depth -= s[end] == '}';
+        if (depth == 0) break;
+      }
+      ++end;
+    } else {
+      while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
+    }
+    if (end < s.size() && s[end] == ',')
+      ++end;
+    else if (at > 0 && s[at - 1] == ',')
+      --at;
+    s.erase(at, end - at);
+  }
+}
+
 // What may differ between the kernel's tc and pktpath's, and why, in one place:
 // - `refcnt N` ("refcnt":N in JSON): the kernel counts the references its tx queues and
 //   the dump itself hold; pktpath's qdiscs have no reference count.
-// - ` installed N sec used N sec [firstused N sec]` after an action's index: wall-clock
-//   ages of the kernel's action; pktpath keeps no timestamps of use.
+// - ` installed N sec used N sec [firstused N sec]` after an action's index (JSON
+//   "installed", "last_used", "first_used"): wall-clock ages of the kernel's action, each
+//   printed only once a 10 ms tick has passed; pktpath keeps no timestamps of use.
 // - pktpath's own line under a bpf filter (`\t Sent N bytes N pkt (matched N, dropped N)
-//   engine E`): the classifier's counters and engine, which the kernel does not keep.
-// - u32's `(rule hit N success N)`: this kernel is built without CONFIG_CLS_U32_PERF,
-//   pktpath counts as a kernel with it does.
+//   engine E`, JSON "pktpath_stats"): the classifier's counters and engine, which the
+//   kernel does not keep.
+// - u32's `(rule hit N success N)` (JSON "rule_hit", "success"): this kernel is built
+//   without CONFIG_CLS_U32_PERF, pktpath counts as a kernel with it does.
 inline std::string normalise_tc(std::string s) {
   star_number_after(s, " refcnt ");
   star_number_after(s, "\"refcnt\":");
@@ -113,6 +139,8 @@ inline std::string normalise_tc(std::string s) {
     const size_t end = s.find('\n', at);
     s.erase(at, end == std::string::npos ? std::string::npos : end - at);
   }
+  for (const char* key : {"installed", "last_used", "first_used", "pktpath_stats", "rule_hit", "success"})
+    erase_json_member(s, key);
   for (size_t at = s.find("(rule hit "); at != std::string::npos; at = s.find("(rule hit ", at)) {
     const size_t end = s.find(')', at);
     if (end == std::string::npos || s.compare(at, 10, "(rule hit ") != 0 || s.find(" success ", at) > end) {

@@ -1,6 +1,6 @@
 // The same tc lines on a kernel veth in a namespace (the system's tc and kernel) and in a
-// pktpath script: `tc [-s|-d|-j] qdisc|class|filter show` print the same bytes after the
-// normalisations in kernel_test::normalise_tc() (diff_frames.h). Each configuration
+// pktpath script: `tc [-s|-d|-j|-s -j|-s -d] qdisc|class|filter show` print the same
+// bytes after the normalisations in kernel_test::normalise_tc() (diff_frames.h). Each configuration
 // prints one line with the number of lines that differ. Skips without root, veth or a
 // kind the kernel lacks.
 #include <gtest/gtest.h>
@@ -23,17 +23,18 @@ using kernel_test::sh;
 struct Config {
   const char* name;
   std::vector<std::string> lines;  // tc lines (without "tc"), on veth v0 <-> v1
-  std::vector<std::string> shows;  // tc show lines compared, each also with -s, -d and -j
+  std::vector<std::string> shows;  // tc show lines compared, each also with -s, -d, -j, -s -j, -s -d
   const char* link = "v0 type veth peer name v1";  // after `ip link add`
 };
 
-// Each show as given and with tc's -s, -d and -j flags (iproute2 6.1 prints classes as
-// text under -j, so `-j class show` is not compared: pktpath prints JSON there).
+// Each show as given and with tc's -s, -d, -j, -s -j and -s -d flags (iproute2 6.1
+// prints classes as text under -j, so `-j class show` is not compared: pktpath prints
+// JSON there).
 std::vector<std::string> with_flags(const std::vector<std::string>& shows) {
   std::vector<std::string> out;
   for (const std::string& s : shows)
-    for (const char* f : {"", "-s ", "-d ", "-j "})
-      if (!(std::string(f) == "-j " && s.rfind("class", 0) == 0)) out.push_back(f + s);
+    for (const char* f : {"", "-s ", "-d ", "-j ", "-s -j ", "-s -d "})
+      if (!(std::string(f).find("-j") != std::string::npos && s.rfind("class", 0) == 0)) out.push_back(f + s);
   return out;
 }
 
@@ -87,7 +88,7 @@ std::vector<std::string> lines_of(const std::string& s) {
 }
 
 const Config kConfigs[] = {
-    {"htb tree, tbf/pfifo/bfifo leaves",
+    {"htb tree, tbf/pfifo/bfifo/pfifo_head_drop leaves",
      {"qdisc add dev v0 root handle 1: htb default 20",
       "class add dev v0 parent 1: classid 1:1 htb rate 100mbit",
       "class add dev v0 parent 1:1 classid 1:10 htb rate 30mbit ceil 100mbit cburst 15k",
@@ -97,7 +98,9 @@ const Config kConfigs[] = {
       "qdisc add dev v0 parent 1:10 handle 10: tbf rate 10mbit burst 10k latency 50ms",
       "qdisc add dev v0 parent 1:20 handle 20: pfifo limit 100",
       "qdisc add dev v0 parent 1:30 handle 30: bfifo limit 10000",
-      "qdisc add dev v0 parent 1:40 handle 40: tbf rate 70mbit burst 1600 limit 3000"},
+      "qdisc add dev v0 parent 1:40 handle 40: tbf rate 70mbit burst 1600 limit 3000",
+      "class add dev v0 parent 1:1 classid 1:50 htb rate 1mbit",
+      "qdisc add dev v0 parent 1:50 handle 50: pfifo_head_drop limit 10"},
      {"qdisc show dev v0", "class show dev v0"}},
     {"htb classes in hash order", {"qdisc add dev v0 root handle 1: htb", "class add dev v0 parent 1: classid 1:7 htb rate 1mbit",
       "class add dev v0 parent 1: classid 1:3 htb rate 2mbit", "class add dev v0 parent 1: classid 1:12 htb rate 3mbit",
@@ -131,6 +134,32 @@ const Config kConfigs[] = {
       "filter del dev v0 parent 1: protocol ip prio 6 handle 7: u32",
       "filter add dev v0 parent 1: protocol ip prio 7 u32 match ip dst 10.0.0.3 flowid 1:10"},
      {"filter show dev v0 parent 1:"}},
+    {"u32 table ids per qdisc: clsact's two lists, an htb's classes",
+     {"qdisc add dev v0 clsact", "filter add dev v0 ingress prio 5 u32 match u32 0 0 flowid 1:1",
+      "filter add dev v0 egress prio 6 u32 match u32 0 0 flowid 1:1",
+      "filter add dev v0 egress prio 6 handle 5: u32 divisor 4", "filter add dev v0 egress prio 7 u32 divisor 2",
+      "qdisc add dev v1 root handle 1: htb", "class add dev v1 parent 1: classid 1:10 htb rate 1mbit",
+      "filter add dev v1 parent 1: prio 3 u32 match u32 0 0 flowid 1:10",
+      "filter add dev v1 parent 1:10 prio 4 u32 match u32 0 0 flowid 1:10"},
+     {"filter show dev v0 ingress", "filter show dev v0 egress", "filter show dev v1 parent 1:",
+      "filter show dev v1 parent 1:10"}},
+    {"u32 prefs kept and dropped by deletes, ids from 800: again",
+     {"qdisc add dev v0 clsact", "filter add dev v0 egress prio 6 u32 match u32 0 0 flowid 1:1",
+      "filter add dev v0 egress prio 7 u32 divisor 2", "filter del dev v0 egress prio 6 handle 800::800 u32",
+      "filter add dev v0 ingress prio 2 u32 match u32 0 0 flowid 1:2",
+      "filter del dev v0 egress prio 7", "filter del dev v0 ingress prio 2 handle 803::800 u32",
+      "filter add dev v0 egress prio 6 u32 match u32 1 1 flowid 1:3", "qdisc add dev v1 clsact",
+      "filter add dev v1 egress prio 3 u32 match u32 0 0 flowid 1:1", "filter add dev v1 egress prio 3 u32 divisor 4",
+      "filter del dev v1 egress prio 3 handle 800::800 u32",
+      "filter add dev v1 egress prio 4 u32 match u32 0 0 flowid 1:4"},
+     {"filter show dev v0 ingress", "filter show dev v0 egress", "filter show dev v1 egress"}},
+    {"htb classes: a parent that is no class makes a root class; change keeps the parent",
+     {"qdisc add dev v0 root handle 1: htb", "class add dev v0 parent 1: classid 1:10 htb rate 1mbit",
+      "class add dev v0 parent 1:10 classid 1:20 htb rate 1mbit",
+      "class add dev v0 parent 1:99 classid 1:11 htb rate 2mbit",
+      "class change dev v0 parent 1:11 classid 1:20 htb rate 3mbit",
+      "class replace dev v0 parent 1: classid 1:12 htb rate 1mbit"},
+     {"class show dev v0"}},
     {"bpf on clsact",
      {"qdisc add dev v1 clsact", "filter add dev v1 ingress bpf da bytecode '1,6 0 0 0,'",
       "filter add dev v1 egress prio 3 bpf bytecode '4,40 0 0 12,21 0 1 2048,6 0 0 65535,6 0 0 0' "
@@ -212,6 +241,17 @@ const Mistake kMistakes[] = {
     {"change with nothing there", {}, "qdisc change dev v0 root handle 1: htb"},
     {"change to another kind", {"qdisc add dev v0 root handle 1: htb"}, "qdisc change dev v0 root handle 1: tbf rate 1mbit burst 10k latency 5ms"},
     {"filter without clsact", {}, "filter add dev v0 ingress bpf da bytecode '1,6 0 0 0,'"},
+    {"class change of a missing class",
+     {"qdisc add dev v0 root handle 1: htb", "class add dev v0 parent 1: classid 1:10 htb rate 1mbit"},
+     "class change dev v0 parent 1: classid 1:99 htb rate 1mbit"},
+    {"class change without the parent", {"qdisc add dev v0 root handle 1: htb"},
+     "class change dev v0 classid 1:99 htb rate 1mbit"},
+    {"class of another qdisc than its parent's", {"qdisc add dev v0 root handle 1: htb"},
+     "class add dev v0 parent 1: classid 2:11 htb rate 1mbit"},
+    {"class del of the qdisc's handle", {"qdisc add dev v0 root handle 1: htb"}, "class del dev v0 classid 1:"},
+    {"class change without rate",
+     {"qdisc add dev v0 root handle 1: htb", "class add dev v0 parent 1: classid 1:10 htb rate 1mbit"},
+     "class change dev v0 parent 1: classid 1:10 htb"},
 };
 
 // tc's message for the refused line: its first stderr line without "Error: " and the

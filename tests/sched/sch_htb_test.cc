@@ -322,7 +322,9 @@ TEST_F(HtbUnit, LevelsAndDepth) {
   o.rate_bytes_ps = o.ceil_bytes_ps = kMbit;
   add_class(0x10003, 0x10004, kMbit, kMbit);  // 1:3 becomes inner at level 5
   EXPECT_EQ(info(0x10003)->opts.get<HtbClassOptions>()->level, 5u);
-  EXPECT_FALSE(q->class_change(*dev_, cpu, 0x10099, 0x10005, o, warn));    // no such parent
+  // A parent that is no class makes a root class, as htb_change_class does.
+  EXPECT_TRUE(q->class_change(*dev_, cpu, 0x10099, 0x10005, o, warn));
+  EXPECT_EQ(info(0x10005)->parent, TC_H_ROOT);
   EXPECT_FALSE(q->class_change(*dev_, cpu, TC_H_ROOT, 0x20005, o, warn));  // another major
 }
 

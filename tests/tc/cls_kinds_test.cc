@@ -169,6 +169,18 @@ TEST_F(ClsTest, OneKindPerPref) {
 
 tc::U32Key key(uint32_t val, uint32_t mask, int32_t off) { return {htonl(val), htonl(mask), off}; }
 
+// A terminal u32 knode at `pref` matching IPv4 destination `dst`, classid 1:1.
+tc::U32Spec u32_node(uint32_t pref, uint32_t dst) {
+  tc::U32Spec s;
+  s.pref = pref;
+  s.protocol = 0x0800;
+  s.classid = 0x10001;
+  s.classid_set = true;
+  s.keys = {key(dst, 0xffffffff, 16)};
+  s.terminal = true;
+  return s;
+}
+
 // u32: keys ANDed, offsets from the network header (past an in-band VLAN tag too), the
 // first matching node's classid; handles 800::800, 800::801, ...
 TEST_F(ClsTest, U32Table) {
@@ -360,7 +372,8 @@ TEST_F(ClsTest, U32LinksLoopsAndDeletes) {
     if (fl.handle() == 0x00100800) self_runs = fl.stats.sum().packets;
   });
   EXPECT_EQ(self_runs, tc::kU32MaxDepth);  // pushed by the root node, then by itself up to depth 8
-  // 1: is linked to: refused; its linking nodes go first, then it goes with its node.
+  // 1: is linked to: refused; its linking nodes go first. With the last knode gone the
+  // qdisc's only u32 pref goes whole, table 1: with it (u32_delete's *last).
   err = failure_of(tc::filter_del(*d, Dir::Egress, 1, 0x00100000));
   EXPECT_NE(err.find("in-use"), std::string::npos) << err;
   err = failure_of(tc::filter_del(*d, Dir::Egress, 1, tc::kU32RootHt));
@@ -368,10 +381,10 @@ TEST_F(ClsTest, U32LinksLoopsAndDeletes) {
   ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 1, 0x80000800)));
   EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000));  // 1::800 still links to 1:
   ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 1, 0x00100800)));
-  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 1, 0x00100000)));
   size_t left = 0;
   tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter&) { ++left; });
   EXPECT_EQ(left, 0u);
+  EXPECT_FALSE(tc::filter_del(*d, Dir::Egress, 1, 0x00100000));
 }
 
 // flower: dissect once, compare under the mask; port ranges apart.
@@ -669,18 +682,12 @@ TEST_F(ClsTest, FlowerMaskTablesAgainstLinearModel) {
 
 // Many u32 prefs: adding one binds only its own pref's tables; the others' bound objects
 // run on unchanged (a rebuild of every pref per add made 2,000 prefs take over 30 s).
-// Table ids are the block's, as tc_u_common numbers them: the first pref's root is 800:,
+// Table ids are the qdisc's, as tc_u_common numbers them: the first pref's root is 800:,
 // a later pref's the next id (gen_new_htid, cyclic), tables made with divisor too; a
-// pref's ids go with its last node. Another pref's table cannot be named.
-TEST_F(ClsTest, U32TableIdsAreNumberedAcrossTheBlock) {
+// pref's ids go with it. Another pref's table cannot be named.
+TEST_F(ClsTest, U32TableIdsAreNumberedAcrossTheQdisc) {
   NetDevice* d = make("foo", "dummy");
   clsact(d);
-  auto node = [&](uint32_t pref, uint32_t dst) {
-    tc::U32Spec s = with<tc::U32Spec>(pref, 0x0800, 0x10001);
-    s.keys = {key(dst, 0xffffffff, 16)};
-    s.terminal = true;
-    return s;
-  };
   auto handles = [&](uint32_t pref) {
     std::vector<uint32_t> v;
     tc::filter_walk_all(*d, Dir::Egress, [&](const tc::TcFilter& f) {
@@ -688,8 +695,8 @@ TEST_F(ClsTest, U32TableIdsAreNumberedAcrossTheBlock) {
     });
     return v;
   };
-  add(d, node(5, 0x0a000001));
-  add(d, node(6, 0x0a000002));
+  add(d, u32_node(5, 0x0a000001));
+  add(d, u32_node(6, 0x0a000002));
   EXPECT_EQ(handles(5), std::vector<uint32_t>{0x80000800});
   EXPECT_EQ(handles(6), std::vector<uint32_t>{0x80100800});
   tc::U32Spec table = with<tc::U32Spec>(6, 0x0800, 0);
@@ -698,7 +705,7 @@ TEST_F(ClsTest, U32TableIdsAreNumberedAcrossTheBlock) {
   add(d, table);
   // Newest table first, then the root's knode.
   EXPECT_EQ(handles(6), (std::vector<uint32_t>{0x80300000, 0x80200000, 0x80100800}));
-  tc::U32Spec cross = node(6, 0x0a000003);
+  tc::U32Spec cross = u32_node(6, 0x0a000003);
   cross.htid = tc::kU32RootHt;  // ht 800:: is pref 5's root
   std::string err = failure_of(tc::filter_add(*d, Dir::Egress, cross, false));
   EXPECT_NE(err.find("belongs to pref 5"), std::string::npos) << err;
@@ -713,13 +720,76 @@ TEST_F(ClsTest, U32TableIdsAreNumberedAcrossTheBlock) {
   EXPECT_NE(err.find("exists"), std::string::npos) << err;
   // Pref 6 goes: its ids are free; the cursor moves on (804:), as idr_alloc_cyclic does.
   ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 6, 0)));
-  add(d, node(7, 0x0a000004));
+  add(d, u32_node(7, 0x0a000004));
   EXPECT_EQ(handles(7), std::vector<uint32_t>{0x80400800});
   Frame f;
   f.dst = "10.0.0.4";
   uint32_t cl = 0;
   EXPECT_EQ(classify(d, f, &cl), tc::TC_ACT_OK);
   EXPECT_EQ(cl, 0x10001u);
+}
+
+// The kernel keeps one tc_u_common per qdisc: clsact's ingress and egress number their
+// tables together; a pref whose last node goes stays (its root table) while the qdisc has
+// other u32 prefs or knodes (u32_delete's *last); with the last pref gone the ids start
+// again at 800:.
+TEST_F(ClsTest, U32TableIdsAreTheQdiscs) {
+  NetDevice* d = make("foo", "dummy");
+  clsact(d);
+  auto handles = [&](Dir dir, uint32_t pref) {
+    std::vector<uint32_t> v;
+    tc::filter_walk_all(*d, dir, [&](const tc::TcFilter& f) {
+      if (f.pref() == pref) v.push_back(f.handle());
+    });
+    return v;
+  };
+  auto add_to = [&](Dir dir, const tc::FilterSpec& s) { ASSERT_TRUE(ok(tc::filter_add(*d, dir, s, false))); };
+  add_to(Dir::Ingress, u32_node(5, 0x0a000001));
+  add_to(Dir::Egress, u32_node(6, 0x0a000002));
+  EXPECT_EQ(handles(Dir::Ingress, 5), std::vector<uint32_t>{0x80000800});
+  EXPECT_EQ(handles(Dir::Egress, 6), std::vector<uint32_t>{0x80100800});  // 801:, after ingress's 800:
+  tc::U32Spec table = with<tc::U32Spec>(7, 0x0800, 0);
+  table.divisor = 2;
+  add_to(Dir::Egress, table);  // pref 7: root 802:, the table 803:
+  EXPECT_EQ(handles(Dir::Egress, 7), std::vector<uint32_t>{0x80300000});
+  // The same pref on the other side is another pref: naming its table is refused.
+  tc::U32Spec cross = u32_node(5, 0x0a000003);
+  cross.htid = 0x80100000;  // egress pref 6's root
+  std::string err = failure_of(tc::filter_add(*d, Dir::Ingress, cross, false));
+  EXPECT_NE(err.find("belongs to pref 6"), std::string::npos) << err;
+  // Pref 6's only knode goes; ingress still has one: pref 6 stays, as its root table.
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 6, 0x80100800)));
+  EXPECT_EQ(handles(Dir::Egress, 6), std::vector<uint32_t>{0x80100000});
+  // Ingress's knode goes: no knode left, but egress has prefs: pref 5 stays too.
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Ingress, 5, 0x80000800)));
+  EXPECT_EQ(handles(Dir::Ingress, 5), std::vector<uint32_t>{0x80000000});
+  // A kept pref takes knodes again, in its root.
+  add_to(Dir::Egress, u32_node(6, 0x0a000004));
+  EXPECT_EQ(handles(Dir::Egress, 6), (std::vector<uint32_t>{0x80100000, 0x80100800}));
+  // The egress list goes whole, then ingress's pref: the qdisc has no u32 pref, and the
+  // next one is 800: again.
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 0, 0)));
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Ingress, 5, 0)));
+  add_to(Dir::Egress, u32_node(9, 0x0a000005));
+  EXPECT_EQ(handles(Dir::Egress, 9), std::vector<uint32_t>{0x80000800});
+  // The qdisc's only pref loses its last knode: it goes, with its table (*last).
+  table.pref = 9;
+  add_to(Dir::Egress, table);
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 9, 0x80000800)));
+  EXPECT_TRUE(handles(Dir::Egress, 9).empty());
+  EXPECT_EQ(d->tc_egress().load(), nullptr);
+  // Frames still classify through a kept pref's neighbours (the husk matches nothing).
+  add_to(Dir::Egress, u32_node(1, 0x0a000006));
+  add_to(Dir::Egress, u32_node(2, 0x0a000007));
+  ASSERT_TRUE(ok(tc::filter_del(*d, Dir::Egress, 1, 0x80000800)));
+  EXPECT_EQ(handles(Dir::Egress, 1), std::vector<uint32_t>{0x80000000});
+  Frame f;
+  f.dst = "10.0.0.7";
+  uint32_t cl = 0;
+  EXPECT_EQ(classify(d, f, &cl), tc::TC_ACT_OK);
+  EXPECT_EQ(cl, 0x10001u);
+  f.dst = "10.0.0.6";
+  EXPECT_EQ(classify(d, f, &cl), tc::TC_ACT_UNSPEC);
 }
 
 TEST_F(ClsTest, U32PrefAddBindsOnlyItsOwnPref) {
