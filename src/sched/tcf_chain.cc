@@ -104,6 +104,12 @@ Result<TcfChain::Added> TcfChain::add(Net& net, const FilterSpec& spec_in, bool 
   return added;
 }
 
+TcfChain::~TcfChain() {
+  if (commons_.use_count() > 1)
+    for (const auto& [pref, tp] : protos_)
+      for (const auto& [h, f] : tp.nodes) forget(tp.ops, *f);
+}
+
 void TcfChain::share_commons(TcfChain& with) { commons_ = with.commons_; }
 
 PrefCommon* TcfChain::common_for(const FilterOps* ops) {

@@ -35,6 +35,8 @@ struct TcfProto {
 class TcfChain {
  public:
   TcfChain() = default;
+  // The nodes go with the list; a common shared with other lists forgets them.
+  ~TcfChain();
   TcfChain(const TcfChain&) = delete;
   TcfChain& operator=(const TcfChain&) = delete;
 
