@@ -271,6 +271,7 @@ class Parser {
       if (w.text == "}") break;
       if (w.text == ";") continue;
       if (w.text == "type") {
+        if (!s.types.empty()) fail(w, "the set's type is given twice");
         for (;;) {
           const Tok& ty = need("a data type");
           auto t = nft_type_by_name(ty.text);
@@ -288,6 +289,34 @@ class Parser {
           else if (d.text != "verdict") fail(d, "unsupported map data type (verdict, mark)");
         } else if (map) {
           fail(w, "a map's type needs ': verdict' or ': mark'");
+        }
+      } else if (w.text == "typeof") {
+        // nft's typeof: the key's types from the selectors a rule would read.
+        if (!s.types.empty()) fail(w, "the set's type is given twice");
+        for (;;) {
+          const Tok& at = need("an expression (ip saddr, tcp dport, meta mark, ...)");
+          --i_;
+          const auto k = selector();
+          const auto t = k ? nft_key_type(*k) : std::nullopt;
+          if (!t) fail(at, "unsupported typeof expression (ip saddr, tcp dport, meta mark, ether saddr, ...)");
+          s.types.push_back(*t);
+          s.typeof_keys.push_back(*k);
+          if (at_end() || peek() != ".") break;
+          next();
+        }
+        if (s.types.size() > kNftMaxConcat) fail(w, "too many values in the concatenation");
+        if (!at_end() && peek() == ":") {
+          const Tok& colon = next();
+          if (!map) fail(colon, "':' in a set's typeof: declare a map");
+          const Tok& d = need("the map's data (verdict, meta mark)");
+          if (d.text == "meta" && !at_end() && peek() == "mark") {
+            next();
+            s.mark_data = s.typeof_data = true;
+          } else if (d.text != "verdict") {
+            fail(d, "unsupported map data (verdict, meta mark)");
+          }
+        } else if (map) {
+          fail(w, "a map's typeof needs ': verdict' or ': meta mark'");
         }
       } else if (w.text == "flags") {
         for (;;) {
@@ -317,13 +346,13 @@ class Parser {
       } else if (w.text == "counter") {
         s.counter = true;
       } else if (w.text == "policy" || w.text == "auto-merge" ||
-                 w.text == "gc-interval" || w.text == "comment" || w.text == "typeof") {
+                 w.text == "gc-interval" || w.text == "comment") {
         fail(w, "unsupported in a set description");
       } else {
-        fail(w, "unexpected in a set description (expected type, flags, size or elements)");
+        fail(w, "unexpected in a set description (expected type, typeof, flags, size or elements)");
       }
     }
-    if (s.types.empty()) fail_missing("the set's 'type'");
+    if (s.types.empty()) fail_missing("the set's 'type' or 'typeof'");
     if (s.interval && s.types.size() > 1) fail(open, "unsupported: 'flags interval' on a concatenation");
     const size_t ktotal = [&] { size_t k = 0; for (NftType t : s.types) k += nft_type_stride(t); return k; }();
     if (ktotal > kNftMaxKeyLen) fail(open, "key too long (" + std::to_string(kNftMaxKeyLen) + " bytes at most)");

@@ -326,7 +326,13 @@ std::string set_block(const NftSet& set, bool handles, uint64_t now) {
   const NftSetSpec& sp = set.spec();
   std::string o = std::string("\t") + (sp.map ? "map " : "set ") + set.name() + " {" +
                   (handles ? " # handle " + std::to_string(set.handle) : std::string()) + "\n";
-  o += "\t\ttype " + types_str(sp.types) + (sp.mark_data ? " : mark" : sp.map ? " : verdict" : "") + "\n";
+  if (sp.typeof_keys.empty()) {
+    o += "\t\ttype " + types_str(sp.types) + (sp.mark_data ? " : mark" : sp.map ? " : verdict" : "") + "\n";
+  } else {
+    o += "\t\ttypeof ";
+    for (size_t i = 0; i < sp.typeof_keys.size(); ++i) o += (i ? " . " : "") + selector_str(sp.typeof_keys[i]);
+    o += std::string(sp.typeof_data ? " : meta mark" : sp.mark_data ? " : mark" : sp.map ? " : verdict" : "") + "\n";
+  }
   // nft prints the flags when one besides timeout is set, or timeout without a default.
   std::string flags;
   if (sp.constant) flags += "constant";

@@ -120,6 +120,8 @@ NftSet::NftSet(std::string name, const NftSetSpec& spec, bool anonymous)
     : name_(std::move(name)), anonymous_(anonymous), fixed_size_(spec.size && !spec.dynamic), klen_(0), seed_(std::random_device{}()) {
   // The declaration without its elements (a million of them are not copied to be dropped).
   spec_.types = spec.types;
+  spec_.typeof_keys = spec.typeof_keys;
+  spec_.typeof_data = spec.typeof_data;
   spec_.map = spec.map;
   spec_.mark_data = spec.mark_data;
   spec_.interval = spec.interval;

@@ -74,6 +74,8 @@ struct NftElemSpec {
 // What `add set|map` declares.
 struct NftSetSpec {
   std::vector<NftType> types;  // one per component of the key
+  std::vector<NftKey> typeof_keys;  // `typeof SEL . SEL`: the selectors the types came from
+  bool typeof_data = false;         // `typeof ... : meta mark` (listed so; else `: mark`)
   bool map = false;            // `type K : verdict` or `type K : mark`
   bool mark_data = false;      // a map whose data is a mark (else a verdict)
   bool interval = false;       // flags interval

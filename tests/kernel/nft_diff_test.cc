@@ -71,13 +71,16 @@ const char* kDynamicRuleset =
     "\t}\n"
     "}\n";
 
-// Maps whose data is a mark, named and anonymous, and the mark set from them or
-// directly, read back by later rules.
+// Maps whose data is a mark, named and anonymous, declared by type and by typeof, and
+// the mark set from them or directly, read back by later rules.
 const char* kMarkRuleset =
     "table netdev t {\n"
     "\tmap m {\n\t\ttype ipv4_addr : mark\n"
     "\t\telements = { 10.2.0.1 : 0x5, 10.2.0.2 : 7, 10.3.0.1 : 0x10 }\n\t}\n"
     "\tmap pm {\n\t\ttype inet_service : mark\n\t\telements = { 53 : 1, 80 : 2 }\n\t}\n"
+    "\tmap tm {\n\t\ttypeof ip daddr : meta mark\n\t\telements = { 10.2.0.3 : 0x7, 10.5.5.5 : 9 }\n\t}\n"
+    "\tset ts {\n\t\ttypeof ip saddr . udp dport\n\t\telements = { 10.1.0.1 . 53, 10.1.0.2 . 80 }\n\t}\n"
+    "\tmap tv {\n\t\ttypeof ether saddr : verdict\n\t}\n"
     "\tchain c {\n"
     "\t\ttype filter hook ingress device \"v0\" priority 0; policy accept;\n"
     "\t\tmeta mark set ip daddr map @m counter\n"
@@ -85,6 +88,9 @@ const char* kMarkRuleset =
     "\t\tmeta mark set udp dport map { 53 : 0x35, 22 : 0x16 } counter\n"
     "\t\tmeta mark 0x35 counter drop\n"
     "\t\tmeta mark 0x10 counter\n"
+    "\t\tip saddr . udp dport @ts counter\n"
+    "\t\tmeta mark set ip daddr map @tm counter\n"
+    "\t\tmeta mark 0x7 counter\n"
     "\t\tmeta mark set 0x63\n"
     "\t\tmeta mark 0x63 counter\n"
     "\t}\n"

@@ -121,6 +121,28 @@ struct Bad {
   const char* message;
 };
 
+// typeof: the key's types from the selectors, kept to be listed back as written.
+TEST(NftParseTest, SetsDeclaredByTypeof) {
+  NftCommand c = ok("nft add set netdev t s { typeof ip saddr . tcp dport ; }");
+  EXPECT_EQ(c.op, NftOp::ADD_SET);
+  EXPECT_EQ(c.set_spec.types, (std::vector<NftType>{NftType::IPV4_ADDR, NftType::INET_SERVICE}));
+  EXPECT_EQ(c.set_spec.typeof_keys, (std::vector<NftKey>{NftKey::IP_SADDR, NftKey::TCP_DPORT}));
+  c = ok("nft add map netdev t m { typeof ip daddr : meta mark ; }");
+  EXPECT_TRUE(c.set_spec.map);
+  EXPECT_TRUE(c.set_spec.mark_data);
+  EXPECT_TRUE(c.set_spec.typeof_data);
+  c = ok("nft add map netdev t v { typeof ether saddr : verdict ; }");
+  EXPECT_FALSE(c.set_spec.mark_data);
+  EXPECT_EQ(c.set_spec.types, std::vector<NftType>{NftType::ETHER_ADDR});
+  for (const char* bad : {"nft add set netdev t s { typeof ip bogus ; }", "nft add set netdev t s { typeof ; }",
+                          "nft add map netdev t m { typeof ip daddr : ip saddr ; }",
+                          "nft add map netdev t m { typeof ip daddr ; }",
+                          "nft add set netdev t s { type ipv4_addr ; typeof ip saddr ; }"}) {
+    auto r = nft_parse(split(bad));
+    EXPECT_FALSE(r) << bad;
+  }
+}
+
 TEST(NftParseTest, MalformedLinesNameTheWord) {
   const Bad cases[] = {
       {"nft", 1, "", "missing a command (add, insert, replace, delete, flush, list)"},
