@@ -201,8 +201,8 @@ class U32Common final : public PrefCommon {
     if (it != prefs_.end() && --it->second == 0) {
       prefs_.erase(it);
       tables_.erase(s.root);
+      if (prefs_.empty()) cursor_ = 1;  // the qdisc's last u32 pref went
     }
-    if (prefs_.empty()) cursor_ = 1;
   }
   // mirrors u32_delete's `*last`: the only u32 pref of the qdisc, and no knode left.
   bool pref_goes(const FilterSpec& gone) const override {

@@ -223,13 +223,14 @@ Status tc_class_modify(DeviceTable& table, NetDevice& dev, const ClassRequest& r
     return unexpected("RTNETLINK answers: Invalid argument (class " + tc_handle_str(req.classid) +
                       " is not of the parent's qdisc " + tc_handle_str(qid1) + ")");
   if (req.parent != TC_H_ROOT && qid1) qid = qid1;
-  if (req.parent == TC_H_ROOT || !qid) qid = dev.qdisc() ? dev.qdisc()->handle() : 0;
+  if (!qid) qid = dev.qdisc() ? dev.qdisc()->handle() : 0;
   Qdisc* q = qid ? qdisc_lookup(dev, qid) : nullptr;
   if (!q)
     return unexpected("RTNETLINK answers: No such file or directory (no qdisc " + tc_handle_str(qid) + " on " +
                       dev.name() + ")");
   if (!req.kind.empty() && req.kind != q->kind()) return unexpected(wrong_kind(q->kind(), req.kind));
   uint32_t parent = req.parent;
+  if (parent != 0 && parent != TC_H_ROOT) parent = qid | (parent & 0xffff);  // TC_H_MAKE(qid, portid)
   if (parent != 0 && parent != TC_H_ROOT && (parent & 0xffff) == 0) parent = TC_H_ROOT;
   const uint32_t classid = qid | (req.classid & 0xffff);
   std::string w;

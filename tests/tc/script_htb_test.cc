@@ -143,6 +143,40 @@ TEST_F(HtbCli, U32HashTableClassifies) {
   EXPECT_EQ(show("tc filter show dev t0 parent 1:"), "");
 }
 
+// tc_ctl_tclass picks the qdisc from the classid's major (the root's only when it has
+// none, `parent root` too) and completes a parent without a major (`:10`).
+TEST_F(HtbCli, ClassLinesFindTheirQdiscAsTheKernel) {
+  run("tc qdisc add dev t0 root handle 1: htb");
+  run("tc class add dev t0 parent 1: classid 1:10 htb rate 1mbit");
+  run("tc qdisc add dev t0 parent 1:10 handle 2: htb");
+  run("tc class add dev t0 parent root classid 2:5 htb rate 1mbit");  // in 2:, a root class
+  run("tc class add dev t0 parent 1: classid 1:11 htb rate 1mbit");
+  run("tc class add dev t0 parent :11 classid 1:21 htb rate 1mbit");  // under 1:11
+  const std::string shown = show("tc class show dev t0");
+  EXPECT_NE(shown.find("class htb 2:5 root "), std::string::npos) << shown;
+  EXPECT_NE(shown.find("class htb 1:21 parent 1:11 "), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("class htb 1:5 "), std::string::npos) << shown;
+  ScriptError e;
+  EXPECT_FALSE(try_run("tc class add dev t0 parent root classid 7:5 htb rate 1mbit", e));
+  EXPECT_NE(e.msg.find("No such file or directory"), std::string::npos) << e.msg;
+}
+
+// An htb class's filter list shares its qdisc's u32 numbering: when the class goes, its
+// prefs leave the numbering, so the qdisc's last pref losing its knode goes whole and
+// the next pref starts at 800: again.
+TEST_F(HtbCli, U32IdsForgetAClassThatGoes) {
+  run("tc qdisc add dev t0 root handle 1: htb");
+  run("tc class add dev t0 parent 1: classid 1:10 htb rate 1mbit");
+  run("tc filter add dev t0 parent 1: prio 3 u32 match u32 0 0 flowid 1:1");
+  run("tc filter add dev t0 parent 1:10 prio 4 u32 match u32 0 0 flowid 1:1");
+  EXPECT_NE(show("tc filter show dev t0 parent 1:10").find("fh 801::800 "), std::string::npos);
+  run("tc class del dev t0 classid 1:10");
+  run("tc filter del dev t0 parent 1: prio 3 handle 800::800 u32");
+  EXPECT_EQ(show("tc filter show dev t0 parent 1:"), "");
+  run("tc filter add dev t0 parent 1: prio 5 u32 match u32 1 1 flowid 1:1");
+  EXPECT_NE(show("tc filter show dev t0 parent 1:").find("fh 800::800 "), std::string::npos);
+}
+
 TEST_F(HtbCli, FiltersAtTheQdiscClassify) {
   setup_tree();
   run("tc filter add dev t0 parent 1: protocol ip prio 1 u32 match ip dst 10.0.0.1/32 flowid 1:10");
