@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <memory>
 
 #include "core/cpu.h"
 #include "core/netdevice.h"
@@ -177,72 +178,113 @@ void TraceWriter::dropped(Cpu& cpu, const Packet& p, DropReason r) {
   record_class(c, qlen);
 }
 
+// A summary's counters from "sent" on: ,"sent":..,"dropped":..,"bytes":..,"ecn_marked":..,
+// "drop_rate":..,"drop_reasons":{"REASON":..},"sojourn_ns":{"p50":..,"p90":..,"p99":..,
+// "max":..},"t0_ns":..,"bin_ns":..,"throughput_bps":[..]}}
+void TraceWriter::summary_body(const ClassStats& c, uint64_t t0) {
+  put(",\"sent\":");
+  put_u64(c.sent);
+  put(",\"dropped\":");
+  put_u64(c.dropped);
+  put(",\"bytes\":");
+  put_u64(c.bytes);
+  put(",\"ecn_marked\":");
+  put_u64(c.ce);
+  char b[64];
+  const uint64_t made = c.sent + c.dropped;
+  const int n = std::snprintf(b, sizeof b, ",\"drop_rate\":%.6f", made ? double(c.dropped) / double(made) : 0.0);
+  put(b, static_cast<size_t>(n));
+  put(",\"drop_reasons\":{");
+  bool first = true;
+  for (unsigned k = 0; k < kDropReasonCount; ++k) {
+    if (!c.drops[k]) continue;
+    put(first ? "\"" : ",\"");
+    first = false;
+    const std::string_view why = drop_reason_name(static_cast<DropReason>(k));
+    put(why.data(), why.size());
+    put("\":");
+    put_u64(c.drops[k]);
+  }
+  put("},\"sojourn_ns\":{");
+  const double qs[] = {0.5, 0.9, 0.99};
+  const char* names[] = {"\"p50\":", ",\"p90\":", ",\"p99\":"};
+  for (int i = 0; i < 3; ++i) {
+    put(names[i]);
+    // The smallest bucket holding the q-quantile, reported as its largest value
+    // (within 1/128 of the truth), capped by the true maximum.
+    const uint64_t rank = c.sent ? static_cast<uint64_t>(qs[i] * double(c.sent - 1)) + 1 : 0;
+    uint64_t seen = 0, v = 0;
+    for (unsigned k = 0; k < kBuckets && rank; ++k) {
+      seen += c.hist[k];
+      if (seen >= rank) {
+        v = std::min(bucket_top(k), c.max_sojourn);
+        break;
+      }
+    }
+    put_u64(v);
+  }
+  put(",\"max\":");
+  put_u64(c.max_sojourn);
+  put("},\"t0_ns\":");
+  put_u64(t0);
+  put(",\"bin_ns\":");
+  put_u64(c.bin_ns);
+  put(",\"throughput_bps\":[");
+  for (size_t i = 0; i < c.bin_bytes.size(); ++i) {
+    if (i) put(",");
+    put_u64(static_cast<uint64_t>(static_cast<unsigned __int128>(c.bin_bytes[i]) * 8'000'000'000u / c.bin_ns));
+  }
+  put("]}}\n");
+}
+
+// A device's totals over its classes: counts, reasons and histograms added, the bins at
+// the widest of the classes' widths (each a power-of-two multiple of the others).
+void TraceWriter::add_to_device(ClassStats& d, const ClassStats& c) {
+  d.sent += c.sent;
+  d.dropped += c.dropped;
+  d.bytes += c.bytes;
+  d.ce += c.ce;
+  d.max_sojourn = std::max(d.max_sojourn, c.max_sojourn);
+  for (unsigned k = 0; k < kDropReasonCount; ++k) d.drops[k] += c.drops[k];
+  for (unsigned k = 0; k < kBuckets; ++k) d.hist[k] += c.hist[k];
+  while (d.bin_ns < c.bin_ns) widen_bins(d, kMaxBins);  // one doubling each
+  for (size_t i = 0; i < c.bin_bytes.size(); ++i) {
+    const size_t at = static_cast<size_t>(uint64_t(i) * c.bin_ns / d.bin_ns);
+    if (at >= d.bin_bytes.size()) d.bin_bytes.resize(at + 1);
+    d.bin_bytes[at] += c.bin_bytes[i];
+  }
+}
+
 bool TraceWriter::finish(uint64_t now_ns, uint64_t queued) {
   LockGuard g(lock_);
   if (closed_) return !failed_;
   closed_ = true;
   const uint64_t t0 = t0_ == UINT64_MAX ? now_ns : t0_;
   for (const ClassStats& c : classes_) {
-    // {"summary":{"dev":..,"class":..,"sent":..,"dropped":..,"bytes":..,"ecn_marked":..,
-    //  "drop_rate":..,"drop_reasons":{"REASON":..},"sojourn_ns":{"p50":..,"p90":..,"p99":..,"max":..},
-    //  "t0_ns":..,"bin_ns":..,"throughput_bps":[..]}}
     put("{\"summary\":{\"dev\":\"");
     put(c.dev_name);
     put("\",\"class\":\"");
     put(c.cls);
-    put("\",\"sent\":");
-    put_u64(c.sent);
-    put(",\"dropped\":");
-    put_u64(c.dropped);
-    put(",\"bytes\":");
-    put_u64(c.bytes);
-    put(",\"ecn_marked\":");
-    put_u64(c.ce);
-    char b[64];
-    const uint64_t made = c.sent + c.dropped;
-    const int n = std::snprintf(b, sizeof b, ",\"drop_rate\":%.6f", made ? double(c.dropped) / double(made) : 0.0);
-    put(b, static_cast<size_t>(n));
-    put(",\"drop_reasons\":{");
-    bool first = true;
-    for (unsigned k = 0; k < kDropReasonCount; ++k) {
-      if (!c.drops[k]) continue;
-      put(first ? "\"" : ",\"");
-      first = false;
-      const std::string_view why = drop_reason_name(static_cast<DropReason>(k));
-      put(why.data(), why.size());
-      put("\":");
-      put_u64(c.drops[k]);
-    }
-    put("},\"sojourn_ns\":{");
-    const double qs[] = {0.5, 0.9, 0.99};
-    const char* names[] = {"\"p50\":", ",\"p90\":", ",\"p99\":"};
-    for (int i = 0; i < 3; ++i) {
-      put(names[i]);
-      // The smallest bucket holding the q-quantile, reported as its largest value
-      // (within 1/128 of the truth), capped by the true maximum.
-      const uint64_t rank = c.sent ? static_cast<uint64_t>(qs[i] * double(c.sent - 1)) + 1 : 0;
-      uint64_t seen = 0, v = 0;
-      for (unsigned k = 0; k < kBuckets && rank; ++k) {
-        seen += c.hist[k];
-        if (seen >= rank) {
-          v = std::min(bucket_top(k), c.max_sojourn);
-          break;
-        }
+    put("\"");
+    summary_body(c, t0);
+  }
+  // {"device":{"dev":..,<the same counters over the device's classes>}}, devices in the
+  // order their first class appeared.
+  std::vector<const NetDevice*> devs;
+  for (const ClassStats& c : classes_)
+    if (std::find(devs.begin(), devs.end(), c.dev) == devs.end()) devs.push_back(c.dev);
+  for (const NetDevice* dev : devs) {
+    auto total = std::make_unique<ClassStats>();
+    total->bin_ns = bin_ns_;
+    for (const ClassStats& c : classes_)
+      if (c.dev == dev) {
+        total->dev_name = c.dev_name;
+        add_to_device(*total, c);
       }
-      put_u64(v);
-    }
-    put(",\"max\":");
-    put_u64(c.max_sojourn);
-    put("},\"t0_ns\":");
-    put_u64(t0);
-    put(",\"bin_ns\":");
-    put_u64(c.bin_ns);
-    put(",\"throughput_bps\":[");
-    for (size_t i = 0; i < c.bin_bytes.size(); ++i) {
-      if (i) put(",");
-      put_u64(static_cast<uint64_t>(static_cast<unsigned __int128>(c.bin_bytes[i]) * 8'000'000'000u / c.bin_ns));
-    }
-    put("]}}\n");
+    put("{\"device\":{\"dev\":\"");
+    put(total->dev_name);
+    put("\"");
+    summary_body(*total, t0);
   }
   put("{\"end\":{\"t_ns\":");
   put_u64(now_ns);

@@ -7,7 +7,8 @@
 // each hook is one test of a null pointer.
 //
 // TraceWriter writes the records as JSON Lines through a fixed buffer (no allocation per
-// packet) and, at the end, a summary per device and class plus an end record.
+// packet) and, at the end, a summary per device and class, one per device over its
+// classes, and an end record.
 #pragma once
 
 #include <array>
@@ -83,6 +84,8 @@ class TraceWriter final : public PacketTrace {
   };
   static constexpr uint64_t kMaxBins = 1 << 16;
   static uint64_t widen_bins(ClassStats& c, uint64_t bin);
+  static void add_to_device(ClassStats& d, const ClassStats& c);
+  void summary_body(const ClassStats& c, uint64_t t0);
   ClassStats& stats_for(const NetDevice* dev, uint16_t tc_class);
   void record_head(uint64_t t, const NetDevice* dev, uint32_t len, const char* verdict);
   void record_class(const ClassStats& c, uint64_t qlen);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -64,7 +65,7 @@ void write_burst(const std::string& path, unsigned n, uint32_t size, uint32_t ga
 }
 
 struct Trace {
-  std::vector<nlohmann::json> sent, dropped, summaries;
+  std::vector<nlohmann::json> sent, dropped, summaries, devices;
   nlohmann::json end;
 };
 
@@ -74,6 +75,7 @@ Trace read_trace(const std::string& path) {
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line);
     if (j.contains("summary")) t.summaries.push_back(j["summary"]);
+    else if (j.contains("device")) t.devices.push_back(j["device"]);
     else if (j.contains("end")) t.end = j["end"];
     else if (j["verdict"] == "sent") t.sent.push_back(j);
     else t.dropped.push_back(j);
@@ -170,6 +172,37 @@ TEST(VirtualReplay, AccountingHoldsInTheTrace) {
   EXPECT_EQ(sum_dropped, tr.dropped.size());
   for (const char* c : {"1:10", "1:20", "1:30"})
     EXPECT_NE(std::find(classes.begin(), classes.end(), c), classes.end()) << c;
+  // One record per device: its classes' counts, reasons and bins added up.
+  std::set<std::string> devs;
+  for (const auto& s : tr.summaries) devs.insert(s["dev"].get<std::string>());
+  ASSERT_EQ(tr.devices.size(), devs.size());
+  for (const auto& d : tr.devices) {
+    uint64_t sent = 0, dropped = 0, bytes = 0, max = 0;
+    std::map<std::string, uint64_t> reasons;
+    std::vector<uint64_t> bins;
+    for (const auto& s : tr.summaries) {
+      if (s["dev"] != d["dev"]) continue;
+      sent += s["sent"].get<uint64_t>();
+      dropped += s["dropped"].get<uint64_t>();
+      bytes += s["bytes"].get<uint64_t>();
+      max = std::max(max, s["sojourn_ns"]["max"].get<uint64_t>());
+      for (const auto& [why, n] : s["drop_reasons"].items()) reasons[why] += n.get<uint64_t>();
+      ASSERT_EQ(s["bin_ns"], d["bin_ns"]);
+      const auto& b = s["throughput_bps"];
+      if (bins.size() < b.size()) bins.resize(b.size());
+      for (size_t i = 0; i < b.size(); ++i) bins[i] += b[i].get<uint64_t>();
+    }
+    EXPECT_EQ(d["sent"].get<uint64_t>(), sent) << d["dev"];
+    EXPECT_EQ(d["dropped"].get<uint64_t>(), dropped);
+    EXPECT_EQ(d["bytes"].get<uint64_t>(), bytes);
+    EXPECT_EQ(d["sojourn_ns"]["max"].get<uint64_t>(), max);
+    std::map<std::string, uint64_t> got;
+    for (const auto& [why, n] : d["drop_reasons"].items()) got[why] = n.get<uint64_t>();
+    EXPECT_EQ(got, reasons);
+    ASSERT_EQ(d["throughput_bps"].size(), bins.size());
+    for (size_t i = 0; i < bins.size(); ++i)  // each class's bin rounds down on its own
+      EXPECT_NEAR(double(d["throughput_bps"][i].get<uint64_t>()), double(bins[i]), 8.0 * 3) << i;
+  }
   std::remove(t.c_str());
   std::remove(o.c_str());
 }
@@ -288,31 +321,37 @@ TEST(VirtualReplay, ACaptureWithoutPaceKeepsItsTimingAndDrains) {
 }
 
 // The summary's sojourn percentiles against the records' own sojourns sorted: each is
-// the value at the same rank, or above it by at most 1/128 (the histogram's bucket).
+// the value at the same rank, or above it by at most 1/128 (the histogram's bucket); a
+// device record's over all the device's records.
 TEST(VirtualReplay, SummaryPercentilesMatchTheSortedRecords) {
   const std::string t = temp("pct.jsonl"), o = temp("pct.pcap");
   std::string err;
   ASSERT_EQ(run_example(t, o, &err), 0) << err;
   const Trace tr = read_trace(t);
   ASSERT_FALSE(tr.summaries.empty());
+  ASSERT_FALSE(tr.devices.empty());
   size_t checked = 0;
-  for (const auto& s : tr.summaries) {
+  auto check = [&](const nlohmann::json& s, bool per_class) {
     std::vector<uint64_t> v;
     for (const auto& r : tr.sent)
-      if (r["dev"] == s["dev"] && r["class"] == s["class"]) v.push_back(r["sojourn_ns"].get<uint64_t>());
-    ASSERT_EQ(v.size(), s["sent"].get<uint64_t>());
-    if (v.empty()) continue;
+      if (r["dev"] == s["dev"] && (!per_class || r["class"] == s["class"])) v.push_back(r["sojourn_ns"].get<uint64_t>());
+    ASSERT_EQ(v.size(), s["sent"].get<uint64_t>()) << s["dev"];
+    if (v.empty()) return;
     std::sort(v.begin(), v.end());
     for (const auto& [name, q] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99}}) {
       const uint64_t want = v[static_cast<size_t>(q * double(v.size() - 1))];
       const uint64_t got = s["sojourn_ns"][name].get<uint64_t>();
-      EXPECT_GE(got, want) << s["class"] << " " << name;
-      EXPECT_LE(got - want, want / 128) << s["class"] << " " << name;
+      EXPECT_GE(got, want) << s["dev"] << " " << name;
+      EXPECT_LE(got - want, want / 128) << s["dev"] << " " << name;
       ++checked;
     }
     EXPECT_EQ(s["sojourn_ns"]["max"].get<uint64_t>(), v.back());
-  }
-  EXPECT_GE(checked, 9u);  // three classes, three percentiles each
+  };
+  for (const auto& s : tr.summaries) check(s, true);
+  const size_t per_class = checked;
+  EXPECT_GE(per_class, 9u);  // three classes, three percentiles each
+  for (const auto& d : tr.devices) check(d, false);
+  EXPECT_GE(checked - per_class, 3u);  // the shaped device's three
   std::remove(t.c_str());
   std::remove(o.c_str());
 }
