@@ -2,12 +2,16 @@
 // (net/packet/af_packet.c on the other side).
 //
 //   ip link add dev D type afpacket link IF [netns NAME] [fanout N] [qdisc_bypass on|off]
+//                                  [ring v3|v2] [block_timeout MS]
 //
 // Receive: `fanout N` sockets (default 1) bound to IF, joined by PACKET_FANOUT_HASH when
-// N > 1, each with a TPACKET_V3 ring and PACKET_IGNORE_OUTGOING (what the kernel sends
-// out of IF, our own transmits among it, is not seen again). One NAPI instance on the
-// Cpu of the thread that sets the device up (the control thread in `pktpath run`) walks
-// the rings' retired blocks up to its budget and hands each frame to netif_receive_skb.
+// N > 1, each with a ring and PACKET_IGNORE_OUTGOING (what the kernel sends out of IF,
+// our own transmits among it, is not seen again). The ring is TPACKET_V3 (blocks that
+// the kernel hands over when full or after `block_timeout` ms) or, with `ring v2`,
+// TPACKET_V2 (one slot per frame, handed over at once: no block timeout to wait for).
+// One NAPI instance on the Cpu of the thread that sets the device up (the control
+// thread in `pktpath run`) walks the rings' ready frames up to its budget and hands each
+// frame to netif_receive_skb.
 // The interrupt is a thread of the device that sleeps in poll() on the sockets; when a
 // block is ready it schedules the instance and waits until the poll completes it
 // (napi_complete_done re-arms it, as a driver re-enables its interrupt).
@@ -53,7 +57,8 @@ constexpr uint32_t kMaxFanout = 64;
 constexpr uint32_t kRxBlockSize = 1u << 16;  // 64 KiB blocks
 constexpr uint32_t kRxBlocks = 64;           // 4 MiB of ring per receive socket
 constexpr uint32_t kRxFrameSize = 2048;      // only sizes tp_frame_nr for TPACKET_V3
-constexpr uint32_t kRxBlockTimeoutMs = 1;    // a part-filled block retires after this
+constexpr uint32_t kRxBlockTimeoutMs = 1;    // by default a part-filled block retires after this
+constexpr uint32_t kMaxBlockTimeoutMs = 1000;
 constexpr uint32_t kTxFrames = 512;
 // Where a tx frame's bytes start: after the aligned tpacket3_hdr (tpacket_parse_header
 // without PACKET_TX_HAS_OFF: tp_hdrlen - sizeof(struct sockaddr_ll)).
@@ -67,11 +72,18 @@ struct AfpPriv;
 struct RxRing {
   int fd = -1;
   uint8_t* map = nullptr;
+  // TPACKET_V3
   uint32_t block = 0;              // the block being read or next to become ready
   uint32_t left = 0;               // frames of `block` not yet read (0: not started)
   const tpacket3_hdr* pkt = nullptr;
   tpacket_block_desc* desc(uint32_t i) const {
     return reinterpret_cast<tpacket_block_desc*>(map + static_cast<size_t>(i) * kRxBlockSize);
+  }
+  // TPACKET_V2: slots of frame_size bytes, contiguous (a block holds a whole number)
+  uint32_t frame_size = 0, frames = 0;
+  uint32_t head = 0;               // the next slot to read
+  tpacket2_hdr* slot(uint32_t i) const {
+    return reinterpret_cast<tpacket2_hdr*>(map + static_cast<size_t>(i) * frame_size);
   }
 };
 
@@ -110,6 +122,8 @@ struct AfpPriv final : DriverState {
   std::string link, netns;
   uint32_t fanout = 1;
   bool qdisc_bypass = true;
+  int rx_version = TPACKET_V3;
+  uint32_t block_timeout_ms = kRxBlockTimeoutMs;
 
   // Up: opened by afp_open, closed by afp_stop.
   std::vector<RxRing> rx;
@@ -178,9 +192,11 @@ bool bind_to(int fd, int ifindex, uint16_t proto, std::string& err) {
   return false;
 }
 
-// A TPACKET_V3 ring of `req` on fd (rx or tx), mapped; null with err.
-uint8_t* map_ring(int fd, int which, const tpacket_req3& req, size_t& len, std::string& err) {
-  if (::setsockopt(fd, SOL_PACKET, which, &req, sizeof req) != 0) {
+// A ring of `req` (tpacket_req3 for TPACKET_V3; for TPACKET_V2 its leading
+// tpacket_req, `req_len` bytes) on fd (rx or tx), mapped; null with err.
+uint8_t* map_ring(int fd, int which, const tpacket_req3& req, size_t& len, std::string& err,
+                  socklen_t req_len = sizeof(tpacket_req3)) {
+  if (::setsockopt(fd, SOL_PACKET, which, &req, req_len) != 0) {
     err = std::string(which == PACKET_RX_RING ? "PACKET_RX_RING" : "PACKET_TX_RING") + ": " + errno_text(errno);
     return nullptr;
   }
@@ -222,18 +238,26 @@ bool open_sockets(AfpPriv& s, std::string& err) {
     return false;
   }
 
+  // TPACKET_V3: blocks of variable-sized frames. TPACKET_V2: the same 4 MiB as slots
+  // that hold the header, the sockaddr_ll and a frame of the MTU (tpacket_rcv's macoff).
+  const bool v2 = s.rx_version == TPACKET_V2;
+  uint32_t rx_frame = kRxFrameSize;
+  while (v2 && rx_frame < TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + s.link_mtu + 18) rx_frame <<= 1;
   tpacket_req3 rreq{};
-  rreq.tp_block_size = kRxBlockSize;
-  rreq.tp_block_nr = kRxBlocks;
-  rreq.tp_frame_size = kRxFrameSize;
-  rreq.tp_frame_nr = kRxBlockSize / kRxFrameSize * kRxBlocks;
-  rreq.tp_retire_blk_tov = kRxBlockTimeoutMs;
+  rreq.tp_block_size = std::max(kRxBlockSize, rx_frame);
+  rreq.tp_block_nr = kRxBlocks * kRxBlockSize / rreq.tp_block_size;
+  rreq.tp_frame_size = rx_frame;
+  rreq.tp_frame_nr = rreq.tp_block_size / rx_frame * rreq.tp_block_nr;
+  rreq.tp_retire_blk_tov = s.block_timeout_ms;
   s.rx.resize(s.fanout);
   int group = -1;
   for (RxRing& r : s.rx) {
     if ((r.fd = packet_socket(err)) < 0) return false;
-    if (!sockopt(r.fd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION", err)) return false;
-    if (!(r.map = map_ring(r.fd, PACKET_RX_RING, rreq, s.rx_map_len, err))) return false;
+    if (!sockopt(r.fd, PACKET_VERSION, s.rx_version, "PACKET_VERSION", err)) return false;
+    if (!(r.map = map_ring(r.fd, PACKET_RX_RING, rreq, s.rx_map_len, err, v2 ? sizeof(tpacket_req) : sizeof rreq)))
+      return false;
+    r.frame_size = rx_frame;
+    r.frames = rreq.tp_frame_nr;
     if (!sockopt(r.fd, PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING", err)) return false;
     if (!bind_to(r.fd, ifindex, ETH_P_ALL, err)) return false;
     if (s.fanout < 2) continue;
@@ -280,7 +304,14 @@ bool open_sockets(AfpPriv& s, std::string& err) {
 // One frame of a ring into a packet of `cpu` and up the stack (the VLAN tag the kernel
 // took out, tp_vlan_tci, put back in); runt, oversized or unallocatable frames count as
 // rx_dropped.
-void deliver(AfpPriv& s, Cpu& cpu, const tpacket3_hdr* h) {
+// The VLAN fields where each ring version keeps them.
+uint16_t vlan_tci(const tpacket3_hdr* h) { return h->hv1.tp_vlan_tci; }
+uint16_t vlan_tpid(const tpacket3_hdr* h) { return h->hv1.tp_vlan_tpid; }
+uint16_t vlan_tci(const tpacket2_hdr* h) { return h->tp_vlan_tci; }
+uint16_t vlan_tpid(const tpacket2_hdr* h) { return h->tp_vlan_tpid; }
+
+template <class Hdr>
+void deliver(AfpPriv& s, Cpu& cpu, const Hdr* h) {
   NetDevice& dev = *s.dev;
   const uint8_t* data = reinterpret_cast<const uint8_t*>(h) + h->tp_mac;
   const uint32_t n = h->tp_snaplen;
@@ -289,16 +320,16 @@ void deliver(AfpPriv& s, Cpu& cpu, const tpacket3_hdr* h) {
   DropReason why = DropReason::NOT_SPECIFIED;
   Packet* p = nullptr;
   if (PP_UNLIKELY(n < 14)) why = DropReason::PKT_TOO_SMALL;
-  else if (PP_UNLIKELY(len > dev.mtu() + 18)) why = DropReason::PKT_TOO_BIG;
+  else if (PP_UNLIKELY(len > dev.mtu() + 18 || n < h->tp_len)) why = DropReason::PKT_TOO_BIG;  // or cut to its slot
   else if (PP_UNLIKELY(!(p = cpu.alloc()))) why = DropReason::NOMEM;
   if (PP_LIKELY(p)) {
     if (uint8_t* d = p->put(len); PP_LIKELY(d != nullptr)) {
       if (PP_LIKELY(!vlan)) {
         std::memcpy(d, data, n);
       } else {
-        const uint16_t tpid = h->hv1.tp_vlan_tpid ? h->hv1.tp_vlan_tpid : ETHERTYPE_VLAN;
-        const uint8_t tag[4] = {uint8_t(tpid >> 8), uint8_t(tpid), uint8_t(h->hv1.tp_vlan_tci >> 8),
-                                uint8_t(h->hv1.tp_vlan_tci)};
+        const uint16_t tpid = vlan_tpid(h) ? vlan_tpid(h) : ETHERTYPE_VLAN;
+        const uint16_t tci = vlan_tci(h);
+        const uint8_t tag[4] = {uint8_t(tpid >> 8), uint8_t(tpid), uint8_t(tci >> 8), uint8_t(tci)};
         std::memcpy(d, data, 12);
         std::memcpy(d + 12, tag, 4);
         std::memcpy(d + 16, data + 12, n - 12);
@@ -338,14 +369,32 @@ bool poll_ring(AfpPriv& s, RxRing& r, Cpu& cpu, int budget, int& done) {
   return false;
 }
 
+// TPACKET_V2: up to `budget` frames of one ring, each slot back to the kernel once read;
+// true when it ran dry first.
+bool poll_ring_v2(AfpPriv& s, RxRing& r, Cpu& cpu, int budget, int& done) {
+  while (done < budget) {
+    tpacket2_hdr* h = r.slot(r.head);
+    if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return true;
+    deliver(s, cpu, h);
+    __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    r.head = r.head + 1 == r.frames ? 0 : r.head + 1;
+    ++done;
+  }
+  return false;
+}
+
 // The NAPI poll: the rings in turn, up to the budget. All dry: complete, and re-arm the
 // interrupt thread.
 int afp_poll(Napi& n, Cpu& cpu, int budget) {
   AfpPriv& s = *static_cast<AfpPriv*>(n.ctx);
   int done = 0;
   bool dry = true;
-  if (s.rx_running)
-    for (RxRing& r : s.rx) dry = poll_ring(s, r, cpu, budget, done) && dry;
+  if (s.rx_running) {
+    if (s.rx_version == TPACKET_V2)
+      for (RxRing& r : s.rx) dry = poll_ring_v2(s, r, cpu, budget, done) && dry;
+    else
+      for (RxRing& r : s.rx) dry = poll_ring(s, r, cpu, budget, done) && dry;
+  }
   if (dry && done < budget) {
     napi_complete_done(n, done);
     s.irq.complete();
@@ -353,7 +402,8 @@ int afp_poll(Napi& n, Cpu& cpu, int budget) {
   return done;
 }
 
-// The kernel's drops since the last read (PACKET_STATISTICS resets them) into rx_dropped.
+// The kernel's drops since the last read (PACKET_STATISTICS resets them) into rx_dropped;
+// TPACKET_V2 sockets fill the leading tpacket_stats of the v3 struct.
 void read_kernel_drops(AfpPriv& s, Cpu& cpu) {
   for (RxRing& r : s.rx) {
     tpacket_stats_v3 st{};
@@ -444,10 +494,18 @@ void afp_stop(NetDevice& dev) {
     read_kernel_drops(s, *cpu);
     uint64_t left = 0;
     for (RxRing& r : s.rx)
-      for (uint32_t i = 0; i < kRxBlocks; ++i) {
-        const tpacket_block_desc* b = r.desc((r.block + i) % kRxBlocks);
-        if (!(__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
-        left += i == 0 && r.pkt ? r.left : b->hdr.bh1.num_pkts;
+      if (s.rx_version == TPACKET_V2) {
+        for (uint32_t i = 0; i < r.frames; ++i) {
+          const tpacket2_hdr* h = r.slot((r.head + i) % r.frames);
+          if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+          ++left;
+        }
+      } else {
+        for (uint32_t i = 0; i < kRxBlocks; ++i) {
+          const tpacket_block_desc* b = r.desc((r.block + i) % kRxBlocks);
+          if (!(__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+          left += i == 0 && r.pkt ? r.left : b->hdr.bh1.num_pkts;
+        }
       }
     dev.stats(*cpu).rx_dropped.add(left);
   }
@@ -512,6 +570,14 @@ bool afp_set_text_option(NetDevice& dev, std::string_view name, std::string_view
     s.qdisc_bypass = value == "on";
     return true;
   }
+  if (name == "ring") {
+    if (value != "v3" && value != "v2") {
+      err = "ring: expected v3 or v2, got \"" + std::string(value) + "\"";
+      return false;
+    }
+    s.rx_version = value == "v2" ? TPACKET_V2 : TPACKET_V3;
+    return true;
+  }
   if ((name == "link" && value.size() >= IFNAMSIZ) || value.find('/') != std::string_view::npos) {
     err = std::string(name) + ": \"" + std::string(value) + "\" is not an interface or namespace name";
     return false;
@@ -522,6 +588,7 @@ bool afp_set_text_option(NetDevice& dev, std::string_view name, std::string_view
 
 void afp_set_option(NetDevice& dev, std::string_view name, uint64_t value) {
   if (name == "fanout") priv(dev).fanout = value ? static_cast<uint32_t>(value) : 1;
+  if (name == "block_timeout") priv(dev).block_timeout_ms = static_cast<uint32_t>(value);
 }
 
 void afp_setup(NetDevice& dev) {
@@ -544,6 +611,8 @@ const LinkKind::Option afp_options[] = {
     {"netns", 0, LinkKind::kText},
     {"fanout", kMaxFanout},
     {"qdisc_bypass", 0, LinkKind::kText},
+    {"ring", 0, LinkKind::kText},
+    {"block_timeout", kMaxBlockTimeoutMs, LinkKind::kNumber, 1},
     {nullptr, 0},
 };
 

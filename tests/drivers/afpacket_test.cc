@@ -33,6 +33,10 @@ TEST(AfpacketOptions, BadValuesAreRefusedNamingTheWord) {
   EXPECT_FALSE(t.line("ip link add dev d0 type afpacket fanout 65"));
   EXPECT_NE(t.err.find("fanout must be 0..64"), std::string::npos) << t.err;
   EXPECT_FALSE(t.line("ip link add dev d0 type afpacket link ../etc"));
+  EXPECT_FALSE(t.line("ip link add dev d0 type afpacket ring v1"));
+  EXPECT_NE(t.err.find("ring: expected v3 or v2, got \"v1\""), std::string::npos) << t.err;
+  EXPECT_FALSE(t.line("ip link add dev d0 type afpacket block_timeout 0"));
+  EXPECT_NE(t.err.find("block_timeout must be 1..1000"), std::string::npos) << t.err;
   EXPECT_EQ(t.dev("d0"), nullptr);
   // No link: the up fails and says what is missing.
   ASSERT_TRUE(t.line("ip link add dev d0 type afpacket")) << t.err;
@@ -125,7 +129,7 @@ TEST(AfpacketKernel, PktgenArrivesOnTheKernelPeerExactly) {
 
 // Frames the kernel sends out of the peer arrive in pktpath's capture of d0 (two
 // sockets in a fanout group), byte for byte, none lost or added.
-TEST(AfpacketKernel, KernelFramesArriveInPktpathsCapture) {
+void check_kernel_frames_arrive(const std::string& ring) {
   KernelNs ns;
   std::string a, b;
   if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
@@ -133,7 +137,7 @@ TEST(AfpacketKernel, KernelFramesArriveInPktpathsCapture) {
   ASSERT_TRUE(tx.ok());
   const std::string mine = temp_path("rx.pcap");
   Runner t;
-  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a + " netns " + ns.name() + " fanout 2")) << t.err;
+  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a + " netns " + ns.name() + " fanout 2 " + ring)) << t.err;
   ASSERT_TRUE(t.line("ip link set dev d0 up")) << t.err;
   ASSERT_TRUE(t.line("capture -i d0 -w " + mine)) << t.err;
   constexpr uint32_t kN = 500;
@@ -158,26 +162,35 @@ TEST(AfpacketKernel, KernelFramesArriveInPktpathsCapture) {
   std::remove(mine.c_str());
 }
 
+TEST(AfpacketKernel, KernelFramesArriveInPktpathsCapture) { check_kernel_frames_arrive("block_timeout 2"); }
+
+// The same through TPACKET_V2 rings (a slot per frame, no block to retire).
+TEST(AfpacketKernel, KernelFramesArriveThroughV2Rings) { check_kernel_frames_arrive("ring v2"); }
+
 // More frames than the ring holds while nothing polls it (the runner is busy on this
 // thread): the kernel drops the rest (tp_drops), which d0 shows as rx.dropped; delivered
 // plus dropped is every frame sent.
-TEST(AfpacketKernel, RingFullDropsCountAsRxDropped) {
+void check_ring_full_drops(const std::string& ring, uint64_t n) {
   KernelNs ns;
   std::string a, b;
   if (!ns.pair(a, b)) GTEST_SKIP() << ns.why();
   KernelSender tx(ns.name(), b);
   ASSERT_TRUE(tx.ok());
   Runner t;
-  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a + " netns " + ns.name())) << t.err;
+  ASSERT_TRUE(t.line("ip link add dev d0 type afpacket link " + a + " netns " + ns.name() + " " + ring)) << t.err;
   ASSERT_TRUE(t.line("ip link set dev d0 up")) << t.err;
-  constexpr uint64_t kN = 60000;  // 4 MiB of ring holds about 32k frames of 60 bytes
   const Frame f = udp_frame(9, 1, 60);
-  for (uint64_t i = 0; i < kN; ++i) ASSERT_TRUE(tx.send(f));
-  const DevStatsSum s = t.rx_accounted("d0", kN);
-  EXPECT_EQ(s.rx_packets + s.rx_dropped, kN);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(tx.send(f));
+  const DevStatsSum s = t.rx_accounted("d0", n);
+  EXPECT_EQ(s.rx_packets + s.rx_dropped, n);
   EXPECT_GT(s.rx_dropped, 0u);
   EXPECT_GT(s.rx_packets, 0u);
 }
+
+// 4 MiB of ring holds about 32k frames of 60 bytes in TPACKET_V3 blocks, 2,048 in
+// TPACKET_V2 slots.
+TEST(AfpacketKernel, RingFullDropsCountAsRxDropped) { check_ring_full_drops("", 60000); }
+TEST(AfpacketKernel, V2RingFullDropsCountAsRxDropped) { check_ring_full_drops("ring v2", 6000); }
 
 // The kernel interface under the device is deleted while pktgen sends through it
 // (NETDEV_UNREGISTER of the lower device): pktgen stops at once and says why, the line
@@ -271,6 +284,15 @@ TEST(AfpacketKernel, KernelToPktpathToKernelCarriesWhatTheRulesAllow) {
   KernelNs ns;
   SKIP_UNLESS(ns);
   check_datapath_between_veths(ns, "afpacket", [](Runner& t, const std::string& dev, std::string&) {
+    return t.line("ip link set dev " + dev + " up");
+  });
+}
+
+// The same through TPACKET_V2 rings.
+TEST(AfpacketKernel, KernelToPktpathToKernelThroughV2Rings) {
+  KernelNs ns;
+  SKIP_UNLESS(ns);
+  check_datapath_between_veths(ns, "afpacket ring v2", [](Runner& t, const std::string& dev, std::string&) {
     return t.line("ip link set dev " + dev + " up");
   });
 }
