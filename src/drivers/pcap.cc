@@ -7,8 +7,12 @@
 // control thread in `pktpath run`): its poll reads up to `budget` records into packets of
 // that Cpu and hands each to netif_receive_skb. A record not yet due completes the
 // instance and arms a timer that schedules it again at the record's time.
+#include <fcntl.h>
 #include <pcap/pcap.h>
 #include <stdio_ext.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -27,13 +31,50 @@ namespace pktpath {
 namespace {
 
 constexpr uint32_t kTxBuffer = 256 * 1024;  // the tx file's stdio buffer, written out whole
-constexpr uint32_t kTxSnap = 262144;        // libpcap's MAXIMUM_SNAPLEN
+constexpr uint32_t kMaxSnaplen = 262144;    // libpcap's MAXIMUM_SNAPLEN
 
 // tcpreplay's speed options: --topspeed, (its default) the file's own timing, --multiplier
 // X, --pps N, --mbps N. Without `pace`, a replay on a virtual clock keeps the file's timing
 // (tcpreplay's default: a capture means its timestamps) and one on the real clock goes at
 // top speed.
 enum class Pace : uint8_t { kTopspeed, kFile, kMultiplier, kPps, kMbps };
+
+// A regular file mapped read-only (tcpreplay's --preload-pcap without the copy: the page
+// cache holds it, so memory stays flat however long the replay loops); empty when the
+// file is not a regular file or cannot be mapped.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() { unmap(); }
+  void map(const std::string& path) {
+    unmap();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st{};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m != MAP_FAILED) {
+        data_ = static_cast<const uint8_t*>(m);
+        size_ = static_cast<size_t>(st.st_size);
+      }
+    }
+    ::close(fd);
+  }
+  void unmap() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 struct PcapPriv final : DriverState {
   NetDevice* dev = nullptr;
@@ -54,11 +95,11 @@ struct PcapPriv final : DriverState {
   uint64_t record = 0;       // index in the file of the next record read
   PacketPool* large = nullptr;  // buffers for frames above the Cpu pool's (MTU > ~1900)
   uint64_t loops_done = 0;
-  std::vector<uint8_t> image;  // a looped replay's file, read once at up, for every pass
+  MappedFile image;  // the replayed file, mapped at up, for every pass
   std::unique_ptr<char[]> rx_buf;  // rx's stdio buffer (kRxBuffer), kept past rx's close
-  // Passes after the first over a classic pcap image are read from it directly (rx
-  // null): the next record's offset (0: not reading the image), the file's byte order
-  // and stamp unit, libpcap's snapshot length, and the header handed out.
+  // Passes over a classic pcap image are read from it directly (rx null): the next
+  // record's offset (0: not reading the image), the file's byte order and stamp unit,
+  // libpcap's snapshot length, and the header handed out.
   size_t mem_pos = 0;
   bool mem_swapped = false, mem_nsec = false;
   uint32_t mem_snap = 0;
@@ -97,7 +138,7 @@ struct PcapPriv final : DriverState {
     if (rx) pcap_close(rx);
     rx = nullptr;
     held_hdr = nullptr;
-    image = {};
+    image.unmap();
     mem_pos = 0;
   }
   void close_tx() {
@@ -116,13 +157,10 @@ PcapPriv& priv(const NetDevice& dev) { return *static_cast<PcapPriv*>(dev.priv()
 // The stdio buffer a replay reads through: a poll's records come from memory, one read
 // per megabyte.
 constexpr size_t kRxBuffer = 1 << 20;
-// A looped replay of a file up to this size keeps its bytes, so later passes read memory.
-constexpr size_t kRxImageMax = 64u << 20;
-
 // Opens `path` for replay through `buf` (kRxBuffer bytes, outliving the pcap_t; null:
-// stdio's own), or reads `image` (the file's bytes kept by a looped replay) when it holds
-// them; null with err when libpcap cannot read it or it is not Ethernet.
-pcap_t* open_capture(const std::string& path, const std::vector<uint8_t>* image, char* buf, std::string& err) {
+// stdio's own), or reads `image` (the file mapped) when it holds it; null with err when
+// libpcap cannot read it or it is not Ethernet.
+pcap_t* open_capture(const std::string& path, const MappedFile* image, char* buf, std::string& err) {
   const bool mem = image && !image->empty();
   std::FILE* f = mem ? fmemopen(const_cast<uint8_t*>(image->data()), image->size(), "r") : std::fopen(path.c_str(), "rb");
   if (!f) {
@@ -147,22 +185,6 @@ pcap_t* open_capture(const std::string& path, const std::vector<uint8_t>* image,
   return p;
 }
 
-// A looped replay's file into memory, once per up (empty: too large or unreadable, then
-// each pass reopens the file).
-std::vector<uint8_t> read_image(const std::string& path) {
-  std::vector<uint8_t> image;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return image;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long size = std::ftell(f);
-    if (size > 0 && static_cast<size_t>(size) <= kRxImageMax && std::fseek(f, 0, SEEK_SET) == 0) {
-      image.resize(static_cast<size_t>(size));
-      if (std::fread(image.data(), 1, image.size(), f) != image.size()) image.clear();
-    }
-  }
-  std::fclose(f);
-  return image;
-}
 
 bool parse_rate(std::string_view s, double& v) {
   const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -238,9 +260,9 @@ void begin_pass(PcapPriv& s, uint64_t now) {
   s.record = 0;
 }
 
-// Whether passes after the first can read `s.image` directly: a classic pcap (microsecond
-// or nanosecond magic, either byte order; libpcap has just read it whole without error).
-// Sets the reader's parameters from libpcap's view of the file.
+// Whether passes can read `s.image` directly: a classic pcap (microsecond or nanosecond
+// magic, either byte order) whose header libpcap has read. Sets the reader's parameters
+// from libpcap's view of the file.
 bool mem_reader_setup(PcapPriv& s) {
   if (s.image.size() < 24 || !s.rx) return false;
   uint32_t magic;
@@ -253,7 +275,26 @@ bool mem_reader_setup(PcapPriv& s) {
   return true;
 }
 
-// mirrors pcap_next_packet (sf-pcap.c) on an image it read whole before: the record's
+// Whether every record of the image is whole, as pcap_next_packet (sf-pcap.c) checks:
+// a complete header, a caplen up to MAXIMUM_SNAPLEN and all of its bytes present (the
+// image then ends exactly after a record). Otherwise libpcap reads the file and names the
+// record that fails.
+bool image_records_whole(const PcapPriv& s) {
+  const size_t n = s.image.size();
+  const uint8_t* d = s.image.data();
+  size_t pos = 24;
+  while (pos != n) {
+    if (n - pos < 16) return false;
+    uint32_t caplen;
+    std::memcpy(&caplen, d + pos + 8, 4);
+    if (s.mem_swapped) caplen = __builtin_bswap32(caplen);
+    if (caplen > kMaxSnaplen || n - pos - 16 < caplen) return false;
+    pos += 16 + caplen;
+  }
+  return true;
+}
+
+// mirrors pcap_next_packet (sf-pcap.c) on an image whose records are whole: the record's
 // header at nanosecond precision, caplen cut to the snapshot as libpcap does, the data
 // in place. False at the end of the image.
 bool mem_next(PcapPriv& s) {
@@ -263,7 +304,7 @@ bool mem_next(PcapPriv& s) {
   std::memcpy(f, s.image.data() + s.mem_pos, 16);
   if (s.mem_swapped)
     for (uint32_t& v : f) v = __builtin_bswap32(v);
-  if (PP_UNLIKELY(s.mem_pos + 16 + uint64_t(f[2]) > n)) return false;  // the first pass read it whole: not reached
+  if (PP_UNLIKELY(s.mem_pos + 16 + uint64_t(f[2]) > n)) return false;  // checked whole before: not reached
   pcap_pkthdr& h = s.mem_hdr;
   h.ts.tv_sec = static_cast<int32_t>(f[0]);  // libpcap's fields are signed 32-bit
   const auto frac = static_cast<suseconds_t>(static_cast<int32_t>(f[1]));
@@ -466,7 +507,7 @@ uint32_t write_pcapng_head(PcapPriv& s) {
   put_u32(i, 1);
   put_u32(i + 4, idb_len);
   put_u16(i + 8, 1);  // LINKTYPE_ETHERNET
-  put_u32(i + 12, kTxSnap);
+  put_u32(i + 12, kMaxSnaplen);
   put_u16(i + 16, 2);  // if_name
   put_u16(i + 18, static_cast<uint16_t>(name.size()));
   std::memcpy(i + 20, name.data(), name.size());  // at most 15 bytes
@@ -491,12 +532,12 @@ bool open_tx(PcapPriv& s) {
   __fsetlocking(s.tx, FSETLOCKING_BYCALLER);  // the tx queue's lock orders its writers: no stdio lock per call
   s.tx_failed = false;
   s.pending_packets = s.pending_len = 0;
-  if (!s.gather) s.gather = std::make_unique<uint8_t[]>(kTxSnap);
+  if (!s.gather) s.gather = std::make_unique<uint8_t[]>(kMaxSnaplen);
   if (s.pcapng) {
     s.pending_bytes = write_pcapng_head(s);
     return true;
   }
-  s.tx_dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kTxSnap, PCAP_TSTAMP_PRECISION_NANO);
+  s.tx_dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kMaxSnaplen, PCAP_TSTAMP_PRECISION_NANO);
   s.dumper = s.tx_dead ? pcap_dump_fopen(s.tx_dead, s.tx) : nullptr;
   if (!s.dumper) {
     s.fail("tx " + s.tx_path + ": cannot start the pcap file");
@@ -509,7 +550,7 @@ bool open_tx(PcapPriv& s) {
 
 NetdevTx pcap_xmit(Cpu& cpu, Packet* p, NetDevice& dev, TxQueue&) {
   PcapPriv& s = priv(dev);
-  const uint32_t n = std::min(p->len, kTxSnap);
+  const uint32_t n = std::min(p->len, kMaxSnaplen);
   const uint64_t rec = (s.pcapng ? 32 + ((n + 3) & ~3u) : 16 + n);
   if (PP_LIKELY(s.tx && !s.tx_failed) && s.pending_bytes + rec > kTxBuffer) tx_flush(s, cpu);
   const uint8_t* bytes = p->data();
@@ -562,13 +603,19 @@ int pcap_open(NetDevice& dev) {
   Cpu* cpu = Cpu::current();
   std::string err;
   if (!s.rx_buf) s.rx_buf = std::make_unique<char[]>(kRxBuffer);
-  // A looped replay reads its file once: every pass, the first too, from the image.
-  if (s.loops != 1) s.image = read_image(s.rx_path);
+  // The file is mapped once per up; libpcap reads its header and, unless every record
+  // is whole in a classic pcap (then all passes read the image in place), its records.
+  s.image.map(s.rx_path);
   if (!cpu || !(s.rx = open_capture(s.rx_path, &s.image, s.rx_buf.get(), err))) {
     s.fail(cpu ? err : "rx needs a Cpu bound to the thread that sets it up");
-    s.image = {};
+    s.image.unmap();
     s.close_tx();
     return -1;
+  }
+  if (mem_reader_setup(s) && image_records_whole(s)) {
+    pcap_close(s.rx);
+    s.rx = nullptr;
+    s.mem_pos = 24;
   }
   if (!s.pace_given) s.pace = dynamic_cast<const VirtualClock*>(&cpu->clock()) ? Pace::kFile : Pace::kTopspeed;
   s.loops_done = 0;

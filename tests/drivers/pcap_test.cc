@@ -250,9 +250,9 @@ void write_classic(const std::string& path, const std::vector<Record>& recs, boo
   std::ofstream(path, std::ios::binary) << out;
 }
 
-// Passes after the first read the preloaded image themselves: each gives what libpcap
-// gave the first (stamps in either unit and byte order, a record longer than the
-// snaplen cut to it), at the file's timing, each pass starting where the last ended.
+// Every pass reads the mapped image itself: each gives what libpcap would (stamps in
+// either unit and byte order, a record longer than the snaplen cut to it), at the file's
+// timing, each pass starting where the last ended.
 TEST_F(PcapDevTest, PassesFromThePreloadedImageMatchTheFirst) {
   auto recs = make_records(6);
   recs[2].bytes.resize(150);
@@ -315,6 +315,34 @@ TEST_F(PcapDevTest, TruncatedFileDeliversWhatPrecedesAndNamesTheRecord) {
   std::string again;
   busy(*d, again);
   EXPECT_EQ(again, "");  // reported once
+}
+
+// Records the in-place reader would not read as libpcap does go to libpcap, which names
+// the record: a caplen above MAXIMUM_SNAPLEN (262,144), a header cut short at the end.
+TEST_F(PcapDevTest, MalformedRecordsAreLibpcapsToName) {
+  const auto recs = make_records(4);
+  const std::string big = file("bigcap.pcap"), shorthdr = file("shorthdr.pcap");
+  auto with_big = recs;
+  with_big[2].bytes.resize(300000);  // all its bytes present: only its length is wrong
+  write_classic(big, with_big, false, false, 65535);
+  write_pcap(shorthdr, recs);
+  std::ofstream(shorthdr, std::ios::binary | std::ios::app) << std::string(5, '\0');
+  struct Case {
+    std::string path, name, says;
+    uint64_t delivered;
+  };
+  for (const Case& c : {Case{big, "b0", "record 2: invalid packet capture length 300000", 2},
+                        Case{shorthdr, "s0", "record 4: truncated dump file; tried to read 16 header bytes, only got 5", 4}}) {
+    SCOPED_TRACE(c.name);
+    NetDevice* d = add(c.name, {{"rx", c.path}, {"pace", "max"}});
+    ASSERT_NE(d, nullptr);
+    std::string err;
+    ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
+    drive();
+    EXPECT_FALSE(busy(*d, err));
+    EXPECT_NE(err.find(c.says), std::string::npos) << err;
+    EXPECT_EQ(d->stats_sum().rx_packets, c.delivered);
+  }
 }
 
 TEST_F(PcapDevTest, OversizedAndRuntFramesCountAsRxDropped) {
