@@ -1,0 +1,52 @@
+// libFuzzer target for the pcap device's replay: the input is a capture file's bytes,
+// written to a memfd and replayed twice over (`loop 2`, `pace max`) by `ip link add ...
+// type pcap rx` and `ip link set ... up` on a fresh ScriptRunner: libpcap checks the
+// file's header, then the records are read in place from the mapped file when they are
+// all whole, else by libpcap. A failure must say why; ASan checks every read of the
+// mapped file stays inside it.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cli/script_exec.h"
+#include "cli/script_text.h"
+
+using namespace pktpath::cli;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > 1 << 20) return 0;
+  static std::FILE* devnull = std::fopen("/dev/null", "w");
+  static int fd = memfd_create("fuzz_pcap_replay", 0);
+  if (!devnull || fd < 0) std::abort();
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) std::abort();
+  const std::string text = "ip link add dev p0 type pcap rx /proc/self/fd/" + std::to_string(fd) +
+                           " pace max loop 2\nip link set dev p0 up\nip -s link show dev p0\n";
+  std::vector<ScriptLine> lines;
+  size_t bad = 0, last = 0;
+  ScriptError err;
+  if (!parse_script(text, lines, &bad, &last, err)) std::abort();
+  ScriptRunner runner(false, devnull, 2048);
+  ScriptLimits lim;
+  lim.max_packets = 64;
+  lim.max_threads = 1;
+  lim.max_wait_ns = 2'000'000;
+  lim.commands = false;
+  lim.write_files = false;
+  lim.batch_files = false;
+  lim.host_devices = false;
+  lim.datapath_cpus = false;
+  runner.set_limits(lim);
+  for (const ScriptLine& l : lines) {
+    ScriptError e;
+    if (!runner.execute(l.cmd, e)) {
+      if (e.msg.empty()) std::abort();  // every failure says why
+      break;
+    }
+  }
+  ScriptError e;
+  runner.finish(e);
+  return 0;
+}
