@@ -131,7 +131,7 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
   } else {
     parent_q = qdisc_lookup(dev, req.parent);
     minor = req.parent & 0xffff;
-    if (!parent_q || minor == 0)
+    if (!parent_q)
       return unexpected("Failed to find specified qdisc (parent " + tc_handle_str(req.parent) + " on " + dev.name() + ")");
     existing = parent_q->child(minor);
     if (!existing) return unexpected("Specified class not found (parent " + tc_handle_str(req.parent) + ")");
@@ -192,9 +192,10 @@ Status tc_qdisc_modify(DeviceTable& table, NetDevice& dev, const QdiscRequest& r
     table.retire(dev.graft_root(std::move(q)));
   } else {
     if (q->flags() & TCQ_F_MQROOT) return unexpected("mq can only be the root qdisc");
-    q->set_parent(req.parent);
+    Qdisc* const grafted = q.get();
     auto old = parent_q->graft(dev, minor, std::move(q));
     if (!old) return unexpected(old.error());
+    grafted->set_parent(req.parent);  // as written: qdisc_create's parentid is the clid
     table.retire(std::move(*old));
   }
   return {};

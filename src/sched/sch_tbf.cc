@@ -126,11 +126,11 @@ class TbfQdisc final : public PeekDequeuedQdisc {
     return {};
   }
 
-  Qdisc* child(uint32_t minor) const override { return minor == 1 ? child_.get() : nullptr; }
+  // mirrors tbf_find: every classid names the one class.
+  Qdisc* child(uint32_t) const override { return child_.get(); }
   unsigned num_children() const override { return 1; }
-  // mirrors tbf_graft: class 1 takes any qdisc; the old one leaves with its packets.
-  Result<std::unique_ptr<Qdisc>> graft(NetDevice& dev, uint32_t minor, std::unique_ptr<Qdisc> q) override {
-    if (minor != 1) return unexpected("tbf has no class :" + std::to_string(minor));
+  // mirrors tbf_graft: the class takes any qdisc; the old one leaves with its packets.
+  Result<std::unique_ptr<Qdisc>> graft(NetDevice& dev, uint32_t, std::unique_ptr<Qdisc> q) override {
     q->set_dev_queue(&dev, &dev.txq(0));
     q->set_parent(handle() | 1u);
     q->set_parent_qdisc(this);

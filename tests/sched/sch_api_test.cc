@@ -67,6 +67,42 @@ TEST_F(TcModify, MqChildGraftRepointsTheTxQueue) {
   EXPECT_NE(st.error().msg.find("Failed to find specified qdisc"), std::string::npos);
 }
 
+// mirrors tbf_find and qdisc_graft: `parent MAJ:` (class 0) and any other minor name tbf's
+// one class, and the child keeps the parent as written; prio has no class 0.
+TEST_F(TcModify, ClassZeroIsTbfsOneClassAndNoOthers) {
+  NetDevice* d = make("t5", "testdrv");
+  TbfOptions t;
+  t.rate_bytes_ps = 1'000'000'000;
+  t.burst = 100000;
+  t.limit = 100000;
+  t.limit_set = true;
+  tc(d, QdiscOp::Add, "tbf", t, TC_H_ROOT, 0x10000);
+  tc(d, QdiscOp::Add, "pfifo", {}, 0x10000, 0xa0000);
+  Qdisc* child = d->qdisc()->child(1);
+  ASSERT_NE(child, nullptr);
+  EXPECT_STREQ(child->kind(), "pfifo");
+  EXPECT_EQ(child->handle(), 0xa0000u);
+  EXPECT_EQ(child->parent(), 0x10000u);
+  EXPECT_EQ(d->qdisc()->child(0), child);
+  for (uint32_t i = 0; i < 4; ++i) send(d, i);
+  drain();
+  EXPECT_EQ(testdrv_state(*d).transmitted.load(), 4u);
+  EXPECT_EQ(child->stats().packets, 4u);
+  tc(d, QdiscOp::Replace, "bfifo", {}, 0x10007, 0xb0000);
+  EXPECT_STREQ(d->qdisc()->child(1)->kind(), "bfifo");
+  EXPECT_EQ(d->qdisc()->child(1)->parent(), 0x10007u);
+
+  NetDevice* p = make("t6", "testdrv");
+  tc(p, QdiscOp::Add, "prio", {}, TC_H_ROOT, 0x20000);
+  QdiscRequest r;
+  r.op = QdiscOp::Add;
+  r.kind = "pfifo";
+  r.parent = 0x20000;
+  auto st = tc_qdisc_modify(table, *p, r);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().msg.find("Specified class not found"), std::string::npos) << st.error().msg;
+}
+
 TEST_F(TcModify, ReplaceWhileQueuedDropsOldPackets) {
   NetDevice* d = make("t0", "testdrv");
   NetDevice::tx_stop_queue(d->txq(0));
