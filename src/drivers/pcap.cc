@@ -39,9 +39,10 @@ constexpr uint32_t kMaxSnaplen = 262144;    // libpcap's MAXIMUM_SNAPLEN
 // top speed.
 enum class Pace : uint8_t { kTopspeed, kFile, kMultiplier, kPps, kMbps };
 
-// A regular file mapped read-only (tcpreplay's --preload-pcap without the copy: the page
-// cache holds it, so memory stays flat however long the replay loops); empty when the
-// file is not a regular file or cannot be mapped.
+// A regular file mapped read-only (tcpreplay's --preload-pcap without the copy); empty
+// when the file is not a regular file or cannot be mapped. One up to kResidentMax is
+// mapped whole at once (MAP_POPULATE: no fault per page as passes read it) and stays;
+// a larger one is read in order and its readers give pages back behind them.
 class MappedFile {
  public:
   MappedFile() = default;
@@ -54,10 +55,13 @@ class MappedFile {
     if (fd < 0) return;
     struct stat st{};
     if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      const size_t size = static_cast<size_t>(st.st_size);
+      const bool resident = size <= kResidentMax;
+      void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | (resident ? MAP_POPULATE : 0), fd, 0);
       if (m != MAP_FAILED) {
+        if (!resident) ::madvise(m, size, MADV_SEQUENTIAL);
         data_ = static_cast<const uint8_t*>(m);
-        size_ = static_cast<size_t>(st.st_size);
+        size_ = size;
       }
     }
     ::close(fd);
@@ -70,6 +74,15 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  bool resident() const { return size_ <= kResidentMax; }
+  // Gives back the pages of [from, to) (page-aligned from): a later read faults them in
+  // again from the page cache.
+  void release(size_t from, size_t to) const {
+    to &= ~size_t{4095};
+    if (to > from) ::madvise(const_cast<uint8_t*>(data_) + from, to - from, MADV_DONTNEED);
+  }
+
+  static constexpr size_t kResidentMax = 256u << 20;
 
  private:
   const uint8_t* data_ = nullptr;
@@ -101,6 +114,7 @@ struct PcapPriv final : DriverState {
   // record's offset (0: not reading the image), the file's byte order and stamp unit,
   // libpcap's snapshot length, and the header handed out.
   size_t mem_pos = 0;
+  size_t mem_released = 0;  // the image's pages below this are given back (madvise)
   bool mem_swapped = false, mem_nsec = false;
   uint32_t mem_snap = 0;
   pcap_pkthdr mem_hdr{};
@@ -153,6 +167,9 @@ struct PcapPriv final : DriverState {
 };
 
 PcapPriv& priv(const NetDevice& dev) { return *static_cast<PcapPriv*>(dev.priv()); }
+
+// How much of the mapped image a pass reads before giving its pages back.
+constexpr size_t kRxReleaseChunk = 64u << 20;
 
 // The stdio buffer a replay reads through: a poll's records come from memory, one read
 // per megabyte.
@@ -275,28 +292,10 @@ bool mem_reader_setup(PcapPriv& s) {
   return true;
 }
 
-// Whether every record of the image is whole, as pcap_next_packet (sf-pcap.c) checks:
-// a complete header, a caplen up to MAXIMUM_SNAPLEN and all of its bytes present (the
-// image then ends exactly after a record). Otherwise libpcap reads the file and names the
-// record that fails.
-bool image_records_whole(const PcapPriv& s) {
-  const size_t n = s.image.size();
-  const uint8_t* d = s.image.data();
-  size_t pos = 24;
-  while (pos != n) {
-    if (n - pos < 16) return false;
-    uint32_t caplen;
-    std::memcpy(&caplen, d + pos + 8, 4);
-    if (s.mem_swapped) caplen = __builtin_bswap32(caplen);
-    if (caplen > kMaxSnaplen || n - pos - 16 < caplen) return false;
-    pos += 16 + caplen;
-  }
-  return true;
-}
-
-// mirrors pcap_next_packet (sf-pcap.c) on an image whose records are whole: the record's
-// header at nanosecond precision, caplen cut to the snapshot as libpcap does, the data
-// in place. False at the end of the image.
+// mirrors pcap_next_packet (sf-pcap.c) on the mapped image: the record's header at
+// nanosecond precision, caplen cut to the snapshot as libpcap does, the data in place.
+// False at the end of the image, or at a record libpcap would refuse (a header cut
+// short, a caplen above MAXIMUM_SNAPLEN, data cut short), mem_pos left at it.
 bool mem_next(PcapPriv& s) {
   const size_t n = s.image.size();
   if (s.mem_pos + 16 > n) return false;
@@ -304,7 +303,7 @@ bool mem_next(PcapPriv& s) {
   std::memcpy(f, s.image.data() + s.mem_pos, 16);
   if (s.mem_swapped)
     for (uint32_t& v : f) v = __builtin_bswap32(v);
-  if (PP_UNLIKELY(s.mem_pos + 16 + uint64_t(f[2]) > n)) return false;  // checked whole before: not reached
+  if (PP_UNLIKELY(f[2] > kMaxSnaplen || s.mem_pos + 16 + uint64_t(f[2]) > n)) return false;
   pcap_pkthdr& h = s.mem_hdr;
   h.ts.tv_sec = static_cast<int32_t>(f[0]);  // libpcap's fields are signed 32-bit
   const auto frac = static_cast<suseconds_t>(static_cast<int32_t>(f[1]));
@@ -314,6 +313,13 @@ bool mem_next(PcapPriv& s) {
   s.held_hdr = &h;
   s.held_data = s.image.data() + s.mem_pos + 16;
   s.mem_pos += 16 + f[2];
+  // A file too large to stay resident gives back the pages read so far (the held record's
+  // excepted), so the resident set stays flat however large the file.
+  if (PP_UNLIKELY(s.mem_pos - s.mem_released >= kRxReleaseChunk) && !s.image.resident()) {
+    const size_t upto = (s.mem_pos - 16 - f[2]) & ~size_t{4095};
+    s.image.release(s.mem_released, upto);
+    s.mem_released = std::max(s.mem_released, upto);
+  }
   return true;
 }
 
@@ -324,11 +330,23 @@ bool read_next(PcapPriv& s) {
     if (s.mem_pos != 0) {  // a pass from the image
       if (PP_LIKELY(mem_next(s))) return true;
       s.held_hdr = nullptr;
+      if (s.mem_pos != s.image.size()) {  // a bad record: libpcap reads it, and names what is wrong
+        std::string err;
+        s.rx = open_capture(s.rx_path, &s.image, s.rx_buf.get(), err);
+        if (!s.rx || std::fseek(pcap_file(s.rx), static_cast<long>(s.mem_pos), SEEK_SET) != 0) {
+          s.fail(s.rx ? "rx " + s.rx_path + ": record " + std::to_string(s.record) + ": seek failed" : err);
+          s.rx_running = false;
+          return false;
+        }
+        s.mem_pos = 0;
+        continue;
+      }
       if (++s.loops_done, s.loops != 0 && s.loops_done >= s.loops) {
         s.rx_running = false;
         return false;
       }
       s.mem_pos = 24;
+      s.mem_released = 0;
       begin_pass(s, 0);
       continue;
     }
@@ -350,6 +368,7 @@ bool read_next(PcapPriv& s) {
     s.rx = nullptr;
     if (from_image) {
       s.mem_pos = 24;
+      s.mem_released = 0;
       begin_pass(s, 0);
       continue;
     }
@@ -603,8 +622,8 @@ int pcap_open(NetDevice& dev) {
   Cpu* cpu = Cpu::current();
   std::string err;
   if (!s.rx_buf) s.rx_buf = std::make_unique<char[]>(kRxBuffer);
-  // The file is mapped once per up; libpcap reads its header and, unless every record
-  // is whole in a classic pcap (then all passes read the image in place), its records.
+  // The file is mapped once per up; libpcap reads its header and, unless it is a classic
+  // pcap (then every pass reads the image in place), its records.
   s.image.map(s.rx_path);
   if (!cpu || !(s.rx = open_capture(s.rx_path, &s.image, s.rx_buf.get(), err))) {
     s.fail(cpu ? err : "rx needs a Cpu bound to the thread that sets it up");
@@ -612,10 +631,11 @@ int pcap_open(NetDevice& dev) {
     s.close_tx();
     return -1;
   }
-  if (mem_reader_setup(s) && image_records_whole(s)) {
+  if (mem_reader_setup(s)) {
     pcap_close(s.rx);
     s.rx = nullptr;
     s.mem_pos = 24;
+    s.mem_released = 0;
   }
   if (!s.pace_given) s.pace = dynamic_cast<const VirtualClock*>(&cpu->clock()) ? Pace::kFile : Pace::kTopspeed;
   s.loops_done = 0;
