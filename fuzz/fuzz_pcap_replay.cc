@@ -1,8 +1,8 @@
 // libFuzzer target for the pcap device's replay: the input is a capture file's bytes,
 // written to a memfd and replayed twice over (`loop 2`, `pace max`) by `ip link add ...
 // type pcap rx` and `ip link set ... up` on a fresh ScriptRunner: libpcap checks the
-// file's header, then the records are read in place from the mapped file when they are
-// all whole, else by libpcap. A failure must say why; ASan checks every read of the
+// file's header, then the records are read in place from the mapped file up to one
+// libpcap would refuse, which libpcap then reads from that offset. A failure must say why; ASan checks every read of the
 // mapped file stays inside it.
 #include <sys/mman.h>
 #include <unistd.h>
