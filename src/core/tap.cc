@@ -199,8 +199,13 @@ bool Tap::write_pcap(const Packet& p, uint32_t snap, bool outgoing) const {
   }
   const uint64_t rec = sizeof(uint32_t) * 4 + snap;  // the file's record header + data
   if (pending_bytes_ != 0 && pending_bytes_ + rec > kTapWriteBuffer && !flush_locked()) return false;
-  pcap_dump(static_cast<u_char*>(dumper_), &h, bytes);
-  if (PP_UNLIKELY(ferror(pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_))))) {
+  // pcap_dump's record (sf-pcap.c: 32-bit seconds and microseconds, caplen, len, in this
+  // machine's order), written with the stdio lock not taken: write_lock_ orders writers.
+  std::FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_));
+  const uint32_t hdr[4] = {static_cast<uint32_t>(h.ts.tv_sec), static_cast<uint32_t>(h.ts.tv_usec), h.caplen, h.len};
+  fwrite_unlocked(hdr, sizeof hdr, 1, f);
+  fwrite_unlocked(bytes, h.caplen, 1, f);
+  if (PP_UNLIKELY(ferror_unlocked(f))) {
     write_errno_ = errno ? errno : EIO;
     lost_ += pending_packets_;
     pending_packets_ = pending_bytes_ = 0;
