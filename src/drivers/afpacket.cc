@@ -2,7 +2,7 @@
 // (net/packet/af_packet.c on the other side).
 //
 //   ip link add dev D type afpacket link IF [netns NAME] [fanout N] [qdisc_bypass on|off]
-//                                  [ring v3|v2] [block_timeout MS]
+//                                  [ring v3|v2] [block_timeout MS]  (a V3 ring's; V2 has none)
 //
 // Receive: `fanout N` sockets (default 1) bound to IF, joined by PACKET_FANOUT_HASH when
 // N > 1, each with a ring and PACKET_IGNORE_OUTGOING (what the kernel sends out of IF,
@@ -56,7 +56,7 @@ namespace {
 constexpr uint32_t kMaxFanout = 64;
 constexpr uint32_t kRxBlockSize = 1u << 16;  // 64 KiB blocks
 constexpr uint32_t kRxBlocks = 64;           // 4 MiB of ring per receive socket
-constexpr uint32_t kRxFrameSize = 2048;      // only sizes tp_frame_nr for TPACKET_V3
+constexpr uint32_t kRxFrameSize = 2048;      // TPACKET_V2's least slot; sizes tp_frame_nr for V3
 constexpr uint32_t kRxBlockTimeoutMs = 1;    // by default a part-filled block retires after this
 constexpr uint32_t kMaxBlockTimeoutMs = 1000;
 constexpr uint32_t kTxFrames = 512;

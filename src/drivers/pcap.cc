@@ -278,8 +278,9 @@ void begin_pass(PcapPriv& s, uint64_t now) {
 }
 
 // Whether passes can read `s.image` directly: a classic pcap (microsecond or nanosecond
-// magic, either byte order) whose header libpcap has read. Sets the reader's parameters
-// from libpcap's view of the file.
+// magic, either byte order) whose header libpcap has read, of a version whose record
+// headers libpcap takes as written (sf_pcap_open swaps caplen and len in versions up to
+// 2.3 and 543.x: those stay libpcap's). Sets the reader's parameters from libpcap's view.
 bool mem_reader_setup(PcapPriv& s) {
   if (s.image.size() < 24 || !s.rx) return false;
   uint32_t magic;
@@ -288,6 +289,11 @@ bool mem_reader_setup(PcapPriv& s) {
   else if (magic == 0xa1b23c4du || magic == 0x4d3cb2a1u) s.mem_nsec = true;
   else return false;  // pcapng, or a variant libpcap reads its own way
   s.mem_swapped = magic == 0xd4c3b2a1u || magic == 0x4d3cb2a1u;
+  uint16_t v[2];
+  std::memcpy(v, s.image.data() + 4, 4);
+  if (s.mem_swapped)
+    for (uint16_t& x : v) x = __builtin_bswap16(x);
+  if ((v[0] == 2 && v[1] <= 3) || v[0] == 543) return false;
   s.mem_snap = static_cast<uint32_t>(pcap_snapshot(s.rx));
   return true;
 }
@@ -332,7 +338,7 @@ bool read_next(PcapPriv& s) {
       s.held_hdr = nullptr;
       if (s.mem_pos != s.image.size()) {  // a bad record: libpcap reads it, and names what is wrong
         std::string err;
-        s.rx = open_capture(s.rx_path, &s.image, s.rx_buf.get(), err);
+        s.rx = open_capture(s.rx_path, s.image.resident() ? &s.image : nullptr, s.rx_buf.get(), err);
         if (!s.rx || std::fseek(pcap_file(s.rx), static_cast<long>(s.mem_pos), SEEK_SET) != 0) {
           s.fail(s.rx ? "rx " + s.rx_path + ": record " + std::to_string(s.record) + ": seek failed" : err);
           s.rx_running = false;
@@ -637,6 +643,16 @@ int pcap_open(NetDevice& dev) {
     s.rx = nullptr;
     s.mem_pos = 24;
     s.mem_released = 0;
+  } else if (!s.image.resident()) {
+    // libpcap reads it (pcapng, an old version): a large file streams through the stdio
+    // buffer instead of becoming resident through the mapping.
+    pcap_close(s.rx);
+    s.image.unmap();
+    if (!(s.rx = open_capture(s.rx_path, nullptr, s.rx_buf.get(), err))) {
+      s.fail(err);
+      s.close_tx();
+      return -1;
+    }
   }
   if (!s.pace_given) s.pace = dynamic_cast<const VirtualClock*>(&cpu->clock()) ? Pace::kFile : Pace::kTopspeed;
   s.loops_done = 0;

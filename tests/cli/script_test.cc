@@ -106,7 +106,7 @@ const BadLine kBadLines[] = {
     {"tc qdisc add dev foo root", "", "needs a qdisc kind"},
     {"tc qdisc add dev foo root root pfifo", "root", "given twice"},
     {"tc qdisc add dev foo parent 1 pfifo", "1", "bad parent"},
-    {"tc qdisc add dev foo parent 1 pfifo", "1", "bad parent"},
+    {"tc qdisc add dev foo parent 0: pfifo", "0:", "bad parent"},
     {"tc qdisc add dev foo root handle 1:2 pfifo", "1:2", "invalid qdisc ID"},
     {"tc qdisc add dev foo root pfifo limit", "limit", "needs a value"},
     {"tc qdisc add dev foo root pfifo limit lots", "lots", "bad limit"},

@@ -345,6 +345,44 @@ TEST_F(PcapDevTest, MalformedRecordsAreLibpcapsToName) {
   }
 }
 
+// A version 2.2 file keeps each record's caplen and len the other way round, which
+// libpcap's sf_pcap_open puts right: such files are libpcap's to read, record by record.
+TEST_F(PcapDevTest, OldVersionWithSwappedLengthsReadsAsLibpcapReadsIt) {
+  const auto recs = make_records(20);  // enough that a misread length still lands inside
+  std::string out;
+  auto u32 = [&](uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); };
+  auto u16 = [&](uint16_t v) { out.append(reinterpret_cast<const char*>(&v), 2); };
+  u32(0xa1b2c3d4u);
+  u16(2);
+  u16(2);
+  u32(0);
+  u32(0);
+  u32(65535);
+  u32(DLT_EN10MB);
+  uint64_t stored = 0;
+  for (const Record& r : recs) {
+    const uint32_t caplen = static_cast<uint32_t>(std::min<size_t>(r.bytes.size(), 40));
+    u32(static_cast<uint32_t>(r.ts_ns / 1'000'000'000ull));
+    u32(static_cast<uint32_t>(r.ts_ns % 1'000'000'000ull / 1000));
+    u32(static_cast<uint32_t>(r.bytes.size()) + 100);  // len where caplen belongs
+    u32(caplen);
+    out.append(reinterpret_cast<const char*>(r.bytes.data()), caplen);
+    stored += caplen;
+  }
+  const std::string in = file("v22.pcap");
+  std::ofstream(in, std::ios::binary) << out;
+  NetDevice* d = add("o0", {{"rx", in}, {"pace", "max"}});
+  ASSERT_NE(d, nullptr);
+  link_kind_lookup("pcap")->set_option(*d, "loop", 2);
+  std::string err;
+  ASSERT_TRUE(ok(net.devices().set_up(*d, true)));
+  for (int i = 0; i < 8 && busy(*d, err); ++i) drive();
+  EXPECT_FALSE(busy(*d, err));
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(d->stats_sum().rx_packets, 40u);
+  EXPECT_EQ(d->stats_sum().rx_bytes, 2 * stored);
+}
+
 TEST_F(PcapDevTest, OversizedAndRuntFramesCountAsRxDropped) {
   auto recs = make_records(3);
   recs[1].bytes.resize(1515);  // MTU 1500 + 14 + 1

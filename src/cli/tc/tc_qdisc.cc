@@ -199,7 +199,7 @@ Result<ExtCommand> parse_qdisc(Lexer& lx, const TcFlags& flags) {
       if (!v) return unexpected(v.error());
       auto p = get_tc_classid(*v);
       // `MAJ:` is the qdisc's class 0, which only a kind that takes any class (tbf) has.
-      if (!p || *p == TC_H_ROOT || v->find(':') == std::string::npos)
+      if (!p || *p == 0 || *p == TC_H_ROOT || v->find(':') == std::string::npos)
         return unexpected("bad parent \"" + *v + "\" (want MAJ:MIN)", *v);
       req.parent = *p;
       have_parent = true;
