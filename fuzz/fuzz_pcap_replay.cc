@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli/script_exec.h"
 #include "cli/script_text.h"
+#include "fuzz_script_run.h"
 
 using namespace pktpath::cli;
 
@@ -29,25 +29,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t bad = 0, last = 0;
   ScriptError err;
   if (!parse_script(text, lines, &bad, &last, err)) std::abort();
-  ScriptRunner runner(false, devnull, 2048);
-  ScriptLimits lim;
-  lim.max_packets = 64;
-  lim.max_threads = 1;
-  lim.max_wait_ns = 2'000'000;
-  lim.commands = false;
-  lim.write_files = false;
-  lim.batch_files = false;
-  lim.host_devices = false;
-  lim.datapath_cpus = false;
-  runner.set_limits(lim);
-  for (const ScriptLine& l : lines) {
-    ScriptError e;
-    if (!runner.execute(l.cmd, e)) {
-      if (e.msg.empty()) std::abort();  // every failure says why
-      break;
-    }
-  }
-  ScriptError e;
-  runner.finish(e);
+  fuzz_run_lines(lines, false, devnull);
   return 0;
 }

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/script_exec.h"
 #include "cli/script_text.h"
+#include "fuzz_script_run.h"
 
 using namespace pktpath::cli;
 
@@ -25,25 +25,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ScriptError err;
   if (!parse_script(text, lines, &bad, &last, err) || lines.size() > 48) return 0;
 
-  ScriptRunner runner((size & 1) != 0, devnull, 2048);
-  ScriptLimits lim;
-  lim.max_packets = 64;
-  lim.max_threads = 2;
-  lim.max_wait_ns = 2'000'000;
-  lim.commands = false;
-  lim.write_files = false;
-  lim.batch_files = false;
-  lim.host_devices = false;  // no kernel interfaces (tap) from fuzzed scripts
-  lim.datapath_cpus = false;  // a redirect loop between them would never go idle
-  runner.set_limits(lim);
-  for (const ScriptLine& l : lines) {
-    ScriptError e;
-    if (!runner.execute(l.cmd, e)) {
-      if (e.msg.empty()) std::abort();  // every failure says why
-      break;
-    }
-  }
-  ScriptError e;
-  runner.finish(e);
+  fuzz_run_lines(lines, (size & 1) != 0, devnull);
   return 0;
 }
